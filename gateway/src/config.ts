@@ -1,0 +1,38 @@
+import { type ConfigOf, env } from '@platform/service-kit';
+import { LOCAL_CLIENT_KEYS, parseClientKeys } from './signing/client-keys.ts';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every setting of the gateway, one line each, with CONTRACT.md's names. APP_ENV picks the
+ * environment: `local` runs with the defaults below; `test` and `prod` must name their client keys,
+ * upstreams and Redis, and the gateway refuses to start until they do.
+ */
+export const gatewayConfigSpec = {
+  GATEWAY_PORT: env.port('Port the gateway listens on (the only public port)', { default: 8080 }),
+  HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
+  LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
+  REDIS_URL: env.url('Redis URL (nonces, idempotency keys, token blacklist)', ['redis:', 'rediss:'], {
+    localDefault: 'redis://127.0.0.1:6379/0',
+    secret: true,
+  }),
+  REDIS_KEY_PREFIX: env.string('Prefix of every Redis key the gateway writes', { default: 'gateway:' }),
+  IDENTITY_URL: env.url('Base URL of the identity service upstream', ['http:', 'https:'], { localDefault: 'http://127.0.0.1:8081' }),
+  RISK_URL: env.url('Base URL of the risk service upstream', ['http:', 'https:'], { localDefault: 'http://127.0.0.1:8082' }),
+  IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {
+    localDefault: 'http://127.0.0.1:8081/.well-known/jwks.json',
+  }),
+  GATEWAY_CLIENT_KEYS: env.custom('JSON array of client keys { keyId, alg, secret | publicKey }', parseClientKeys, {
+    localDefault: LOCAL_CLIENT_KEYS,
+    secret: true,
+  }),
+  SIGNATURE_MAX_SKEW_S: env.integer('Allowed distance of a signature\'s `created` from the gateway clock, seconds', { min: 1, max: 3600 }, { default: 300 }),
+  IDEMPOTENCY_TTL_UNSAFE_S: env.integer('How long POST/PATCH/PUT/DELETE idempotency keys are remembered, seconds', { min: 1, max: 604_800 }, { default: 86_400 }),
+  IDEMPOTENCY_TTL_SAFE_S: env.integer('How long GET/HEAD idempotency keys are remembered, seconds', { min: 1, max: 86_400 }, { default: 600 }),
+  CORS_ORIGINS: env.list('Browser origins allowed to call the API', { default: [], localDefault: ['http://localhost:3000'] }),
+  GATEWAY_BODY_LIMIT_BYTES: env.integer('Largest request body accepted', { min: 1024, max: 10_485_760 }, { default: 102_400 }),
+  UPSTREAM_TIMEOUT_MS: env.integer('How long an upstream may take before the gateway answers 504', { min: 100, max: 120_000 }, { default: 10_000 }),
+  DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
+};
+
+export type GatewayConfig = ConfigOf<typeof gatewayConfigSpec>;

@@ -1,0 +1,62 @@
+import { createPublicKey } from 'node:crypto';
+
+/** A client key of CONTRACT.md part 2, as configured in GATEWAY_CLIENT_KEYS. */
+export type ClientKey =
+  | { keyId: string; alg: 'hmac-sha256'; secret: string }
+  | { keyId: string; alg: 'ed25519'; publicKey: string };
+
+/** The local default: one shared-secret key, so `pnpm start` needs no setup (CONTRACT.md part 2). */
+export const LOCAL_CLIENT_KEYS: readonly ClientKey[] = [{ keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' }];
+
+/** Shortest shared secret accepted: a guessable HMAC key would make every signature forgeable. */
+const MIN_SECRET_BYTES = 16;
+const KEY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function parseOne(entry: unknown, index: number): ClientKey {
+  const at = `entry ${index}`;
+  if (typeof entry !== 'object' || entry === null) throw new Error(`${at} must be an object`);
+  const e = entry as Record<string, unknown>;
+  if (typeof e.keyId !== 'string' || !KEY_ID.test(e.keyId)) {
+    throw new Error(`${at}: keyId must be 1-128 characters of [A-Za-z0-9._:-]`);
+  }
+  const name = `key "${e.keyId}"`;
+  if (e.alg === 'hmac-sha256') {
+    if (typeof e.secret !== 'string' || Buffer.byteLength(e.secret) < MIN_SECRET_BYTES) {
+      throw new Error(`${name}: hmac-sha256 needs a "secret" of at least ${MIN_SECRET_BYTES} bytes`);
+    }
+    return { keyId: e.keyId, alg: 'hmac-sha256', secret: e.secret };
+  }
+  if (e.alg === 'ed25519') {
+    if (typeof e.publicKey !== 'string') throw new Error(`${name}: ed25519 needs a "publicKey" in PEM`);
+    let type: string | undefined;
+    try {
+      type = createPublicKey(e.publicKey).asymmetricKeyType;
+    } catch {
+      throw new Error(`${name}: publicKey is not a readable PEM public key`);
+    }
+    if (type !== 'ed25519') throw new Error(`${name}: publicKey is ${type ?? 'unknown'}, not ed25519`);
+    return { keyId: e.keyId, alg: 'ed25519', publicKey: e.publicKey };
+  }
+  throw new Error(`${name}: alg must be hmac-sha256 or ed25519`);
+}
+
+/**
+ * Parses GATEWAY_CLIENT_KEYS: a JSON array of `{ keyId, alg, secret | publicKey }`. Errors name the
+ * entry and what is wrong with it, never a secret.
+ */
+export function parseClientKeys(raw: string): readonly ClientKey[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error('must be a JSON array of { keyId, alg, secret | publicKey }');
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) throw new Error('must be a non-empty JSON array');
+  const keys = parsed.map(parseOne);
+  const seen = new Set<string>();
+  for (const key of keys) {
+    if (seen.has(key.keyId)) throw new Error(`keyId "${key.keyId}" appears twice`);
+    seen.add(key.keyId);
+  }
+  return keys;
+}

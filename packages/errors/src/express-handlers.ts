@@ -1,0 +1,59 @@
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import { errorBody } from './error-body.ts';
+import { MethodNotAllowedError, NotFoundError } from './http-errors.ts';
+import { toHttpError } from './to-http-error.ts';
+
+/** How an error handler fills `messages`. */
+export interface ErrorHandlerOptions {
+  /**
+   * `always`: every body carries `messages` (the station operations' rule, CONTRACT.md part 7);
+   * `when-present`: only when the error names its problems (default).
+   */
+  messages?: 'always' | 'when-present';
+}
+
+/**
+ * The 4-argument Express error middleware every process mounts last. Renders SPEC.md's error body,
+ * sets the error's headers, and hands 5xx causes to the request logger (pino-http reads `res.err`),
+ * so the log carries the stack and the request id while the client gets fixed text.
+ */
+export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
+  const always = options.messages === 'always';
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) {
+      // Too late for a body: let Express end the connection.
+      next(err);
+      return;
+    }
+    const httpError = toHttpError(err, req);
+    if (httpError.status >= 500) {
+      (res as { err?: unknown }).err = httpError.cause ?? httpError;
+    }
+    const messages = httpError.messages ?? (always ? [httpError.message] : undefined);
+    res.set(httpError.headers);
+    res.status(httpError.status).json(errorBody(httpError.status, httpError.message, req.originalUrl, messages));
+  };
+}
+
+/** Mounted after every route: a request no route took is a 404 in the error shape. */
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new NotFoundError(`No route for ${req.method} ${req.path}`));
+};
+
+/** The methods an Express route answers, as an Allow header lists them. */
+function allowedMethods(req: Request): string[] {
+  const methods = (req.route as { methods?: Record<string, boolean> } | undefined)?.methods ?? {};
+  const allow = Object.keys(methods)
+    .filter((m) => m !== '_all')
+    .map((m) => m.toUpperCase());
+  if (allow.includes('GET') && !allow.includes('HEAD')) allow.push('HEAD');
+  return allow;
+}
+
+/**
+ * Put last on a route (`router.route(p).get(h).all(methodNotAllowedHandler)`): any other method gets
+ * 405 with the Allow header listing the methods the route does answer.
+ */
+export const methodNotAllowedHandler: RequestHandler = (req, _res, next) => {
+  next(new MethodNotAllowedError(req.method, allowedMethods(req)));
+};

@@ -1,0 +1,5 @@
+export { type ErrorBody, errorBody, isErrorBody, reasonPhrase } from './error-body.ts';
+export * from './http-errors.ts';
+export { type RequestLine, toHttpError } from './to-http-error.ts';
+export { type ErrorHandlerOptions, errorHandler, methodNotAllowedHandler, notFoundHandler } from './express-handlers.ts';
+export { parseUpstreamError } from './parse-upstream-error.ts';

@@ -1,0 +1,119 @@
+import {
+  BadRequestError,
+  HttpError,
+  InternalServerError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+} from './http-errors.ts';
+
+/** The part of the request an error message may name. */
+export interface RequestLine {
+  method: string;
+  path: string;
+}
+
+/** One violation as express-openapi-validator reports it. */
+interface ValidatorViolation {
+  path?: unknown;
+  message?: unknown;
+}
+
+/** The fields we read from express-openapi-validator's errors (duck-typed: no dependency on the library). */
+interface ValidatorError {
+  status: number;
+  errors: ValidatorViolation[];
+  headers?: Record<string, unknown>;
+  message?: unknown;
+}
+
+function isValidatorError(err: unknown): err is ValidatorError {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { status?: unknown }).status === 'number' &&
+    Array.isArray((err as { errors?: unknown }).errors)
+  );
+}
+
+/**
+ * `/body/user/name` → `body.user.name`: the location a client can find in its own request, named as
+ * OpenAPI names it (the validator's `params` is OpenAPI's `path`).
+ */
+function violationText(violation: ValidatorViolation): string {
+  const location =
+    typeof violation.path === 'string'
+      ? violation.path.replace(/^[./]+/, '').replaceAll('/', '.').replace(/^params(?=\.|$)/, 'path')
+      : '';
+  const message = typeof violation.message === 'string' ? violation.message : 'is invalid';
+  return location === '' ? message : `${location} ${message}`;
+}
+
+function fromValidator(err: ValidatorError, req: RequestLine): HttpError {
+  switch (err.status) {
+    case 400: {
+      const messages = err.errors.map(violationText);
+      if (messages.length === 0) messages.push('Request validation failed');
+      return new BadRequestError(messages.join('; '), { messages, cause: err });
+    }
+    case 404:
+      return new NotFoundError(`No route for ${req.method} ${req.path}`, { cause: err });
+    case 405: {
+      const allow = typeof err.headers?.Allow === 'string' ? err.headers.Allow.split(/\s*,\s*/) : [];
+      return new MethodNotAllowedError(req.method, allow, { cause: err });
+    }
+    case 413:
+      return new PayloadTooLargeError(undefined, { cause: err });
+    case 415:
+      return new UnsupportedMediaTypeError(undefined, { cause: err });
+    default:
+      // 500 from the validator means the response broke the contract, or the document is broken: a bug.
+      return new InternalServerError({ cause: err });
+  }
+}
+
+/** The fields we read from body-parser's (express.json's) errors. */
+interface BodyParserError {
+  type: string;
+  limit?: unknown;
+}
+
+function isBodyParserError(err: unknown): err is BodyParserError {
+  return typeof err === 'object' && err !== null && typeof (err as { type?: unknown }).type === 'string';
+}
+
+function fromBodyParser(err: BodyParserError): HttpError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new BadRequestError('Request body is not valid JSON', { cause: err });
+    case 'entity.too.large':
+      return new PayloadTooLargeError(
+        typeof err.limit === 'number' ? `Request body is larger than ${err.limit} bytes` : undefined,
+        { cause: err },
+      );
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new UnsupportedMediaTypeError('Unsupported body encoding or charset; send UTF-8 JSON', { cause: err });
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new BadRequestError('Request body was incomplete', { cause: err });
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Maps anything thrown during a request onto the `HttpError` that answers it. This is the one place
+ * where faults become statuses: our own errors pass through, validator and body-parser errors become
+ * 4xx with fixed wording, and everything else is a 500 whose cause is kept for the log only.
+ */
+export function toHttpError(err: unknown, req: RequestLine = { method: 'GET', path: '/' }): HttpError {
+  if (err instanceof HttpError) return err;
+  if (isValidatorError(err)) return fromValidator(err, req);
+  if (isBodyParserError(err)) {
+    const mapped = fromBodyParser(err);
+    if (mapped) return mapped;
+  }
+  return new InternalServerError({ cause: err });
+}

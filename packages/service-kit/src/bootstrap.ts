@@ -1,0 +1,64 @@
+import type { RequestListener } from 'node:http';
+import type { AppEnv } from './config.ts';
+import { type Knex, type Migration, createDatabase, databaseName, ensureDatabaseExists, migrateToLatest } from './database.ts';
+import type { Lifecycle } from './health.ts';
+import type { Logger } from './logger.ts';
+import { safeUrl } from './paths.ts';
+import { listen, stopOnSignals } from './server.ts';
+
+export interface ConnectDatabaseOptions {
+  appEnv: AppEnv;
+  url: string;
+  applicationName: string;
+  migrations: readonly Migration[];
+  logger: Logger;
+  /** Apply pending migrations now; defaults to `appEnv === 'local'` (elsewhere a migration Job does it). */
+  migrate?: boolean;
+}
+
+/**
+ * Opens a service's database. In `local` it first creates the database when missing and applies
+ * pending migrations, so a fresh machine needs no setup; in `test`/`prod` a migration Job does that.
+ */
+export async function connectDatabase(options: ConnectDatabaseOptions): Promise<Knex> {
+  const local = options.appEnv === 'local';
+  if (local) await ensureDatabaseExists(options.url, options.logger);
+  const db = createDatabase({ url: options.url, applicationName: options.applicationName });
+  if (options.migrate ?? local) {
+    const applied = await migrateToLatest(db, options.migrations);
+    options.logger.info({ database: databaseName(options.url), applied }, 'migrations up to date');
+  }
+  return db;
+}
+
+export interface ServeOptions {
+  service: string;
+  appEnv: AppEnv;
+  app: RequestListener;
+  port: number;
+  host: string;
+  logger: Logger;
+  lifecycle: Lifecycle;
+  drainTimeoutMs: number;
+  /** What the process is connected to, logged with the listen line (passwords removed from URLs). */
+  connections: Record<string, string>;
+  /** Closed in order after the server drained. */
+  closers: ReadonlyArray<{ name: string; close: () => Promise<void> }>;
+}
+
+/** Listens, says where and on what, and drains then closes everything on SIGTERM/SIGINT. */
+export async function serveUntilStopped(options: ServeOptions): Promise<void> {
+  const server = await listen(options.app, options.port, options.host);
+  const connections = Object.fromEntries(Object.entries(options.connections).map(([k, v]) => [k, safeUrl(v)]));
+  options.logger.info(
+    { url: server.url, appEnv: options.appEnv, ...connections },
+    `${options.service} listening on ${server.url} (APP_ENV=${options.appEnv})`,
+  );
+  stopOnSignals({
+    logger: options.logger,
+    lifecycle: options.lifecycle,
+    servers: [server],
+    drainTimeoutMs: options.drainTimeoutMs,
+    closers: options.closers,
+  });
+}

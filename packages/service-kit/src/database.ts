@@ -1,0 +1,135 @@
+import knexModule, { type Knex } from 'knex';
+import pg from 'pg';
+
+// knex ships CommonJS only: its factory is the default export under Node's ESM loader.
+const knex = knexModule;
+import type { ReadinessCheck } from './health.ts';
+import type { Logger } from './logger.ts';
+
+export type { Knex } from 'knex';
+
+export interface DatabaseOptions {
+  /** `postgres://user:password@host:port/database` */
+  url: string;
+  /** Shown in `pg_stat_activity`, so a DBA can tell the services apart. */
+  applicationName: string;
+  poolMax?: number;
+  /** How long a new connection may take before the attempt fails. */
+  connectTimeoutMs?: number;
+  /** Server-side limit for one statement. */
+  statementTimeoutMs?: number;
+}
+
+/**
+ * A knex instance on Postgres with limits that fail fast instead of hanging: connect, pool acquire
+ * and statement timeouts, and a pool that starts empty so a process can start while Postgres is down.
+ */
+export function createDatabase(options: DatabaseOptions): Knex {
+  const connectTimeoutMs = options.connectTimeoutMs ?? 2000;
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
+  return knex({
+    client: 'pg',
+    connection: {
+      connectionString: options.url,
+      application_name: options.applicationName,
+      connectionTimeoutMillis: connectTimeoutMs,
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementTimeoutMs + 1000,
+    },
+    pool: { min: 0, max: options.poolMax ?? 10 },
+    acquireConnectionTimeout: connectTimeoutMs + 500,
+  });
+}
+
+/** The database name of a Postgres URL. */
+export function databaseName(url: string): string {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (name === '') throw new Error('the database URL names no database');
+  return name;
+}
+
+/** The same server, but the `postgres` maintenance database: where databases are created and dropped. */
+export function maintenanceUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = '/postgres';
+  return u.toString();
+}
+
+/**
+ * Creates the database named in `url` when it does not exist yet (used in `local` and by tests).
+ * Safe when several processes race: "already exists" counts as success. Returns true when it created it.
+ */
+export async function ensureDatabaseExists(url: string, logger?: Logger): Promise<boolean> {
+  const name = databaseName(url);
+  const client = new pg.Client({ connectionString: maintenanceUrl(url), connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount !== 0) return false;
+    try {
+      await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+    } catch (err) {
+      // 42P04 duplicate_database, 23505 unique_violation: another process created it first.
+      const code = (err as { code?: string }).code;
+      if (code === '42P04' || code === '23505') return false;
+      throw err;
+    }
+    logger?.info({ database: name }, 'created database');
+    return true;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops a database, ending its open connections first (tests tear down their databases with this). */
+export async function dropDatabase(url: string): Promise<void> {
+  const name = databaseName(url);
+  const client = new pg.Client({ connectionString: maintenanceUrl(url), connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** One schema change: `up` applies it, `down` reverts it. Both run inside a transaction. */
+export interface Migration {
+  /** Unique and sortable, e.g. `0001_create_users`: recorded in `knex_migrations`. */
+  name: string;
+  up: (db: Knex) => Promise<void>;
+  down: (db: Knex) => Promise<void>;
+}
+
+/**
+ * A knex migration source over an explicit, ordered list: no directory scanning, so the same list
+ * works from TypeScript sources and from compiled output, and a migration cannot be forgotten by a glob.
+ */
+function migrationSource(migrations: readonly Migration[]): Knex.MigrationSource<Migration> {
+  return {
+    getMigrations: async () => [...migrations],
+    getMigrationName: (m) => m.name,
+    getMigration: async (m) => ({ up: m.up, down: m.down }),
+  };
+}
+
+/** Applies every pending migration; returns the names it applied. */
+export async function migrateToLatest(db: Knex, migrations: readonly Migration[]): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest({ migrationSource: migrationSource(migrations) })) as [number, string[]];
+  return applied;
+}
+
+/** Reverts every applied migration, newest first. */
+export async function rollbackAll(db: Knex, migrations: readonly Migration[]): Promise<void> {
+  await db.migrate.rollback({ migrationSource: migrationSource(migrations) }, true);
+}
+
+/** Readiness: Postgres answers a trivial query. */
+export function databaseCheck(db: Knex): ReadinessCheck {
+  return {
+    name: 'postgres',
+    check: async () => {
+      await db.raw('select 1');
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import express, { type Express } from 'express';
+import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
+import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
+import { httpLogger } from './http-logger.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface BaseAppOptions {
+  logger: Logger;
+  metrics: Metrics;
+  /** What `/health/ready` checks. */
+  checks: readonly ReadinessCheck[];
+  lifecycle: Lifecycle;
+}
+
+/**
+ * The Express app every process starts from: request ids and one log line per request, metrics,
+ * `/health/live`, `/health/ready` and `/metrics`. The caller adds its own routes, then `finishApp`.
+ */
+export function createBaseApp(options: BaseAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(httpLogger(options.logger));
+  app.use(options.metrics.middleware);
+  app.use((_req, res, next) => {
+    // While draining, tell keep-alive clients to reconnect elsewhere instead of reusing this socket.
+    if (options.lifecycle.draining) res.setHeader('Connection', 'close');
+    next();
+  });
+  app.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger }));
+  app.use(options.metrics.router);
+  return app;
+}
+
+/** Mounts the 404 handler and the error handler; call after every route. */
+export function finishApp(app: Express, options?: ErrorHandlerOptions): Express {
+  app.use(notFoundHandler);
+  app.use(errorHandler(options));
+  return app;
+}

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { type Knex, type Migration, createDatabase, dropDatabase, ensureDatabaseExists, migrateToLatest } from '../database.ts';
+import { type Logger, createLogger } from '../logger.ts';
+import { type Redis, closeRedis, createRedis, waitForRedis } from '../redis.ts';
+
+/** The Postgres server tests create their databases on (trust auth on this machine and in CI). */
+export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The Redis tests use; every test app gets its own key prefix on it. */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+
+/** A database made for one test run. */
+export interface TestDatabase {
+  url: string;
+  db: Knex;
+  /** Closes the pool and drops the database. */
+  drop: () => Promise<void>;
+}
+
+/** A name no other run uses: `prefix_<time>_<random>`, lower case, a valid Postgres identifier. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Creates a fresh database with the production migrations applied. Call `drop()` in an `after` hook:
+ * every run starts from an empty schema and leaves nothing behind.
+ */
+export async function createTestDatabase(prefix: string, migrations: readonly Migration[]): Promise<TestDatabase> {
+  const url = new URL(TEST_POSTGRES_URL);
+  url.pathname = `/${uniqueName(prefix)}`;
+  const dbUrl = url.toString();
+  await ensureDatabaseExists(dbUrl);
+  const db = createDatabase({ url: dbUrl, applicationName: `test:${prefix}` });
+  await migrateToLatest(db, migrations);
+  return {
+    url: dbUrl,
+    db,
+    drop: async () => {
+      await db.destroy();
+      await dropDatabase(dbUrl);
+    },
+  };
+}
+
+/** A logger whose lines a test can read back, to prove what is and is not logged. */
+export interface CapturedLogger {
+  logger: Logger;
+  /** Every line logged so far, parsed. */
+  lines: () => Array<Record<string, unknown>>;
+  /** Every line logged so far, raw text. */
+  text: () => string;
+}
+
+/** A real pino logger (same redaction as production) writing into memory. */
+export function captureLogger(service: string, level = 'debug'): CapturedLogger {
+  const chunks: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer | string, _encoding, callback) {
+      chunks.push(chunk.toString());
+      callback();
+    },
+  });
+  const logger = createLogger({ service, level, destination });
+  const text = () => chunks.join('');
+  return {
+    logger,
+    text,
+    lines: () =>
+      text()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+/** A Redis client for one test file, on its own key prefix so parallel runs and stale keys never meet. */
+export interface TestRedis {
+  redis: Redis;
+  keyPrefix: string;
+  /** Deletes every key under the prefix and closes the client. */
+  close: () => Promise<void>;
+}
+
+/** Connects to the test Redis with a unique key prefix and waits until the client is ready. */
+export async function createTestRedis(prefix: string, url = TEST_REDIS_URL): Promise<TestRedis> {
+  const keyPrefix = `${uniqueName(prefix)}:`;
+  const redis = createRedis({ url, keyPrefix, logger: createLogger({ service: 'test', level: 'silent' }) });
+  if (!(await waitForRedis(redis, 5000))) throw new Error(`test Redis at ${url} is not reachable`);
+  return {
+    redis,
+    keyPrefix,
+    close: async () => {
+      // KEYS ignores the client's prefix option, so match on the full prefixed name and strip it to delete.
+      const keys = await redis.keys(`${keyPrefix}*`);
+      if (keys.length > 0) await redis.del(...keys.map((k) => k.slice(keyPrefix.length)));
+      await closeRedis(redis);
+    },
+  };
+}
+
+/** A Redis client pointed at a port where nothing listens: how tests see a process with Redis down. */
+export function unreachableRedis(): Redis {
+  return createRedis({ url: 'redis://127.0.0.1:1/0', keyPrefix: 'unreachable:', logger: createLogger({ service: 'test', level: 'silent' }) });
+}

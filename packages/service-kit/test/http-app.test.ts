@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import request from 'supertest';
+import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { captureLogger } from '../src/testing/index.ts';
+
+function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draining: false }) {
+  const log = captureLogger('test');
+  const metrics = createMetrics('test');
+  const app = createBaseApp({ logger: log.logger, metrics, checks, lifecycle });
+  app.get('/things/:id', (_req, res) => {
+    res.json({ ok: true });
+  });
+  app.post('/echo-secret', (req, res) => {
+    req.log.info({ password: 'hunter2-secret', nested: { token: 'tok-secret' } }, 'handling');
+    res.status(204).end();
+  });
+  app.get('/slow', async (_req, res) => {
+    await sleep(300);
+    res.json({ finished: true });
+  });
+  finishApp(app);
+  return { app, log, metrics, lifecycle };
+}
+
+describe('X-Request-Id', () => {
+  it('when the caller sends a well-formed id, echoes it on the answer and in the log line', async () => {
+    const { app, log } = buildApp();
+    const res = await request(app).get('/things/1').set('X-Request-Id', 'abc-123.def:9');
+    assert.equal(res.headers['x-request-id'], 'abc-123.def:9');
+    const line = log.lines().find((l) => (l.req as { url?: string } | undefined)?.url === '/things/1');
+    assert.equal((line?.req as { id?: string }).id, 'abc-123.def:9');
+  });
+
+  it('when the caller sends none or a malformed one, answers with a new UUID instead', async () => {
+    const { app } = buildApp();
+    const none = await request(app).get('/things/1');
+    assert.match(none.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+    const bad = await request(app).get('/things/1').set('X-Request-Id', 'bad id with spaces <script>');
+    assert.match(bad.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  it('is on error answers too', async () => {
+    const { app } = buildApp();
+    const res = await request(app).get('/nowhere').set('X-Request-Id', 'req-404');
+    assert.equal(res.status, 404);
+    assert.equal(res.headers['x-request-id'], 'req-404');
+  });
+});
+
+describe('request log', () => {
+  it('writes one line per request with method, URL and status, and never headers or secrets', async () => {
+    const { app, log } = buildApp();
+    await request(app)
+      .post('/echo-secret')
+      .set('Authorization', 'Bearer very-secret-token')
+      .set('Signature', 'sig1=:c2VjcmV0:')
+      .send({ password: 'body-password' });
+    const text = log.text();
+    for (const secret of ['very-secret-token', 'c2VjcmV0', 'hunter2-secret', 'tok-secret', 'body-password']) {
+      assert.ok(!text.includes(secret), `log contains ${secret}`);
+    }
+    const done = log.lines().filter((l) => l.msg === 'POST 204');
+    assert.equal(done.length, 1);
+    assert.deepEqual(done[0]!.res, { statusCode: 204 });
+    const handled = log.lines().find((l) => l.msg === 'handling');
+    assert.equal(handled?.password, '[redacted]');
+    assert.deepEqual(handled?.nested, { token: '[redacted]' });
+  });
+});
+
+/** The value of the sample of `name` with exactly these labels in a Prometheus text answer, or undefined. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const found = Object.fromEntries([...match[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (JSON.stringify(Object.entries(found).sort()) === JSON.stringify(Object.entries(labels).sort())) return Number(match[3]);
+  }
+  return undefined;
+}
+
+describe('GET /metrics', () => {
+  it('counts requests by route template and status, not by raw path', async () => {
+    const { app } = buildApp();
+    await request(app).get('/things/1');
+    await request(app).get('/things/2');
+    await request(app).get('/nowhere');
+    const res = await request(app).get('/metrics');
+    assert.equal(res.status, 200);
+    assert.match(res.headers['content-type'] ?? '', /^text\/plain/);
+    const things = { method: 'GET', route: '/things/:id', status: '200', service: 'test' };
+    assert.equal(sample(res.text, 'http_requests_total', things), 2);
+    assert.equal(sample(res.text, 'http_requests_total', { ...things, route: 'unmatched', status: '404' }), 1);
+    assert.equal(sample(res.text, 'http_request_duration_seconds_bucket', { ...things, le: '5' }), 2);
+    assert.equal(sample(res.text, 'http_request_duration_seconds_count', things), 2);
+    assert.ok(!res.text.includes('/things/1'), 'a raw path became a label');
+  });
+});
+
+describe('GET /health/live and /health/ready', () => {
+  it('when every check passes, both answer 200', async () => {
+    const { app } = buildApp([{ name: 'postgres', check: async () => {} }]);
+    assert.deepEqual((await request(app).get('/health/live').expect(200)).body, { status: 'live' });
+    assert.deepEqual((await request(app).get('/health/ready').expect(200)).body, { status: 'ready', checks: { postgres: 'up' } });
+  });
+
+  it('when a dependency fails or hangs, ready answers 503 naming it, in the error shape, within about a second', async () => {
+    const { app, log } = buildApp([
+      { name: 'postgres', check: async () => {} },
+      { name: 'redis', check: () => Promise.reject(new Error('ECONNREFUSED 10.0.0.7:6379')) },
+      { name: 'frozen', check: () => new Promise(() => {}) },
+    ]);
+    const started = Date.now();
+    const res = await request(app).get('/health/ready');
+    assert.ok(Date.now() - started < 1500, 'readiness waited on a hung dependency');
+    assert.equal(res.status, 503);
+    assert.equal(res.body.error, 'Service Unavailable');
+    assert.equal(res.body.message, 'Not ready: redis, frozen unreachable');
+    assert.deepEqual(res.body.messages, ['redis is unreachable', 'frozen is unreachable']);
+    assert.ok(!JSON.stringify(res.body).includes('10.0.0.7'), 'the probe describes the infrastructure');
+    assert.ok(log.text().includes('10.0.0.7'), 'the reason is not in the log');
+    await request(app).get('/health/live').expect(200);
+  });
+
+  it('while draining, ready answers 503 and answers carry Connection: close', async () => {
+    const { app, lifecycle } = buildApp();
+    lifecycle.draining = true;
+    const res = await request(app).get('/health/ready');
+    assert.equal(res.status, 503);
+    assert.equal(res.body.message, 'Not ready: shutting down');
+    assert.equal(res.headers.connection, 'close');
+  });
+
+  it('answers 405 with Allow for another method', async () => {
+    const { app } = buildApp();
+    const res = await request(app).post('/health/ready');
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.allow, 'GET, HEAD');
+  });
+});
+
+describe('listen and close', () => {
+  it('lets an in-flight request finish, then refuses new connections', async () => {
+    const { app } = buildApp();
+    const server = await listen(app, 0);
+    const inFlight = fetch(`${server.url}/slow`).then((r) => r.json());
+    await sleep(50);
+    const closed = server.close(5000);
+    assert.deepEqual(await inFlight, { finished: true });
+    await closed;
+    await assert.rejects(fetch(`${server.url}/things/1`));
+  });
+
+  it('cuts requests still running after the drain timeout', async () => {
+    const { app } = buildApp();
+    const server = await listen(app, 0);
+    const inFlight = fetch(`${server.url}/slow`).then(
+      () => 'answered',
+      () => 'cut',
+    );
+    await sleep(50);
+    const started = Date.now();
+    await server.close(100);
+    assert.ok(Date.now() - started < 280, 'close waited for the slow request');
+    assert.equal(await inFlight, 'cut');
+  });
+});

@@ -1,0 +1,45 @@
+import { join } from 'node:path';
+import express, { type Express } from 'express';
+import {
+  type Knex,
+  type Lifecycle,
+  type Logger,
+  type Metrics,
+  type Redis,
+  createBaseApp,
+  databaseCheck,
+  finishApp,
+  openApiValidator,
+  operationNotBuilt,
+  packageRoot,
+  redisCheck,
+} from '@platform/service-kit';
+import type { IdentityConfig } from './config.ts';
+
+/** The contract this service is checked against. */
+export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
+
+/** Everything the identity app needs, made by the composition root (or by a test). */
+export interface IdentityDeps {
+  config: IdentityConfig;
+  logger: Logger;
+  db: Knex;
+  redis: Redis;
+  metrics: Metrics;
+  lifecycle: Lifecycle;
+}
+
+/** Builds the identity service's Express app. It never listens: index.ts or a test does. */
+export function createApp(deps: IdentityDeps): Express {
+  const app = createBaseApp({
+    logger: deps.logger,
+    metrics: deps.metrics,
+    checks: [databaseCheck(deps.db), redisCheck(deps.redis)],
+    lifecycle: deps.lifecycle,
+  });
+  app.use(express.json({ limit: '100kb' }));
+  app.use(openApiValidator({ apiSpec: OPENAPI_PATH, validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES }));
+  // Component routers (auth, users, accounts, phone activation) mount here as they land.
+  app.use(operationNotBuilt);
+  return finishApp(app);
+}

@@ -1,0 +1,72 @@
+import { type ConfigOf, env } from '@platform/service-kit';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every setting of the identity service, one line each. Names are CONTRACT.md's where it names them.
+ * `localDefault` values apply only with APP_ENV=local; in `test` and `prod` those keys must be set.
+ */
+export const identityConfigSpec = {
+  IDENTITY_PORT: env.port('Port the identity service listens on', { default: 8081 }),
+  HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
+  LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
+  IDENTITY_DATABASE_URL: env.url('Postgres URL of the identity database', ['postgres:', 'postgresql:'], {
+    localDefault: 'postgres://postgres@127.0.0.1:5432/identity',
+    secret: true,
+  }),
+  REDIS_URL: env.url('Redis URL (token blacklist, login throttling, SMS cooldowns)', ['redis:', 'rediss:'], {
+    localDefault: 'redis://127.0.0.1:6379/0',
+    secret: true,
+  }),
+  REDIS_KEY_PREFIX: env.string('Prefix of every Redis key this service writes', { default: 'identity:' }),
+  DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
+  OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
+
+  BOOTSTRAP_ADMIN_USERNAME: env.string('ADMIN created at start when missing, never overwritten', {
+    localDefault: 'admin@example.com',
+  }),
+  BOOTSTRAP_ADMIN_PASSWORD: env.string('Password of the bootstrap ADMIN', { localDefault: 'local-admin-password', secret: true }),
+  BCRYPT_COST: env.integer('bcrypt cost factor for password hashes', { min: 4, max: 15 }, { default: 10 }),
+  AUTH_MAX_FAILED_LOGINS: env.integer('Consecutive failed logins allowed; the next blocks the user', { min: 1, max: 100 }, { default: 5 }),
+  LOGIN_FAILURES_PER_MIN: env.integer('Failed logins per minute per client key and per source address', { min: 1, max: 1_000_000 }, { default: 100 }),
+
+  JWT_PRIVATE_KEY: env.string('PEM private key (ES256 or RS256) signing access tokens; generated and kept in local', {
+    localDefault: '',
+    secret: true,
+  }),
+  JWT_ISSUER: env.string('`iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
+  JWT_AUDIENCE: env.string('`aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
+  ACCESS_TOKEN_TTL_S: env.integer('Access token lifetime, seconds', { min: 60, max: 86_400 }, { default: 900 }),
+  REFRESH_TOKEN_TTL_S: env.integer('Refresh token lifetime, seconds', { min: 300, max: 31_536_000 }, { default: 2_592_000 }),
+
+  PASSWORD_RESET_TTL_S: env.integer('Password reset token lifetime, seconds', { min: 60, max: 86_400 }, { default: 1800 }),
+  RESET_REDIRECT_ALLOWLIST: env.list('Origins a password reset may redirect to (loginPageLink)', {
+    default: [],
+    localDefault: ['http://localhost:3000'],
+  }),
+  MAIL_PROVIDER: env.oneOf(['log', 'http'], 'How e-mail is sent: written to the log, or POSTed to MAIL_HTTP_URL', {
+    localDefault: 'log',
+  }),
+  MAIL_HTTP_URL: env.string('Mail provider endpoint when MAIL_PROVIDER=http', { default: '' }),
+  SMS_PROVIDER: env.oneOf(['log', 'http'], 'How SMS is sent: written to the log, or POSTed to SMS_HTTP_URL', {
+    localDefault: 'log',
+  }),
+  SMS_HTTP_URL: env.string('SMS provider endpoint when SMS_PROVIDER=http', { default: '' }),
+  SMS_HTTP_TOKEN: env.string('Bearer token for the SMS provider, if it wants one', { default: '', secret: true }),
+  SMS_CODE_TTL_S: env.integer('Phone activation code lifetime, seconds', { min: 60, max: 3600 }, { default: 300 }),
+  SMS_DAILY_CAP: env.integer('Activation SMS per phone number per day', { min: 1, max: 1000 }, { default: 10 }),
+};
+
+export type IdentityConfig = ConfigOf<typeof identityConfigSpec>;
+
+/** Rules that span keys: a provider set to `http` needs its URL. */
+export function identityConfigProblems(config: IdentityConfig): string[] {
+  const problems: string[] = [];
+  if (config.MAIL_PROVIDER === 'http' && !URL.canParse(config.MAIL_HTTP_URL)) {
+    problems.push('MAIL_HTTP_URL must be an absolute URL when MAIL_PROVIDER=http');
+  }
+  if (config.SMS_PROVIDER === 'http' && !URL.canParse(config.SMS_HTTP_URL)) {
+    problems.push('SMS_HTTP_URL must be an absolute URL when SMS_PROVIDER=http');
+  }
+  return problems;
+}

@@ -1,0 +1,5 @@
+import type { Migration } from '@platform/service-kit';
+import { stationTables } from './0001_station_tables.ts';
+
+/** Every migration of the risk database, oldest first. Append; never edit one that has shipped. */
+export const migrations: readonly Migration[] = [stationTables];

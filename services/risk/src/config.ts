@@ -1,0 +1,31 @@
+import { type ConfigOf, env } from '@platform/service-kit';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every setting of the risk (weather-station) service, one line each.
+ * `localDefault` values apply only with APP_ENV=local; in `test` and `prod` those keys must be set.
+ */
+export const riskConfigSpec = {
+  RISK_PORT: env.port('Port the risk service listens on', { default: 8082 }),
+  HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
+  LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
+  RISK_DATABASE_URL: env.url('Postgres URL of the risk database (source of truth for the station index)', ['postgres:', 'postgresql:'], {
+    localDefault: 'postgres://postgres@127.0.0.1:5432/risk',
+    secret: true,
+  }),
+  REDIS_URL: env.url('Redis URL (access token blacklist)', ['redis:', 'rediss:'], {
+    localDefault: 'redis://127.0.0.1:6379/0',
+    secret: true,
+  }),
+  REDIS_KEY_PREFIX: env.string('Prefix of every Redis key this service writes', { default: 'risk:' }),
+  IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {
+    localDefault: 'http://127.0.0.1:8081/.well-known/jwks.json',
+  }),
+  JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
+  JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
+  DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
+  OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
+};
+
+export type RiskConfig = ConfigOf<typeof riskConfigSpec>;
