@@ -28,6 +28,8 @@ function parseOne(entry: unknown, index: number): ClientKey {
   }
   if (e.alg === 'ed25519') {
     if (typeof e.publicKey !== 'string') throw new Error(`${name}: ed25519 needs a "publicKey" in PEM`);
+    // createPublicKey also accepts a private key (deriving its public half); the gateway must never hold one.
+    if (/PRIVATE KEY-----/.test(e.publicKey)) throw new Error(`${name}: publicKey must be a public key, not a private one`);
     let type: string | undefined;
     try {
       type = createPublicKey(e.publicKey).asymmetricKeyType;

@@ -21,7 +21,8 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
   const always = options.messages === 'always';
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
-      // Too late for a body: let Express end the connection.
+      // Too late for a body: log it with the request, and let Express end the connection.
+      (res as { err?: unknown }).err = err;
       next(err);
       return;
     }
@@ -37,7 +38,7 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
 
 /** Mounted after every route: a request no route took is a 404 in the error shape. */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(new NotFoundError(`No route for ${req.method} ${req.path}`));
+  next(new NotFoundError(`No route for ${req.method} ${req.baseUrl}${req.path}`));
 };
 
 /** The methods an Express route answers, as an Allow header lists them. */

@@ -90,7 +90,7 @@ export class TooManyRequestsError extends HttpError {
   readonly retryAfterSeconds: number;
 
   constructor(message: string, retryAfterSeconds: number, options?: HttpErrorOptions) {
-    const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    const seconds = Number.isFinite(retryAfterSeconds) ? Math.max(1, Math.ceil(retryAfterSeconds)) : 1;
     super(429, message, { ...options, headers: { ...options?.headers, 'Retry-After': String(seconds) } });
     this.retryAfterSeconds = seconds;
   }

@@ -23,9 +23,10 @@ function decode(raw: unknown): unknown {
 function messagesOf(value: unknown): string[] | undefined {
   if (!Array.isArray(value)) return undefined;
   const out: string[] = [];
-  for (const entry of value.slice(0, MAX_MESSAGES)) {
+  for (const entry of value) {
     const m = text(entry) ?? text((entry as { message?: unknown } | null)?.message);
     if (m !== undefined) out.push(m);
+    if (out.length === MAX_MESSAGES) break;
   }
   return out.length > 0 ? out : undefined;
 }

@@ -124,7 +124,7 @@ export function loadConfig<S extends ConfigSpec>(spec: S, source: Readonly<Recor
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
         // A secret's raw text is never echoed back, even when it is malformed.
-        problems.push(spec_.secret ? `${name} is invalid (${why.split(',')[0]})` : `${name} ${why}`);
+        problems.push(`${name} ${spec_.secret ? why.replaceAll(raw.trim(), '[redacted]') : why}`);
       }
     } else if (appEnv === 'local' && spec_.localDefault !== undefined) {
       values[name] = spec_.localDefault;

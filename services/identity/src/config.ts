@@ -47,11 +47,11 @@ export const identityConfigSpec = {
   MAIL_PROVIDER: env.oneOf(['log', 'http'], 'How e-mail is sent: written to the log, or POSTed to MAIL_HTTP_URL', {
     localDefault: 'log',
   }),
-  MAIL_HTTP_URL: env.string('Mail provider endpoint when MAIL_PROVIDER=http', { default: '' }),
+  MAIL_HTTP_URL: env.url('Mail provider endpoint when MAIL_PROVIDER=http', ['http:', 'https:'], { default: '' }),
   SMS_PROVIDER: env.oneOf(['log', 'http'], 'How SMS is sent: written to the log, or POSTed to SMS_HTTP_URL', {
     localDefault: 'log',
   }),
-  SMS_HTTP_URL: env.string('SMS provider endpoint when SMS_PROVIDER=http', { default: '' }),
+  SMS_HTTP_URL: env.url('SMS provider endpoint when SMS_PROVIDER=http', ['http:', 'https:'], { default: '' }),
   SMS_HTTP_TOKEN: env.string('Bearer token for the SMS provider, if it wants one', { default: '', secret: true }),
   SMS_CODE_TTL_S: env.integer('Phone activation code lifetime, seconds', { min: 60, max: 3600 }, { default: 300 }),
   SMS_DAILY_CAP: env.integer('Activation SMS per phone number per day', { min: 1, max: 1000 }, { default: 10 }),
@@ -62,11 +62,11 @@ export type IdentityConfig = ConfigOf<typeof identityConfigSpec>;
 /** Rules that span keys: a provider set to `http` needs its URL. */
 export function identityConfigProblems(config: IdentityConfig): string[] {
   const problems: string[] = [];
-  if (config.MAIL_PROVIDER === 'http' && !URL.canParse(config.MAIL_HTTP_URL)) {
-    problems.push('MAIL_HTTP_URL must be an absolute URL when MAIL_PROVIDER=http');
+  if (config.MAIL_PROVIDER === 'http' && config.MAIL_HTTP_URL === '') {
+    problems.push('MAIL_HTTP_URL is required when MAIL_PROVIDER=http');
   }
-  if (config.SMS_PROVIDER === 'http' && !URL.canParse(config.SMS_HTTP_URL)) {
-    problems.push('SMS_HTTP_URL must be an absolute URL when SMS_PROVIDER=http');
+  if (config.SMS_PROVIDER === 'http' && config.SMS_HTTP_URL === '') {
+    problems.push('SMS_HTTP_URL is required when SMS_PROVIDER=http');
   }
   return problems;
 }
