@@ -1,9 +1,10 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
 import { httpLogger } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { openApiValidator, operationNotBuilt } from './openapi.ts';
 
 export interface BaseAppOptions {
   logger: Logger;
@@ -38,4 +39,29 @@ export function finishApp(app: Express, options?: ErrorHandlerOptions): Express 
   app.use(notFoundHandler);
   app.use(errorHandler(options));
   return app;
+}
+
+export interface ApiAppOptions extends BaseAppOptions {
+  /** Path of the service's `openapi.yaml`. */
+  apiSpec: string;
+  /** Also check responses against the document (tests). */
+  validateResponses: boolean;
+  /** The service's component routers, mounted behind the validator. */
+  routers: readonly RequestHandler[];
+  /** How the error handler fills `messages`. */
+  errors?: ErrorHandlerOptions;
+}
+
+/**
+ * A service app whose API is an OpenAPI document: the base app, JSON bodies up to 100 kB, the
+ * validator, the component routers, 501 for documented operations no router handles yet, then the
+ * 404 and error handlers.
+ */
+export function createApiApp(options: ApiAppOptions): Express {
+  const app = createBaseApp(options);
+  app.use(express.json({ limit: '100kb' }));
+  app.use(openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }));
+  for (const router of options.routers) app.use(router);
+  app.use(operationNotBuilt);
+  return finishApp(app, options.errors);
 }

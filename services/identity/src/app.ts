@@ -1,16 +1,13 @@
 import { join } from 'node:path';
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import {
   type Knex,
   type Lifecycle,
   type Logger,
   type Metrics,
   type Redis,
-  createBaseApp,
+  createApiApp,
   databaseCheck,
-  finishApp,
-  openApiValidator,
-  operationNotBuilt,
   packageRoot,
   redisCheck,
 } from '@platform/service-kit';
@@ -31,15 +28,14 @@ export interface IdentityDeps {
 
 /** Builds the identity service's Express app. It never listens: index.ts or a test does. */
 export function createApp(deps: IdentityDeps): Express {
-  const app = createBaseApp({
+  return createApiApp({
     logger: deps.logger,
     metrics: deps.metrics,
     checks: [databaseCheck(deps.db), redisCheck(deps.redis)],
     lifecycle: deps.lifecycle,
+    apiSpec: OPENAPI_PATH,
+    validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES,
+    // Component routers (auth, users, accounts, phone activation) are added here as they land.
+    routers: [],
   });
-  app.use(express.json({ limit: '100kb' }));
-  app.use(openApiValidator({ apiSpec: OPENAPI_PATH, validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES }));
-  // Component routers (auth, users, accounts, phone activation) mount here as they land.
-  app.use(operationNotBuilt);
-  return finishApp(app);
 }

@@ -1,16 +1,13 @@
 import { join } from 'node:path';
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import {
   type Knex,
   type Lifecycle,
   type Logger,
   type Metrics,
   type Redis,
-  createBaseApp,
+  createApiApp,
   databaseCheck,
-  finishApp,
-  openApiValidator,
-  operationNotBuilt,
   packageRoot,
   redisCheck,
 } from '@platform/service-kit';
@@ -31,16 +28,16 @@ export interface RiskDeps {
 
 /** Builds the risk service's Express app. It never listens: index.ts or a test does. */
 export function createApp(deps: RiskDeps): Express {
-  const app = createBaseApp({
+  return createApiApp({
     logger: deps.logger,
     metrics: deps.metrics,
     checks: [databaseCheck(deps.db), redisCheck(deps.redis)],
     lifecycle: deps.lifecycle,
+    apiSpec: OPENAPI_PATH,
+    validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES,
+    // The weather-stations router is added here when it lands.
+    routers: [],
+    // Station error bodies always carry `messages` (CONTRACT.md part 7).
+    errors: { messages: 'always' },
   });
-  app.use(express.json({ limit: '100kb' }));
-  app.use(openApiValidator({ apiSpec: OPENAPI_PATH, validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES }));
-  // The weather-stations router mounts here when it lands.
-  app.use(operationNotBuilt);
-  // Station error bodies always carry `messages` (CONTRACT.md part 7).
-  return finishApp(app, { messages: 'always' });
 }
