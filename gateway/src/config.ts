@@ -16,7 +16,7 @@ export const gatewayConfigSpec = {
     localDefault: 'redis://127.0.0.1:6379/0',
     secret: true,
   }),
-  REDIS_KEY_PREFIX: env.string('Prefix of every Redis key the gateway writes', { default: 'gateway:' }),
+  REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
   IDENTITY_URL: env.url('Base URL of the identity service upstream', ['http:', 'https:'], { localDefault: 'http://127.0.0.1:8081' }),
   RISK_URL: env.url('Base URL of the risk service upstream', ['http:', 'https:'], { localDefault: 'http://127.0.0.1:8082' }),
   IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {

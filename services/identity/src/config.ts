@@ -18,7 +18,7 @@ export const identityConfigSpec = {
     localDefault: 'redis://127.0.0.1:6379/0',
     secret: true,
   }),
-  REDIS_KEY_PREFIX: env.string('Prefix of every Redis key this service writes', { default: 'identity:' }),
+  REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
   OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
 

@@ -18,7 +18,7 @@ export const riskConfigSpec = {
     localDefault: 'redis://127.0.0.1:6379/0',
     secret: true,
   }),
-  REDIS_KEY_PREFIX: env.string('Prefix of every Redis key this service writes', { default: 'risk:' }),
+  REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
   IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {
     localDefault: 'http://127.0.0.1:8081/.well-known/jwks.json',
   }),

@@ -1,0 +1,46 @@
+import { UnauthorizedError } from '@platform/errors';
+import type { Request, RequestHandler } from 'express';
+import { type Principal, assertAnyRole } from './principal.ts';
+import type { Role } from './roles.ts';
+import type { TokenVerifier } from './verifier.ts';
+
+const principals = new WeakMap<Request, Principal>();
+
+/** The token in `Authorization: Bearer <token>`, or undefined. The scheme is case-insensitive (RFC 9110). */
+export function bearerTokenOf(header: string | undefined): string | undefined {
+  const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header ?? '');
+  return match?.[1];
+}
+
+/** Middleware: the request needs a valid bearer token; its principal is then available through `principalOf`. */
+export function bearerAuth(verifier: TokenVerifier): RequestHandler {
+  return (req, _res, next) => {
+    const token = bearerTokenOf(req.headers.authorization);
+    if (token === undefined) {
+      next(new UnauthorizedError('Bad Credentials', { cause: new Error('no bearer token') }));
+      return;
+    }
+    verifier.verify(token).then(
+      (principal) => {
+        principals.set(req, principal);
+        next();
+      },
+      (err: unknown) => next(err),
+    );
+  };
+}
+
+/** The principal `bearerAuth` found for this request; 401 when the route was not behind it. */
+export function principalOf(req: Request): Principal {
+  const principal = principals.get(req);
+  if (principal === undefined) throw new UnauthorizedError();
+  return principal;
+}
+
+/** Middleware: 403 unless the caller holds one of the roles. Mount after `bearerAuth`. */
+export function requireAnyRole(...roles: Role[]): RequestHandler {
+  return (req, _res, next) => {
+    assertAnyRole(principalOf(req), roles);
+    next();
+  };
+}

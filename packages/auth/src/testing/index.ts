@@ -1,0 +1,78 @@
+import { type KeyObject, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import jwt from 'jsonwebtoken';
+import type { Jwks } from '../key-source.ts';
+import type { Role } from '../roles.ts';
+
+/** Claims a test token may override; everything else gets a valid default. */
+export interface TestTokenClaims {
+  sub?: string;
+  username?: string;
+  roles?: Role[];
+  sid?: string;
+  jti?: string;
+  iss?: string;
+  aud?: string;
+  /** Seconds from now until `exp`; negative for an expired token. */
+  expiresInS?: number;
+}
+
+/** An ES256 token issuer for tests of token consumers (gateway, risk): signs tokens and serves its JWKS. */
+export interface TestIssuer {
+  kid: string;
+  issuer: string;
+  audience: string;
+  privateKey: KeyObject;
+  jwks: Jwks;
+  /** A signed access token with CONTRACT.md part 4 claims. */
+  sign(claims?: TestTokenClaims): string;
+  /** Serves the JWKS on 127.0.0.1 at a random port; `close()` stops it. */
+  serveJwks(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }>;
+}
+
+/** Makes a key pair and an issuer around it. */
+export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:test:api'): TestIssuer {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const kid = `test-${randomUUID()}`;
+  const jwks: Jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] };
+  return {
+    kid,
+    issuer,
+    audience,
+    privateKey,
+    jwks,
+    sign(claims = {}) {
+      const now = Math.floor(Date.now() / 1000);
+      return jwt.sign(
+        {
+          sub: claims.sub ?? randomUUID(),
+          username: claims.username ?? 'someone@example.com',
+          roles: claims.roles ?? ['STANDARD_USER'],
+          sid: claims.sid ?? randomUUID(),
+          jti: claims.jti ?? randomUUID(),
+          iss: claims.iss ?? issuer,
+          aud: claims.aud ?? audience,
+          iat: now,
+          exp: now + (claims.expiresInS ?? 900),
+        },
+        privateKey,
+        { algorithm: 'ES256', keyid: kid },
+      );
+    },
+    async serveJwks() {
+      let requests = 0;
+      const server: Server = createServer((_req, res) => {
+        requests += 1;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jwks));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      return {
+        url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+        requests: () => requests,
+        close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+      };
+    },
+  };
+}

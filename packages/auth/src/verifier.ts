@@ -1,0 +1,95 @@
+import type { KeyObject } from 'node:crypto';
+import { UnauthorizedError } from '@platform/errors';
+import jwt, { type Algorithm } from 'jsonwebtoken';
+import type { TokenBlacklist } from './blacklist.ts';
+import type { KeySource } from './key-source.ts';
+import type { Principal } from './principal.ts';
+import { isRole } from './roles.ts';
+
+export interface TokenVerifierOptions {
+  keys: KeySource;
+  /** Expected `iss`. */
+  issuer: string;
+  /** Expected `aud`. */
+  audience: string;
+  /** Revoked tokens; without one, logout is not seen (only the identity service's logout itself does that). */
+  blacklist?: TokenBlacklist;
+  /** Allowed clock difference for `exp`/`iat`, seconds. */
+  clockToleranceS?: number;
+}
+
+export interface VerifyOptions {
+  /** Accept a token past its `exp` (logout ends the session of an expired token). The signature still counts. */
+  allowExpired?: boolean;
+}
+
+/** Checks access tokens and says whom they speak for. */
+export interface TokenVerifier {
+  /** Resolves the principal of a valid, unrevoked token; rejects with 401 `Bad Credentials` otherwise. */
+  verify(token: string, options?: VerifyOptions): Promise<Principal>;
+}
+
+/** The only algorithm a key may verify: ES256 for P-256 keys, RS256 for RSA keys. `none` never. */
+function algorithmOf(key: KeyObject): Algorithm | undefined {
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+  if (key.asymmetricKeyType === 'rsa') return 'RS256';
+  return undefined;
+}
+
+function reject(reason: string): never {
+  // The reason is for the log (via `cause`); the client always reads the same text.
+  throw new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
+}
+
+function principalOfClaims(claims: jwt.JwtPayload): Principal {
+  const { sub, username, roles, sid, jti, exp } = claims as Record<string, unknown>;
+  if (
+    typeof sub !== 'string' ||
+    typeof username !== 'string' ||
+    typeof sid !== 'string' ||
+    typeof jti !== 'string' ||
+    typeof exp !== 'number' ||
+    !Array.isArray(roles) ||
+    !roles.every(isRole)
+  ) {
+    reject('token claims are incomplete');
+  }
+  return { userId: sub, username, roles, sessionId: sid, tokenId: jti, expiresAt: exp };
+}
+
+/**
+ * A verifier for CONTRACT.md part 4 access tokens: the header's `kid` picks a key, the key fixes the
+ * algorithm, then signature, `iss`, `aud`, `exp` and the claims are checked, and last the blacklist.
+ */
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  const clockTolerance = options.clockToleranceS ?? 5;
+  return {
+    async verify(token, verifyOptions = {}) {
+      const decoded = jwt.decode(token, { complete: true });
+      if (decoded === null || typeof decoded.payload === 'string') reject('not a JWT');
+      const kid = decoded.header.kid;
+      if (typeof kid !== 'string' || kid === '') reject('token has no kid');
+      const key = await options.keys.get(kid);
+      if (key === undefined) reject('unknown kid');
+      const algorithm = algorithmOf(key);
+      if (algorithm === undefined) reject('key has an unsupported type');
+      let claims: jwt.JwtPayload;
+      try {
+        claims = jwt.verify(token, key, {
+          algorithms: [algorithm],
+          issuer: options.issuer,
+          audience: options.audience,
+          clockTolerance,
+          ignoreExpiration: verifyOptions.allowExpired === true,
+        }) as jwt.JwtPayload;
+      } catch (err) {
+        reject(err instanceof Error ? err.message : 'verification failed');
+      }
+      const principal = principalOfClaims(claims);
+      if (options.blacklist !== undefined && (await options.blacklist.isRevoked(principal.tokenId))) {
+        reject('token is revoked');
+      }
+      return principal;
+    },
+  };
+}
