@@ -24,7 +24,8 @@ export function redisBlacklist(redis: Redis): TokenBlacklist {
   return {
     async revoke(jti, expiresAt) {
       if (expiresAt * 1000 <= Date.now()) return;
-      await redis.set(blacklistKey(jti), '1', 'EXAT', expiresAt);
+      // EXAT takes whole seconds; a NumericDate may have a fraction (RFC 7519), and Redis rejects it.
+      await redis.set(blacklistKey(jti), '1', 'EXAT', Math.ceil(expiresAt));
     },
     async isRevoked(jti) {
       return (await redis.exists(blacklistKey(jti))) === 1;

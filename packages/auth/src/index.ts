@@ -1,5 +1,5 @@
 export { BLACKLIST_KEY_PREFIX, type TokenBlacklist, blacklistKey, redisBlacklist } from './blacklist.ts';
-export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
+export { CLIENT_KEY_ID_HEADER, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';

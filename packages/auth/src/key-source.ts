@@ -62,20 +62,31 @@ export function jwksKeySource(options: JwksKeySourceOptions): KeySource {
   let attemptedAt = 0;
   let inFlight: Promise<void> | undefined;
 
-  const refresh = (): Promise<void> => {
-    inFlight ??= (async () => {
-      attemptedAt = Date.now();
-      try {
-        const response = await fetch(options.url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
-        if (!response.ok) throw new Error(`JWKS endpoint answered ${response.status}`);
-        keys = keysFromJwks((await response.json()) as Jwks);
-        fetchedAt = Date.now();
-      } catch (err) {
-        options.onError?.(err);
-      } finally {
-        inFlight = undefined;
+  const load = async (): Promise<void> => {
+    attemptedAt = Date.now();
+    try {
+      const response = await fetch(options.url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new Error(`JWKS endpoint answered ${response.status}`);
       }
-    })();
+      const body = (await response.json()) as unknown;
+      // An answer that is not a key set counts as a failed fetch: it must not wipe the cached keys.
+      if (typeof body !== 'object' || body === null || !Array.isArray((body as Partial<Jwks>).keys)) {
+        throw new Error('JWKS endpoint answered something that is not a key set');
+      }
+      keys = keysFromJwks(body as Jwks);
+      fetchedAt = Date.now();
+    } catch (err) {
+      options.onError?.(err);
+    }
+  };
+
+  // Cleared in `.finally`, never inside `load`: a load that settles synchronously would clear the slot before it is set.
+  const refresh = (): Promise<void> => {
+    inFlight ??= load().finally(() => {
+      inFlight = undefined;
+    });
     return inFlight;
   };
 
@@ -84,8 +95,10 @@ export function jwksKeySource(options: JwksKeySourceOptions): KeySource {
       const now = Date.now();
       if (keys === undefined) {
         await refresh();
-      } else if (!keys.has(kid) && now - attemptedAt >= minRefreshIntervalMs) {
-        await refresh();
+      } else if (!keys.has(kid)) {
+        // A fetch already running (another request with the new kid) may bring it: wait for it, start none.
+        if (inFlight !== undefined) await inFlight;
+        else if (now - attemptedAt >= minRefreshIntervalMs) await refresh();
       } else if (now - fetchedAt >= maxAgeMs && now - attemptedAt >= minRefreshIntervalMs) {
         void refresh();
       }

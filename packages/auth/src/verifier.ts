@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { UnauthorizedError } from '@platform/errors';
+import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import type { TokenBlacklist } from './blacklist.ts';
 import type { KeySource } from './key-source.ts';
@@ -21,6 +21,8 @@ export interface TokenVerifierOptions {
 export interface VerifyOptions {
   /** Accept a token past its `exp` (logout ends the session of an expired token). The signature still counts. */
   allowExpired?: boolean;
+  /** Skip the blacklist (logging out a token twice is not an error). */
+  ignoreRevocation?: boolean;
 }
 
 /** Checks access tokens and says whom they speak for. */
@@ -57,6 +59,15 @@ function principalOfClaims(claims: jwt.JwtPayload): Principal {
   return { userId: sub, username, roles, sessionId: sid, tokenId: jti, expiresAt: exp };
 }
 
+/** Asks the blacklist; an unreachable store fails closed as a 503 (a dependency is down), not a 500. */
+async function isRevoked(blacklist: TokenBlacklist, tokenId: string): Promise<boolean> {
+  try {
+    return await blacklist.isRevoked(tokenId);
+  } catch (err) {
+    throw new ServiceUnavailableError(undefined, { cause: err });
+  }
+}
+
 /**
  * A verifier for CONTRACT.md part 4 access tokens: the header's `kid` picks a key, the key fixes the
  * algorithm, then signature, `iss`, `aud`, `exp` and the claims are checked, and last the blacklist.
@@ -65,7 +76,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   const clockTolerance = options.clockToleranceS ?? 5;
   return {
     async verify(token, verifyOptions = {}) {
-      const decoded = jwt.decode(token, { complete: true });
+      let decoded: jwt.Jwt | null;
+      try {
+        decoded = jwt.decode(token, { complete: true });
+      } catch {
+        // jws parses the payload of a `typ: JWT` token with a bare JSON.parse: garbage must be a 401, not a 500.
+        decoded = null;
+      }
       if (decoded === null || typeof decoded.payload === 'string') reject('not a JWT');
       const kid = decoded.header.kid;
       if (typeof kid !== 'string' || kid === '') reject('token has no kid');
@@ -86,7 +103,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         reject(err instanceof Error ? err.message : 'verification failed');
       }
       const principal = principalOfClaims(claims);
-      if (options.blacklist !== undefined && (await options.blacklist.isRevoked(principal.tokenId))) {
+      if (options.blacklist !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.blacklist, principal.tokenId))) {
         reject('token is revoked');
       }
       return principal;

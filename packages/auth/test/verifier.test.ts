@@ -1,0 +1,311 @@
+import assert from 'node:assert/strict';
+import { type KeyObject, createHmac, createPublicKey, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
+import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
+import jwt, { type Algorithm } from 'jsonwebtoken';
+import { blacklistKey, redisBlacklist } from '../src/blacklist.ts';
+import { staticKeySource } from '../src/key-source.ts';
+import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
+import { createTokenVerifier } from '../src/verifier.ts';
+import { type TestIssuer, createTestIssuer } from '../src/testing/index.ts';
+
+const now = (): number => Math.floor(Date.now() / 1000);
+const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+/** Claims a valid token of `issuer` carries; tests override one at a time. */
+function claimsOf(issuer: TestIssuer, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    sub: randomUUID(),
+    username: 'someone@example.com',
+    roles: ['STANDARD_USER'],
+    sid: randomUUID(),
+    jti: randomUUID(),
+    iss: issuer.issuer,
+    aud: issuer.audience,
+    iat: now(),
+    exp: now() + 900,
+    ...overrides,
+  };
+}
+
+/** A token signed by any key, with any claims: for what createTestIssuer().sign cannot make. */
+function signWith(key: KeyObject, algorithm: Algorithm, kid: string | undefined, claims: Record<string, unknown>): string {
+  return jwt.sign(claims, key, kid === undefined ? { algorithm } : { algorithm, keyid: kid });
+}
+
+function verifierFor(issuer: TestIssuer, extra: Partial<TokenVerifierOptions> = {}): TokenVerifier {
+  const publicKeys = new Map([[issuer.kid, publicKeyOf(issuer)]]);
+  return createTokenVerifier({ keys: staticKeySource(publicKeys), issuer: issuer.issuer, audience: issuer.audience, ...extra });
+}
+
+/** The public half of the issuer's key, as it publishes it. */
+function publicKeyOf(issuer: TestIssuer): KeyObject {
+  return createPublicKey(issuer.privateKey);
+}
+
+/** The verification failed with exactly the one 401 every bad token gets. */
+async function assertBadCredentials(promise: Promise<unknown>): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof UnauthorizedError, `expected UnauthorizedError, got ${String(err)}`);
+    assert.equal(err.status, 401);
+    assert.equal(err.message, 'Bad Credentials');
+    return true;
+  });
+}
+
+describe('createTokenVerifier', () => {
+  const issuer = createTestIssuer();
+  const verifier = verifierFor(issuer);
+
+  describe('a valid token', () => {
+    it('when the token is valid, resolves the principal of its claims', async () => {
+      const sub = randomUUID();
+      const sid = randomUUID();
+      const jti = randomUUID();
+      const exp = now() + 600;
+      const token = signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { sub, sid, jti, exp, username: 'ada@example.com', roles: ['ADMIN', 'POWER_USER'] }));
+      const principal = await verifier.verify(token);
+      assert.deepEqual(principal, {
+        userId: sub,
+        username: 'ada@example.com',
+        roles: ['ADMIN', 'POWER_USER'],
+        sessionId: sid,
+        tokenId: jti,
+        expiresAt: exp,
+      });
+    });
+
+    it('when the token has an empty role list, resolves a principal without roles', async () => {
+      const principal = await verifier.verify(issuer.sign({ roles: [] }));
+      assert.deepEqual(principal.roles, []);
+    });
+
+    it('when an RSA 2048 key signs with RS256, resolves the principal', async () => {
+      const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const rsaVerifier = createTokenVerifier({
+        keys: staticKeySource(new Map([['rsa-1', publicKey]])),
+        issuer: issuer.issuer,
+        audience: issuer.audience,
+      });
+      const jti = randomUUID();
+      const principal = await rsaVerifier.verify(signWith(privateKey, 'RS256', 'rsa-1', claimsOf(issuer, { jti })));
+      assert.equal(principal.tokenId, jti);
+    });
+  });
+
+  describe('expiry', () => {
+    it('when the token expired beyond the clock tolerance, rejects with 401', async () => {
+      await assertBadCredentials(verifier.verify(issuer.sign({ expiresInS: -60 })));
+    });
+
+    it('when the token expired within the clock tolerance, resolves the principal', async () => {
+      const lenient = verifierFor(issuer, { clockToleranceS: 30 });
+      const jti = randomUUID();
+      const principal = await lenient.verify(issuer.sign({ jti, expiresInS: -10 }));
+      assert.equal(principal.tokenId, jti);
+    });
+
+    it('when allowExpired is set, resolves the principal of an expired token', async () => {
+      const jti = randomUUID();
+      const principal = await verifier.verify(issuer.sign({ jti, expiresInS: -3600 }), { allowExpired: true });
+      assert.equal(principal.tokenId, jti);
+      assert.ok(principal.expiresAt < now());
+    });
+
+    it('when allowExpired is set but the expired token is signed by another key, rejects with 401', async () => {
+      const other = createTestIssuer(issuer.issuer, issuer.audience);
+      const forged = signWith(other.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp: now() - 3600 }));
+      await assertBadCredentials(verifier.verify(forged, { allowExpired: true }));
+    });
+  });
+
+  describe('signature and key choice', () => {
+    it('when the token is signed by a different key under the same kid, rejects with 401', async () => {
+      const other = createTestIssuer(issuer.issuer, issuer.audience);
+      await assertBadCredentials(verifier.verify(signWith(other.privateKey, 'ES256', issuer.kid, claimsOf(issuer))));
+    });
+
+    it('when the kid is unknown, rejects with 401', async () => {
+      await assertBadCredentials(verifier.verify(signWith(issuer.privateKey, 'ES256', 'no-such-kid', claimsOf(issuer))));
+    });
+
+    it('when the header has no kid, rejects with 401', async () => {
+      await assertBadCredentials(verifier.verify(signWith(issuer.privateKey, 'ES256', undefined, claimsOf(issuer))));
+    });
+
+    it('when the header says alg none with the real kid and the signature is empty, rejects with 401', async () => {
+      const token = `${b64url({ alg: 'none', typ: 'JWT', kid: issuer.kid })}.${b64url(claimsOf(issuer))}.`;
+      await assertBadCredentials(verifier.verify(token));
+    });
+
+    it('when the token is HS256 with the public key PEM as the HMAC secret, rejects with 401', async () => {
+      const pem = publicKeyOf(issuer).export({ format: 'pem', type: 'spki' });
+      const signingInput = `${b64url({ alg: 'HS256', typ: 'JWT', kid: issuer.kid })}.${b64url(claimsOf(issuer))}`;
+      const signature = createHmac('sha256', pem).update(signingInput).digest('base64url');
+      await assertBadCredentials(verifier.verify(`${signingInput}.${signature}`));
+    });
+
+    it('when the payload is altered after signing, rejects with 401', async () => {
+      const [header, , signature] = issuer.sign({ roles: ['STANDARD_USER'] }).split('.');
+      const tampered = `${header}.${b64url(claimsOf(issuer, { roles: ['ADMIN'] }))}.${signature}`;
+      await assertBadCredentials(verifier.verify(tampered));
+    });
+
+    it('when the key is EC P-384, rejects an ES384 token with 401', async () => {
+      const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-384' });
+      const p384Verifier = createTokenVerifier({
+        keys: staticKeySource(new Map([['p384', publicKey]])),
+        issuer: issuer.issuer,
+        audience: issuer.audience,
+      });
+      await assertBadCredentials(p384Verifier.verify(signWith(privateKey, 'ES384', 'p384', claimsOf(issuer))));
+    });
+
+    it('when the RSA key verifies a token that says ES256, rejects with 401', async () => {
+      const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const rsaVerifier = createTokenVerifier({
+        keys: staticKeySource(new Map([[issuer.kid, publicKey]])),
+        issuer: issuer.issuer,
+        audience: issuer.audience,
+      });
+      await assertBadCredentials(rsaVerifier.verify(issuer.sign()));
+    });
+  });
+
+  describe('malformed tokens', () => {
+    for (const [name, token] of [
+      ['an empty string', ''],
+      ['a word', 'garbage'],
+      ['two segments', 'a.b'],
+      ['a typ JWT header with a payload that is not JSON', `${b64url({ alg: 'ES256', typ: 'JWT', kid: 'k' })}.${Buffer.from('not json').toString('base64url')}.c2ln`],
+      ['a payload that is a JSON string', `${b64url({ alg: 'ES256', kid: 'k' })}.${b64url('just text')}.c2ln`],
+      ['a header that is not JSON', `${Buffer.from('{nope').toString('base64url')}.${b64url({})}.c2ln`],
+    ] as const) {
+      it(`when the token is ${name}, rejects with 401`, async () => {
+        await assertBadCredentials(verifier.verify(token));
+      });
+    }
+  });
+
+  describe('claims', () => {
+    it('when iss is another issuer, rejects with 401', async () => {
+      await assertBadCredentials(verifier.verify(issuer.sign({ iss: 'urn:test:someone-else' })));
+    });
+
+    it('when aud is another audience, rejects with 401', async () => {
+      await assertBadCredentials(verifier.verify(issuer.sign({ aud: 'urn:test:other-api' })));
+    });
+
+    const broken: Array<[string, Record<string, unknown>]> = [
+      ['there is no sid', { sid: undefined }],
+      ['there is no sub', { sub: undefined }],
+      ['there is no username', { username: undefined }],
+      ['there is no jti', { jti: undefined }],
+      ['there is no exp', { exp: undefined }],
+      ['roles is not an array', { roles: 'ADMIN' }],
+      ['roles names an unknown role', { roles: ['STANDARD_USER', 'ROOT'] }],
+      ['sub is a number', { sub: 42 }],
+    ];
+    for (const [name, overrides] of broken) {
+      it(`when ${name}, rejects with 401`, async () => {
+        const claims = Object.fromEntries(Object.entries(claimsOf(issuer, overrides)).filter(([, v]) => v !== undefined));
+        await assertBadCredentials(verifier.verify(signWith(issuer.privateKey, 'ES256', issuer.kid, claims)));
+      });
+    }
+  });
+
+  describe('blacklist', () => {
+    let testRedis: TestRedis;
+
+    before(async () => {
+      testRedis = await createTestRedis('auth_verifier');
+    });
+
+    after(async () => {
+      await testRedis.close();
+    });
+
+    it('when the token was revoked, rejects with 401', async () => {
+      const blacklist = redisBlacklist(testRedis.redis);
+      const guarded = verifierFor(issuer, { blacklist });
+      const jti = randomUUID();
+      const token = issuer.sign({ jti });
+      assert.equal((await guarded.verify(token)).tokenId, jti);
+      await blacklist.revoke(jti, now() + 900);
+      await assertBadCredentials(guarded.verify(token));
+    });
+
+    it('when the token was revoked and ignoreRevocation is set, resolves the principal', async () => {
+      const blacklist = redisBlacklist(testRedis.redis);
+      const guarded = verifierFor(issuer, { blacklist });
+      const jti = randomUUID();
+      const token = issuer.sign({ jti });
+      await blacklist.revoke(jti, now() + 900);
+      assert.equal((await guarded.verify(token, { ignoreRevocation: true })).tokenId, jti);
+    });
+
+    it('when another token was revoked, resolves the principal', async () => {
+      const blacklist = redisBlacklist(testRedis.redis);
+      await blacklist.revoke(randomUUID(), now() + 900);
+      const jti = randomUUID();
+      assert.equal((await verifierFor(issuer, { blacklist }).verify(issuer.sign({ jti }))).tokenId, jti);
+    });
+
+    it('when a token is revoked, keeps the Redis key until the token expires', async () => {
+      const jti = randomUUID();
+      await redisBlacklist(testRedis.redis).revoke(jti, now() + 120);
+      const ttl = await testRedis.redis.ttl(blacklistKey(jti));
+      assert.ok(ttl > 110 && ttl <= 120, `TTL ${ttl} is not about 120 s`);
+      assert.equal(await testRedis.redis.get(blacklistKey(jti)), '1');
+    });
+
+    it('when the expiry has a fraction of a second, revokes until the next whole second', async () => {
+      const jti = randomUUID();
+      const blacklist = redisBlacklist(testRedis.redis);
+      await blacklist.revoke(jti, now() + 60.5);
+      assert.equal(await blacklist.isRevoked(jti), true);
+      const ttl = await testRedis.redis.ttl(blacklistKey(jti));
+      assert.ok(ttl > 50 && ttl <= 61, `TTL ${ttl} is not about 61 s`);
+    });
+
+    it('when the token already expired, revoke writes nothing', async () => {
+      const jti = randomUUID();
+      const blacklist = redisBlacklist(testRedis.redis);
+      await blacklist.revoke(jti, now() - 5);
+      assert.equal(await testRedis.redis.exists(blacklistKey(jti)), 0);
+      assert.equal(await blacklist.isRevoked(jti), false);
+    });
+
+    it('names the key after the jti under the shared prefix', () => {
+      assert.equal(blacklistKey('abc-123'), 'auth:blacklist:abc-123');
+    });
+
+    describe('when Redis is unreachable', () => {
+      const redis = unreachableRedis();
+      const guarded = verifierFor(issuer, { blacklist: redisBlacklist(redis) });
+
+      after(() => {
+        redis.disconnect();
+      });
+
+      it('when the blacklist cannot be asked, rejects with 503 (fails closed)', async () => {
+        await assert.rejects(guarded.verify(issuer.sign()), (err: unknown) => {
+          assert.ok(err instanceof ServiceUnavailableError, `expected ServiceUnavailableError, got ${String(err)}`);
+          assert.ok(err instanceof HttpError);
+          assert.equal(err.status, 503);
+          assert.ok(err.cause instanceof Error, 'the Redis fault is kept as the cause for the log');
+          return true;
+        });
+      });
+
+      it('when ignoreRevocation is set, resolves without asking Redis', async () => {
+        const jti = randomUUID();
+        assert.equal((await guarded.verify(issuer.sign({ jti }), { ignoreRevocation: true })).tokenId, jti);
+      });
+
+      it('when the token is bad, rejects with 401 before asking Redis', async () => {
+        await assertBadCredentials(guarded.verify(issuer.sign({ expiresInS: -600 })));
+      });
+    });
+  });
+});
