@@ -1,17 +1,18 @@
 import { join } from 'node:path';
 import type { Express } from 'express';
+import { createTokenVerifier, jwksKeySource, redisBlacklist } from '@platform/auth';
 import {
-  type Knex,
   type Lifecycle,
   type Logger,
   type Metrics,
   type Redis,
   createApiApp,
-  databaseCheck,
   packageRoot,
   redisCheck,
 } from '@platform/service-kit';
 import type { RiskConfig } from './config.ts';
+import { type StationIndexSource, stationIndexCheck } from './weather-stations/station-index-loader.ts';
+import { weatherStationsRouter } from './weather-stations/weather-stations.routes.ts';
 
 /** The contract this service is checked against. */
 export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
@@ -20,23 +21,36 @@ export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
 export interface RiskDeps {
   config: RiskConfig;
   logger: Logger;
-  db: Knex;
   redis: Redis;
   metrics: Metrics;
   lifecycle: Lifecycle;
+  /** The in-memory station index; requests never touch Postgres. */
+  stations: StationIndexSource;
 }
 
 /** Builds the risk service's Express app. It never listens: index.ts or a test does. */
 export function createApp(deps: RiskDeps): Express {
+  const { config, logger } = deps;
+  const verifier = createTokenVerifier({
+    keys: jwksKeySource({
+      url: config.IDENTITY_JWKS_URL,
+      onError: (err) => logger.warn({ err, url: config.IDENTITY_JWKS_URL }, 'could not fetch the token keys'),
+    }),
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    blacklist: redisBlacklist(deps.redis),
+  });
   return createApiApp({
-    logger: deps.logger,
+    logger,
     metrics: deps.metrics,
-    checks: [databaseCheck(deps.db), redisCheck(deps.redis)],
+    // Ready = the index is loaded and Redis answers. Postgres is left out on purpose: the index serves
+    // every request, so an outage only delays the next reload. Redis is in: without the blacklist no
+    // token can be checked, so no station request could succeed.
+    checks: [stationIndexCheck(deps.stations), redisCheck(deps.redis)],
     lifecycle: deps.lifecycle,
     apiSpec: OPENAPI_PATH,
-    validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES,
-    // The weather-stations router is added here when it lands.
-    routers: [],
+    validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
+    routers: [weatherStationsRouter({ stations: deps.stations, verifier })],
     // Station error bodies always carry `messages` (CONTRACT.md part 7).
     errors: { messages: 'always' },
   });

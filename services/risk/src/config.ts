@@ -24,6 +24,11 @@ export const riskConfigSpec = {
   }),
   JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
   JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
+  RISK_INDEX_POLL_MS: env.integer(
+    'How often each replica asks Postgres whether the station tables changed, and if so rebuilds its in-memory index',
+    { min: 50, max: 3_600_000 },
+    { default: 5000 },
+  ),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
   OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
 };

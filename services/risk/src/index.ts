@@ -8,8 +8,10 @@ import {
   serveUntilStopped,
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
+import { seedStationData } from '../seeds/station-data.ts';
 import { createApp } from './app.ts';
 import { riskConfigSpec } from './config.ts';
+import { createStationIndexLoader } from './weather-stations/station-index-loader.ts';
 
 // Composition root: the only module that reads process.env, connects, and listens.
 const config = loadConfigOrExit(riskConfigSpec, process.env);
@@ -22,12 +24,18 @@ const db = await connectDatabase({
   migrations,
   logger,
 });
+// CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
+if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
 const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
 const metrics = createMetrics('risk', { collectDefault: true });
+// The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
+// ready until a later poll succeeds.
+const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
+await stations.start();
 
 await serveUntilStopped({
   service: 'risk',
-  app: createApp({ config, logger, db, redis, metrics, lifecycle }),
+  app: createApp({ config, logger, redis, metrics, lifecycle, stations }),
   port: config.RISK_PORT,
   host: config.HOST,
   logger,
@@ -36,6 +44,7 @@ await serveUntilStopped({
   appEnv: config.APP_ENV,
   connections: { postgres: config.RISK_DATABASE_URL, redis: config.REDIS_URL },
   closers: [
+    { name: 'station index', close: () => stations.stop() },
     { name: 'postgres', close: () => db.destroy() },
     { name: 'redis', close: () => closeRedis(redis) },
   ],

@@ -2,49 +2,30 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import request from 'supertest';
 import { parse } from 'yaml';
-import { closeRedis, createMetrics, loadConfig } from '@platform/service-kit';
-import {
-  type TestDatabase,
-  type TestRedis,
-  captureLogger,
-  createTestDatabase,
-  createTestRedis,
-  unreachableRedis,
-} from '@platform/service-kit/testing';
-import { migrations } from '../migrations/index.ts';
-import { OPENAPI_PATH, createApp } from '../src/app.ts';
-import { riskConfigSpec } from '../src/config.ts';
+import { closeRedis } from '@platform/service-kit';
+import { unreachableRedis } from '@platform/service-kit/testing';
+import { OPENAPI_PATH } from '../src/app.ts';
+import { type RiskTestContext, startRiskTestContext } from './support/risk-test-context.ts';
 
 describe('risk app', () => {
-  let database: TestDatabase;
-  let testRedis: TestRedis;
+  let ctx: RiskTestContext;
 
   before(async () => {
-    database = await createTestDatabase('risk', migrations);
-    testRedis = await createTestRedis('risk');
+    ctx = await startRiskTestContext('risk_app');
   });
   after(async () => {
-    await testRedis.close();
-    await database.drop();
+    await ctx.close();
   });
 
-  function build(redis = testRedis.redis) {
-    const config = loadConfig(riskConfigSpec, { OPENAPI_VALIDATE_RESPONSES: 'true' });
-    const log = captureLogger('risk');
-    return createApp({ config, logger: log.logger, db: database.db, redis, metrics: createMetrics('risk'), lifecycle: { draining: false } });
-  }
-
   it('the migrations create the station tables with their rules in the database', async () => {
+    const db = ctx.database.db;
     await assert.rejects(
-      database.db('stations').insert({ station_id: 1, station_name: 'X', latitude: 91, longitude: 30, city: 'Ankara' }),
+      db('stations').insert({ station_id: 1, station_name: 'X', latitude: 91, longitude: 30, city: 'Ankara' }),
       /stations_coordinates/,
     );
+    await assert.rejects(db('districts').insert({ city: 'Ankara', district: 'Çankaya', plate_code: 82 }), /districts_plate_code_range/);
     await assert.rejects(
-      database.db('districts').insert({ city: 'Ankara', district: 'Çankaya', plate_code: 82 }),
-      /districts_plate_code_range/,
-    );
-    await assert.rejects(
-      database.db('mgm_centers').insert({
+      db('mgm_centers').insert({
         merkez_id: 1,
         center_name: 'X',
         city: 'Ankara',
@@ -58,11 +39,13 @@ describe('risk app', () => {
     );
   });
 
-  it('GET /health/ready answers 200 with Postgres and Redis up, 503 with Redis down', async () => {
-    assert.equal((await request(build()).get('/health/ready')).status, 200);
+  it('GET /health/ready answers 200 with the index loaded and Redis up, 503 naming Redis when it is down', async () => {
+    const ready = await request(ctx.url).get('/health/ready');
+    assert.equal(ready.status, 200);
+    assert.deepEqual(ready.body.checks, { 'station-index': 'up', redis: 'up' });
     const redis = unreachableRedis();
     try {
-      const res = await request(build(redis)).get('/health/ready');
+      const res = await request(await ctx.serve({ redis })).get('/health/ready');
       assert.equal(res.status, 503);
       assert.deepEqual(res.body.messages, ['redis is unreachable']);
     } finally {
@@ -86,24 +69,31 @@ describe('risk app', () => {
     ]);
   });
 
-  it('every error body carries messages: unknown path 404, bad station id 400, limit out of range 400, operation not built 501', async () => {
-    const app = build();
-    const unknown = await request(app).get('/v1/weather-stations/nope');
+  it('every error body carries messages: unknown path 404, wrong method 405, malformed JSON 400, wrong content type 415', async () => {
+    const unknown = await request(ctx.url).get('/v1/weather-stations/nope').set('Authorization', ctx.auth());
     assert.equal(unknown.status, 404);
     assert.deepEqual(unknown.body.messages, [unknown.body.message]);
     assert.ok(unknown.headers['x-request-id']);
 
-    const badId = await request(app).get('/v1/weather-stations/by/id/abc');
-    assert.equal(badId.status, 400);
-    assert.equal(badId.body.messages.length, 1);
-    assert.match(badId.body.messages[0], /^path\.stationId /);
+    const wrongMethod = await request(ctx.url).delete('/v1/weather-stations/get-cities').set('Authorization', ctx.auth());
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers.allow, 'GET');
+    assert.equal(wrongMethod.body.messages.length, 1);
 
-    const badLimit = await request(app).post('/v1/weather-stations/by/city-district').send({ city: 'Ankara', district: 'Keçiören', limit: 1001 });
-    assert.equal(badLimit.status, 400);
-    assert.match(badLimit.body.messages[0], /^body\.limit /);
+    const malformed = await request(ctx.url)
+      .post('/v1/weather-stations/by/city-district')
+      .set('Authorization', ctx.auth())
+      .set('Content-Type', 'application/json')
+      .send('{"city": "Ankara",');
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(malformed.body.messages, ['Request body is not valid JSON']);
 
-    const notBuilt = await request(app).get('/v1/weather-stations/get-cities');
-    assert.equal(notBuilt.status, 501);
-    assert.deepEqual(notBuilt.body.messages, ['GET /v1/weather-stations/get-cities is documented but not available yet']);
+    const text = await request(ctx.url)
+      .post('/v1/weather-stations/by/city-district')
+      .set('Authorization', ctx.auth())
+      .set('Content-Type', 'text/plain')
+      .send('Ankara');
+    assert.equal(text.status, 415);
+    assert.equal(text.body.messages.length, 1);
   });
 });

@@ -312,8 +312,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The operation is documented but not built yet. */
-        NotImplemented: {
+        /** @description The station data has not been loaded yet (the service has just started); retry shortly. */
+        ServiceUnavailable: {
             headers: {
                 [name: string]: unknown;
             };
@@ -321,13 +321,13 @@ export interface components {
                 /**
                  * @example {
                  *       "timestamp": "2025-06-01T10:15:30.123Z",
-                 *       "status": 501,
-                 *       "error": "Not Implemented",
-                 *       "message": "This operation is not available yet",
+                 *       "status": 503,
+                 *       "error": "Service Unavailable",
+                 *       "message": "Station data is not loaded yet; try again shortly",
                  *       "messages": [
-                 *         "This operation is not available yet"
+                 *         "Station data is not loaded yet; try again shortly"
                  *       ],
-                 *       "path": "/v1/weather-stations/nearest"
+                 *       "path": "/v1/weather-stations/get-cities"
                  *     }
                  */
                 "application/json": components["schemas"]["ErrorBody"];
@@ -385,7 +385,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalServerError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getStationById: {
@@ -414,7 +414,7 @@ export interface operations {
             /** @description No station has that id. */
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getDistrictsOfCity: {
@@ -451,7 +451,7 @@ export interface operations {
             /** @description Unknown city. */
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getCities: {
@@ -480,9 +480,10 @@ export interface operations {
                     "application/json": string[];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalServerError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     findNearestStations: {
@@ -526,7 +527,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalServerError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -1,0 +1,121 @@
+import { ServiceUnavailableError } from '@platform/errors';
+import type { Knex, Logger, ReadinessCheck } from '@platform/service-kit';
+import { type StationIndex, buildStationIndex } from './station-index.ts';
+import { readStationData, readStationDataVersion } from './weather-stations.repository.ts';
+
+/** Where requests get the station index from: the one currently swapped in, if any. */
+export interface StationIndexSource {
+  current(): StationIndex | undefined;
+}
+
+/** Keeps a station index in step with the database. */
+export interface StationIndexLoader extends StationIndexSource {
+  /**
+   * Rebuilds the index when the data version moved (or none is loaded yet) and swaps it in; resolves true
+   * when it did. Never rejects: a failure is logged and the previous index keeps serving.
+   */
+  refresh(): Promise<boolean>;
+  /** Loads once, then checks the version every poll interval. */
+  start(): Promise<void>;
+  /** Stops polling and waits for a reload in progress, so the pool can close under it. */
+  stop(): Promise<void>;
+}
+
+export interface StationIndexLoaderOptions {
+  db: Knex;
+  logger: Logger;
+  /** How often to ask Postgres whether the station data changed. */
+  pollIntervalMs: number;
+}
+
+/**
+ * Polls the `station_data_version` row, which a trigger bumps with every change to the station tables.
+ * One indexed row read per interval per replica is cheap, survives connection loss without a dedicated
+ * LISTEN connection, and a change is picked up within one interval. The new index is built aside and
+ * swapped in with one assignment, so requests never see a half-built index and never wait for a build.
+ */
+export function createStationIndexLoader(options: StationIndexLoaderOptions): StationIndexLoader {
+  const { db, logger } = options;
+  let index: StationIndex | undefined;
+  let inFlight: Promise<boolean> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let failing = false;
+
+  const load = async (): Promise<boolean> => {
+    const version = await readStationDataVersion(db);
+    if (index !== undefined && version === index.version) return false;
+    const next = buildStationIndex(await readStationData(db));
+    const previousVersion = index?.version;
+    index = next;
+    logger.info(
+      { version: next.version, previousVersion, ...next.counts, unmatchedServings: next.unmatchedServings },
+      'station index loaded',
+    );
+    return true;
+  };
+
+  const refresh = (): Promise<boolean> => {
+    inFlight ??= load()
+      .then(
+        (swapped) => {
+          if (failing) logger.info('station index reload works again');
+          failing = false;
+          return swapped;
+        },
+        (err: unknown) => {
+          // Once per outage at error level: a poll every few seconds must not flood the log.
+          const message = index === undefined ? 'station index could not be loaded; not ready' : 'station index reload failed; serving the previous index';
+          if (failing) logger.debug({ err }, message);
+          else logger.error({ err, version: index?.version }, message);
+          failing = true;
+          return false;
+        },
+      )
+      .finally(() => {
+        inFlight = undefined;
+      });
+    return inFlight;
+  };
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void refresh().finally(schedule);
+    }, options.pollIntervalMs);
+    // The poll alone must not keep a process alive that is otherwise done.
+    timer.unref();
+  };
+
+  return {
+    current: () => index,
+    refresh,
+    async start() {
+      stopped = false;
+      await refresh();
+      schedule();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}
+
+/** Readiness: the index is loaded, so requests can be answered without the database. */
+export function stationIndexCheck(source: StationIndexSource): ReadinessCheck {
+  return {
+    name: 'station-index',
+    check: async () => {
+      if (source.current() === undefined) throw new Error('station index not loaded yet');
+    },
+  };
+}
+
+/** The loaded index; 503 until the first load succeeded. */
+export function requireStationIndex(source: StationIndexSource): StationIndex {
+  const index = source.current();
+  if (index === undefined) throw new ServiceUnavailableError('Station data is not loaded yet; try again shortly');
+  return index;
+}

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import request from 'supertest';
+import { redisBlacklist } from '@platform/auth';
+import { createTestIssuer } from '@platform/auth/testing';
+import { type RiskTestContext, startRiskTestContext } from './support/risk-test-context.ts';
+
+const OPERATIONS = [
+  ['post', '/v1/weather-stations/by/city-district'],
+  ['get', '/v1/weather-stations/by/id/17128'],
+  ['get', '/v1/weather-stations/get-districts-of/Ankara'],
+  ['get', '/v1/weather-stations/get-cities'],
+  ['get', '/v1/weather-stations/nearest?latitude=40&longitude=33'],
+] as const;
+
+describe('bearer token on the station operations', () => {
+  let ctx: RiskTestContext;
+
+  before(async () => {
+    ctx = await startRiskTestContext('risk_auth');
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  function call(method: 'get' | 'post', path: string, authorization?: string) {
+    const req = method === 'post' ? request(ctx.url).post(path).send({ city: 'Ankara', district: 'Keçiören' }) : request(ctx.url).get(path);
+    return authorization === undefined ? req : req.set('Authorization', authorization);
+  }
+
+  function assertBadCredentials(res: request.Response, path: string) {
+    assert.equal(res.status, 401, path);
+    assert.equal(res.body.error, 'Unauthorized');
+    assert.equal(res.body.message, 'Bad Credentials');
+    assert.deepEqual(res.body.messages, ['Bad Credentials']);
+    assert.equal(res.body.path, path);
+  }
+
+  for (const [method, path] of OPERATIONS) {
+    it(`${method.toUpperCase()} ${path}: with a valid token answers 200, without one 401 Bad Credentials`, async () => {
+      assert.equal((await call(method, path, ctx.auth())).status, 200);
+      assertBadCredentials(await call(method, path), path);
+    });
+  }
+
+  it('when the token holds any role (GUEST), answers 200', async () => {
+    const res = await call('get', '/v1/weather-stations/get-cities', `Bearer ${ctx.issuer.sign({ roles: ['GUEST'] })}`);
+    assert.equal(res.status, 200);
+  });
+
+  const invalid: Array<[string, () => string]> = [
+    ['the header is not a bearer token', () => `Basic ${Buffer.from('a:b').toString('base64')}`],
+    ['the token is not a JWT', () => 'Bearer not-a-jwt'],
+    ['the token has expired', () => `Bearer ${ctx.issuer.sign({ expiresInS: -60 })}`],
+    ['the token is signed by another key', () => `Bearer ${createTestIssuer(ctx.issuer.issuer, ctx.issuer.audience).sign()}`],
+    ['the token has another issuer', () => `Bearer ${ctx.issuer.sign({ iss: 'urn:someone:else' })}`],
+    ['the token is for another audience', () => `Bearer ${ctx.issuer.sign({ aud: 'urn:another:api' })}`],
+    ['the token was tampered with', () => `Bearer ${ctx.issuer.sign().slice(0, -4)}AAAA`],
+  ];
+  for (const [when, authorization] of invalid) {
+    it(`when ${when}, answers 401 Bad Credentials`, async () => {
+      assertBadCredentials(await call('get', '/v1/weather-stations/get-cities', authorization()), '/v1/weather-stations/get-cities');
+    });
+  }
+
+  it('when the token is on the shared blacklist (logged out), answers 401 Bad Credentials', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 600;
+    const jti = `logout-${Date.now()}`;
+    const token = `Bearer ${ctx.issuer.sign({ jti, expiresInS: 600 })}`;
+    assert.equal((await call('get', '/v1/weather-stations/get-cities', token)).status, 200);
+    await redisBlacklist(ctx.testRedis.redis).revoke(jti, exp);
+    assertBadCredentials(await call('get', '/v1/weather-stations/get-cities', token), '/v1/weather-stations/get-cities');
+  });
+});

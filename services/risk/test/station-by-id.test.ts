@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import request from 'supertest';
+import { assertMatchesSchema } from './support/openapi-schema.ts';
+import { type RiskTestContext, startRiskTestContext } from './support/risk-test-context.ts';
+import { files, stationInFile } from './support/station-files.ts';
+
+describe('GET /v1/weather-stations/by/id/{stationId}', () => {
+  let ctx: RiskTestContext;
+
+  before(async () => {
+    ctx = await startRiskTestContext('risk_by_id');
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  const get = (id: string) => request(ctx.url).get(`/v1/weather-stations/by/id/${id}`).set('Authorization', ctx.auth());
+
+  it('when the station exists, answers it as stations.csv has it', async () => {
+    const res = await get('17130');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, stationInFile(17130));
+    assert.equal(res.body.district, 'Keçiören');
+    assertMatchesSchema(res.body, 'Station');
+  });
+
+  it('when the source names no district for the station (an airport), answers district ""', async () => {
+    const res = await get('17128');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, stationInFile(17128));
+    assert.equal(res.body.district, '');
+  });
+
+  it('when asked for every station of stations.csv, answers each one as the file has it', async () => {
+    // A sample across the file rather than all 1026 requests: every 25th row, plus the last.
+    const sample = files.stations.filter((_, i) => i % 25 === 0 || i === files.stations.length - 1);
+    for (const row of sample) {
+      const res = await get(String(row.station_id));
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, stationInFile(row.station_id));
+    }
+  });
+
+  it('when no station has the id, answers 404 with messages naming it', async () => {
+    const res = await get('99999');
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error, 'Not Found');
+    assert.deepEqual(res.body.messages, ['Station not found: 99999']);
+    assert.equal(res.body.path, '/v1/weather-stations/by/id/99999');
+  });
+
+  for (const id of ['abc', '1.5', '0', '-3', '17128x', '99999999999']) {
+    it(`when the id is "${id}", answers 400 naming path.stationId`, async () => {
+      const res = await get(id);
+      assert.equal(res.status, 400);
+      assert.equal(res.body.status, 400);
+      assert.equal(res.body.messages.length, 1);
+      assert.match(res.body.messages[0], /^path\.stationId /);
+    });
+  }
+});
