@@ -11,12 +11,30 @@ export function blacklistKey(jti: string): string {
   return `${BLACKLIST_KEY_PREFIX}${jti}`;
 }
 
-/** Revoked access tokens, each remembered until it would have expired anyway. */
+/** Where ended sessions are remembered: every access token of the session stops working at once. */
+export const SESSION_REVOCATION_KEY_PREFIX = 'auth:revoked-session:';
+
+/** The Redis key (below the client's own prefix) that marks session `sid` as ended. */
+export function sessionRevocationKey(sid: string): string {
+  return `${SESSION_REVOCATION_KEY_PREFIX}${sid}`;
+}
+
+/** Every key whose presence revokes a token: its own and its session's. A verifier checks them in one EXISTS. */
+export function revocationKeys(token: { tokenId: string; sessionId: string }): [string, string] {
+  return [blacklistKey(token.tokenId), sessionRevocationKey(token.sessionId)];
+}
+
+/** Revoked access tokens and ended sessions, each remembered until its tokens would have expired anyway. */
 export interface TokenBlacklist {
   /** Marks the token revoked until `expiresAt` (epoch seconds); a token already expired needs nothing. */
   revoke(jti: string, expiresAt: number): Promise<void>;
-  /** True when the token was revoked. Rejects when the store is unreachable: callers fail closed. */
-  isRevoked(jti: string): Promise<boolean>;
+  /**
+   * Marks sessions ended until `until` (epoch seconds: now + the access token lifetime), so tokens
+   * issued before a logout, password change or block stop working everywhere, not only at refresh.
+   */
+  revokeSessions(sessionIds: readonly string[], until: number): Promise<void>;
+  /** True when the token or its session was revoked. Rejects when the store is unreachable: callers fail closed. */
+  isRevoked(token: { tokenId: string; sessionId: string }): Promise<boolean>;
 }
 
 /** The blacklist in Redis: one key per token with `EXAT` = the token's `exp`, so it never outgrows live tokens. */
@@ -27,8 +45,14 @@ export function redisBlacklist(redis: Redis): TokenBlacklist {
       // EXAT takes whole seconds; a NumericDate may have a fraction (RFC 7519), and Redis rejects it.
       await redis.set(blacklistKey(jti), '1', 'EXAT', Math.ceil(expiresAt));
     },
-    async isRevoked(jti) {
-      return (await redis.exists(blacklistKey(jti))) === 1;
+    async revokeSessions(sessionIds, until) {
+      if (sessionIds.length === 0 || until * 1000 <= Date.now()) return;
+      const pipeline = redis.multi();
+      for (const sid of sessionIds) pipeline.set(sessionRevocationKey(sid), '1', 'EXAT', Math.ceil(until));
+      await pipeline.exec();
+    },
+    async isRevoked(token) {
+      return (await redis.exists(...revocationKeys(token))) > 0;
     },
   };
 }

@@ -1,4 +1,12 @@
-export { BLACKLIST_KEY_PREFIX, type TokenBlacklist, blacklistKey, redisBlacklist } from './blacklist.ts';
+export {
+  BLACKLIST_KEY_PREFIX,
+  SESSION_REVOCATION_KEY_PREFIX,
+  type TokenBlacklist,
+  blacklistKey,
+  redisBlacklist,
+  revocationKeys,
+  sessionRevocationKey,
+} from './blacklist.ts';
 export { CLIENT_KEY_ID_HEADER, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';

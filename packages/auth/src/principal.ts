@@ -27,5 +27,6 @@ export function assertAnyRole(principal: Principal, roles: readonly Role[]): voi
 
 /** Throws 403 unless the principal is the user `userId` or holds one of the roles. */
 export function assertSelfOrRole(principal: Principal, userId: string, roles: readonly Role[]): void {
-  if (principal.userId !== userId && !hasAnyRole(principal, roles)) throw new ForbiddenError();
+  // Ids are uuids, which may arrive in upper case; the token carries them as stored (lower case).
+  if (principal.userId !== userId.toLowerCase() && !hasAnyRole(principal, roles)) throw new ForbiddenError();
 }

@@ -60,9 +60,9 @@ function principalOfClaims(claims: jwt.JwtPayload): Principal {
 }
 
 /** Asks the blacklist; an unreachable store fails closed as a 503 (a dependency is down), not a 500. */
-async function isRevoked(blacklist: TokenBlacklist, tokenId: string): Promise<boolean> {
+async function isRevoked(blacklist: TokenBlacklist, principal: Principal): Promise<boolean> {
   try {
-    return await blacklist.isRevoked(tokenId);
+    return await blacklist.isRevoked(principal);
   } catch (err) {
     throw new ServiceUnavailableError(undefined, { cause: err });
   }
@@ -103,7 +103,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         reject(err instanceof Error ? err.message : 'verification failed');
       }
       const principal = principalOfClaims(claims);
-      if (options.blacklist !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.blacklist, principal.tokenId))) {
+      if (options.blacklist !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.blacklist, principal))) {
         reject('token is revoked');
       }
       return principal;

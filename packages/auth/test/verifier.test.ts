@@ -3,7 +3,7 @@ import { type KeyObject, createHmac, createPublicKey, generateKeyPairSync, rando
 import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import jwt, { type Algorithm } from 'jsonwebtoken';
-import { blacklistKey, redisBlacklist } from '../src/blacklist.ts';
+import { blacklistKey, redisBlacklist, sessionRevocationKey } from '../src/blacklist.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
 import { createTokenVerifier } from '../src/verifier.ts';
@@ -263,7 +263,7 @@ describe('createTokenVerifier', () => {
       const jti = randomUUID();
       const blacklist = redisBlacklist(testRedis.redis);
       await blacklist.revoke(jti, now() + 60.5);
-      assert.equal(await blacklist.isRevoked(jti), true);
+      assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), true);
       const ttl = await testRedis.redis.ttl(blacklistKey(jti));
       assert.ok(ttl > 50 && ttl <= 61, `TTL ${ttl} is not about 61 s`);
     });
@@ -273,11 +273,28 @@ describe('createTokenVerifier', () => {
       const blacklist = redisBlacklist(testRedis.redis);
       await blacklist.revoke(jti, now() - 5);
       assert.equal(await testRedis.redis.exists(blacklistKey(jti)), 0);
-      assert.equal(await blacklist.isRevoked(jti), false);
+      assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), false);
     });
 
     it('names the key after the jti under the shared prefix', () => {
       assert.equal(blacklistKey('abc-123'), 'auth:blacklist:abc-123');
+    });
+
+    it('when the session of a token was ended, rejects that token and every other of the session, until the given time', async () => {
+      const blacklist = redisBlacklist(testRedis.redis);
+      const guarded = verifierFor(issuer, { blacklist });
+      const sid = randomUUID();
+      const first = issuer.sign({ sid });
+      const second = issuer.sign({ sid });
+      const elsewhere = issuer.sign();
+      await blacklist.revokeSessions([sid], now() + 900);
+      await assert.rejects(guarded.verify(first), { status: 401 });
+      await assert.rejects(guarded.verify(second), { status: 401 });
+      assert.equal((await guarded.verify(elsewhere)).tokenId.length > 0, true, 'other sessions are untouched');
+      const ttl = await testRedis.redis.ttl(sessionRevocationKey(sid));
+      assert.ok(ttl > 890 && ttl <= 900, `TTL ${ttl}`);
+      await blacklist.revokeSessions([randomUUID()], now() - 1);
+      assert.equal((await testRedis.redis.keys(`${testRedis.keyPrefix}auth:revoked-session:*`)).length, 1, 'a past time writes nothing');
     });
 
     describe('when Redis is unreachable', () => {

@@ -35,6 +35,7 @@ function identityProdEnv(): Source {
     MAIL_HTTP_URL: 'https://mail.example.org/send',
     SMS_PROVIDER: 'log',
     SMS_HTTP_TOKEN: 'sms-token-3307',
+    SMS_CODE_HMAC_KEY: 'sms-hmac-key-6161',
   };
 }
 
@@ -61,6 +62,7 @@ const IDENTITY_REQUIRED = [
   'JWT_PRIVATE_KEY',
   'MAIL_PROVIDER',
   'SMS_PROVIDER',
+  'SMS_CODE_HMAC_KEY',
 ];
 
 /** Every gateway key without a plain default. */
@@ -321,7 +323,7 @@ describe('describeConfig', () => {
     const source = identityProdEnv();
     const config = loadConfig(identityConfigSpec, source);
     const described = describeConfig(identityConfigSpec, config);
-    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN'];
+    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY'];
     assert.deepEqual(Object.keys(described).sort(), ['APP_ENV', ...Object.keys(identityConfigSpec)].sort());
     assert.equal(described.APP_ENV, 'prod');
     for (const [key, value] of Object.entries(described)) {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Express } from 'express';
+import { createTokenVerifier, redisBlacklist, staticKeySource } from '@platform/auth';
 import {
   type Knex,
   type Lifecycle,
@@ -11,7 +12,22 @@ import {
   packageRoot,
   redisCheck,
 } from '@platform/service-kit';
+import { createAccessTokenIssuer } from './auth/access-tokens.ts';
+import type { AuthServices } from './auth/auth-services.ts';
+import { accountsRouter } from './accounts/accounts.routes.ts';
+import { authRouter } from './auth/auth.routes.ts';
+import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
+import type { PasswordHasher } from './auth/password-hasher.ts';
+import { createSessionRevoker } from './auth/session-revoker.ts';
+import { type SigningKey, jwksOf } from './auth/signing-key.ts';
 import type { IdentityConfig } from './config.ts';
+import type { Mailer } from './notifications/mailer.ts';
+import type { SmsSender } from './notifications/sms-sender.ts';
+import { phoneActivationRouter } from './phone-activation/phone-activation.routes.ts';
+import { createSmsLimits } from './phone-activation/sms-limits.ts';
+import { passwordResetRouter } from './password-reset/password-reset.routes.ts';
+import { allowedOrigins } from './password-reset/redirect-allowlist.ts';
+import { usersRouter } from './users/users.routes.ts';
 
 /** The contract this service is checked against. */
 export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
@@ -24,18 +40,82 @@ export interface IdentityDeps {
   redis: Redis;
   metrics: Metrics;
   lifecycle: Lifecycle;
+  hasher: PasswordHasher;
+  signingKey: SigningKey;
+  mailer: Mailer;
+  sms: SmsSender;
 }
 
 /** Builds the identity service's Express app. It never listens: index.ts or a test does. */
 export function createApp(deps: IdentityDeps): Express {
-  return createApiApp({
+  const { config, db } = deps;
+  const blacklist = redisBlacklist(deps.redis);
+  const verifier = createTokenVerifier({
+    keys: staticKeySource(new Map([[deps.signingKey.kid, deps.signingKey.publicKey]])),
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    blacklist,
+  });
+  const sessions = createSessionRevoker(blacklist, config.ACCESS_TOKEN_TTL_S, deps.logger);
+  const auth: AuthServices = {
+    db,
+    logger: deps.logger,
+    hasher: deps.hasher,
+    throttle: createLoginThrottle(deps.redis, config.LOGIN_FAILURES_PER_MIN),
+    accessTokens: createAccessTokenIssuer({
+      key: deps.signingKey,
+      issuer: config.JWT_ISSUER,
+      audience: config.JWT_AUDIENCE,
+      ttlS: config.ACCESS_TOKEN_TTL_S,
+    }),
+    verifier,
+    blacklist,
+    sessions,
+    mailer: deps.mailer,
+    maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
+    refreshTokenTtlS: config.REFRESH_TOKEN_TTL_S,
+  };
+  const app = createApiApp({
     logger: deps.logger,
     metrics: deps.metrics,
-    checks: [databaseCheck(deps.db), redisCheck(deps.redis)],
+    checks: [databaseCheck(db), redisCheck(deps.redis)],
     lifecycle: deps.lifecycle,
     apiSpec: OPENAPI_PATH,
-    validateResponses: deps.config.OPENAPI_VALIDATE_RESPONSES,
-    // Component routers (auth, users, accounts, phone activation) are added here as they land.
-    routers: [],
+    validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
+    routers: [
+      authRouter(auth, jwksOf([deps.signingKey])),
+      usersRouter({ db, verifier, hasher: deps.hasher, sessions }),
+      passwordResetRouter({
+        db,
+        verifier,
+        hasher: deps.hasher,
+        sessions,
+        mailer: deps.mailer,
+        logger: deps.logger,
+        tokenTtlS: config.PASSWORD_RESET_TTL_S,
+        allowedOrigins: allowedOrigins(config.RESET_REDIRECT_ALLOWLIST),
+        throttle: createCallerThrottle(deps.redis, {
+          name: 'password-reset-requests',
+          limit: config.PASSWORD_RESET_REQUESTS_PER_HOUR,
+          windowS: 3600,
+          message: 'Too many password reset requests',
+          unavailableMessage: 'Password reset is temporarily unavailable',
+        }),
+      }),
+      phoneActivationRouter({
+        db,
+        verifier,
+        sms: deps.sms,
+        limits: createSmsLimits(deps.redis, { cooldownS: config.SMS_REQUEST_COOLDOWN_S, dailyCap: config.SMS_DAILY_CAP }),
+        codeKey: config.SMS_CODE_HMAC_KEY,
+        codeTtlS: config.SMS_CODE_TTL_S,
+        defaultRegion: config.PHONE_DEFAULT_REGION,
+        allowedLinkOrigins: allowedOrigins(config.ACTIVATION_LINK_ALLOWLIST),
+      }),
+      accountsRouter({ db, verifier }),
+    ],
   });
+  // The gateway is the only caller; its X-Forwarded-For names the client for login throttling.
+  app.set('trust proxy', config.TRUST_PROXY_HOPS);
+  return app;
 }

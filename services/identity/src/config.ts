@@ -1,4 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { type ConfigOf, env } from '@platform/service-kit';
+import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -27,6 +29,9 @@ export const identityConfigSpec = {
   }),
   BOOTSTRAP_ADMIN_PASSWORD: env.string('Password of the bootstrap ADMIN', { localDefault: 'local-admin-password', secret: true }),
   BCRYPT_COST: env.integer('bcrypt cost factor for password hashes', { min: 4, max: 15 }, { default: 10 }),
+  PASSWORD_HASH_THREADS: env.integer('Worker threads hashing passwords, so logins never stall the event loop', { min: 1, max: 64 }, {
+    default: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  }),
   AUTH_MAX_FAILED_LOGINS: env.integer('Consecutive failed logins allowed; the next blocks the user', { min: 1, max: 100 }, { default: 5 }),
   LOGIN_FAILURES_PER_MIN: env.integer('Failed logins per minute per client key and per source address', { min: 1, max: 1_000_000 }, { default: 100 }),
 
@@ -34,13 +39,22 @@ export const identityConfigSpec = {
     localDefault: '',
     secret: true,
   }),
+  JWT_LOCAL_KEY_FILE: env.string('Local only: where the generated signing key is kept when JWT_PRIVATE_KEY is empty', {
+    default: '.local/jwt-signing-key.pem',
+  }),
   JWT_ISSUER: env.string('`iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
   JWT_AUDIENCE: env.string('`aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
   ACCESS_TOKEN_TTL_S: env.integer('Access token lifetime, seconds', { min: 60, max: 86_400 }, { default: 900 }),
   REFRESH_TOKEN_TTL_S: env.integer('Refresh token lifetime, seconds', { min: 300, max: 31_536_000 }, { default: 2_592_000 }),
 
+  TRUST_PROXY_HOPS: env.integer('Proxies in front (the gateway) whose X-Forwarded-For is trusted for the source address', { min: 0, max: 10 }, {
+    default: 1,
+  }),
   PASSWORD_RESET_TTL_S: env.integer('Password reset token lifetime, seconds', { min: 60, max: 86_400 }, { default: 1800 }),
-  RESET_REDIRECT_ALLOWLIST: env.list('Origins a password reset may redirect to (loginPageLink)', {
+  PASSWORD_RESET_REQUESTS_PER_HOUR: env.integer('Password reset requests per hour per client key and per source address', { min: 1, max: 100_000 }, {
+    default: 20,
+  }),
+  RESET_REDIRECT_ALLOWLIST: env.list('Origins that reset e-mail links (resetPageLink) and post-reset redirects (loginPageLink) may point at', {
     default: [],
     localDefault: ['http://localhost:3000'],
   }),
@@ -48,12 +62,23 @@ export const identityConfigSpec = {
     localDefault: 'log',
   }),
   MAIL_HTTP_URL: env.url('Mail provider endpoint when MAIL_PROVIDER=http', ['http:', 'https:'], { default: '' }),
+  NOTIFY_HTTP_TIMEOUT_MS: env.integer('Timeout of one call to the mail or SMS provider', { min: 100, max: 60_000 }, { default: 5000 }),
   SMS_PROVIDER: env.oneOf(['log', 'http'], 'How SMS is sent: written to the log, or POSTed to SMS_HTTP_URL', {
     localDefault: 'log',
   }),
   SMS_HTTP_URL: env.url('SMS provider endpoint when SMS_PROVIDER=http', ['http:', 'https:'], { default: '' }),
   SMS_HTTP_TOKEN: env.string('Bearer token for the SMS provider, if it wants one', { default: '', secret: true }),
   SMS_CODE_TTL_S: env.integer('Phone activation code lifetime, seconds', { min: 60, max: 3600 }, { default: 300 }),
+  SMS_CODE_HMAC_KEY: env.string('Key of the HMAC under which activation codes are stored', {
+    localDefault: 'local-sms-code-hmac-key',
+    secret: true,
+  }),
+  SMS_REQUEST_COOLDOWN_S: env.integer('Seconds before an account may ask for another activation SMS', { min: 1, max: 3600 }, { default: 60 }),
+  PHONE_DEFAULT_REGION: env.string('ISO 3166 region of phone numbers written without a country code', { default: 'TR' }),
+  ACTIVATION_LINK_ALLOWLIST: env.list('Origins the activation page link sent by SMS may point at (phoneNumberActivationPageLink)', {
+    default: [],
+    localDefault: ['http://localhost:3000'],
+  }),
   SMS_DAILY_CAP: env.integer('Activation SMS per phone number per day', { min: 1, max: 1000 }, { default: 10 }),
 };
 
@@ -68,5 +93,10 @@ export function identityConfigProblems(config: IdentityConfig): string[] {
   if (config.SMS_PROVIDER === 'http' && config.SMS_HTTP_URL === '') {
     problems.push('SMS_HTTP_URL is required when SMS_PROVIDER=http');
   }
+  // The log providers write message texts (reset links, activation codes) to the log: fine on a laptop only.
+  if (config.APP_ENV === 'prod' && config.MAIL_PROVIDER === 'log') problems.push('MAIL_PROVIDER=log is not allowed in prod');
+  if (config.APP_ENV === 'prod' && config.SMS_PROVIDER === 'log') problems.push('SMS_PROVIDER=log is not allowed in prod');
+  if (config.APP_ENV !== 'local' && config.JWT_PRIVATE_KEY === '') problems.push('JWT_PRIVATE_KEY is required outside local');
+  if (!isPhoneRegion(config.PHONE_DEFAULT_REGION)) problems.push(`PHONE_DEFAULT_REGION must be an ISO 3166 region code such as TR, got "${config.PHONE_DEFAULT_REGION}"`);
   return problems;
 }

@@ -1,3 +1,4 @@
+import { isAbsolute, join } from 'node:path';
 import {
   closeRedis,
   connectDatabase,
@@ -5,16 +6,26 @@ import {
   createMetrics,
   createRedis,
   loadConfigOrExit,
+  packageRoot,
   serveUntilStopped,
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
+import { createPasswordHasher } from './auth/password-hasher.ts';
+import { loadOrCreateLocalKeyPem, signingKeyFromPem } from './auth/signing-key.ts';
 import { identityConfigProblems, identityConfigSpec } from './config.ts';
+import { createMailer } from './notifications/mailer.ts';
+import { createSmsSender } from './notifications/sms-sender.ts';
+import { ensureBootstrapAdmin } from './users/bootstrap-admin.ts';
 
 // Composition root: the only module that reads process.env, connects, and listens.
 const config = loadConfigOrExit(identityConfigSpec, process.env, identityConfigProblems);
 const logger = createLogger({ service: 'identity', level: config.LOG_LEVEL });
 const lifecycle = { draining: false };
+
+const keyFile = isAbsolute(config.JWT_LOCAL_KEY_FILE) ? config.JWT_LOCAL_KEY_FILE : join(packageRoot(import.meta.url), config.JWT_LOCAL_KEY_FILE);
+const signingKey = signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : await loadOrCreateLocalKeyPem(keyFile));
+const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
 const db = await connectDatabase({
   appEnv: config.APP_ENV,
   url: config.IDENTITY_DATABASE_URL,
@@ -24,10 +35,21 @@ const db = await connectDatabase({
 });
 const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
 const metrics = createMetrics('identity', { collectDefault: true });
+const mailer = createMailer(
+  config.MAIL_PROVIDER === 'http' ? { provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS } : { provider: 'log' },
+  logger,
+);
+const sms = createSmsSender(
+  config.SMS_PROVIDER === 'http'
+    ? { provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }
+    : { provider: 'log' },
+  logger,
+);
+await ensureBootstrapAdmin({ db, hasher, logger }, { username: config.BOOTSTRAP_ADMIN_USERNAME, password: config.BOOTSTRAP_ADMIN_PASSWORD });
 
 await serveUntilStopped({
   service: 'identity',
-  app: createApp({ config, logger, db, redis, metrics, lifecycle }),
+  app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms }),
   port: config.IDENTITY_PORT,
   host: config.HOST,
   logger,
@@ -38,5 +60,6 @@ await serveUntilStopped({
   closers: [
     { name: 'postgres', close: () => db.destroy() },
     { name: 'redis', close: () => closeRedis(redis) },
+    { name: 'password workers', close: () => hasher.close() },
   ],
 });

@@ -66,7 +66,8 @@ export interface paths {
         /**
          * Put an access token on the blacklist
          * @description A token whose signature verifies is blacklisted until its own `exp` (so the blacklist never
-         *     outgrows the live tokens) and every refresh token of its session is revoked. A token whose
+         *     outgrows the live tokens) and every refresh token of its session is revoked. An expired token
+         *     still ends its session; logging out the same token twice answers 200 again. A token whose
          *     signature does not verify answers 401. The token travels in the body, so no bearer
          *     header is needed.
          */
@@ -155,7 +156,9 @@ export interface paths {
          * Ask for a password reset token
          * @description Anonymous callers (and callers whose valid token lacks ADMIN) always get 202 with no body,
          *     whether or not the username exists, so the answer is never an oracle; when the user exists
-         *     an e-mail with `resetPageLink?userId=…&token=…` is sent. An ADMIN caller gets 201 with the
+         *     an e-mail with `resetPageLink?userId=…&token=…` is sent (the link's origin must be on
+         *     `RESET_REDIRECT_ALLOWLIST`, else 400, checked before the username is looked up; without a
+         *     link the e-mail carries the user id and token as text). An ADMIN caller gets 201 with the
          *     token itself. Tokens are single use, expire after 30 minutes by default, and a new request
          *     invalidates older tokens. A password reset does not lift a brute-force block.
          */
@@ -265,10 +268,14 @@ export interface paths {
         /**
          * Send a phone activation code by SMS
          * @description The owning user or an ADMIN. Makes a 6-digit code (valid 5 minutes by default) and sends it
-         *     by SMS together with the activation page link to the account's `mobilePhoneNumber`; an
-         *     account without a phone number answers 400. A new request for the same account within 60
-         *     seconds answers 429. If the SMS provider fails the answer is still 200 with `smsSent: false`
-         *     and the code stays valid for a retry.
+         *     by SMS together with the activation page link to the account's `mobilePhoneNumber` in E.164
+         *     form (numbers without a country code are read in `PHONE_DEFAULT_REGION`, TR by default); an
+         *     account without a phone number, or whose number is not a valid mobile number, answers 400,
+         *     and so does a page link whose origin is not on `ACTIVATION_LINK_ALLOWLIST`. A new request
+         *     replaces the previous code. A new request for the same account within 60 seconds answers
+         *     429, and so does one past the daily SMS cap of the phone number. If the SMS provider fails
+         *     the answer is still 200 with `smsSent: false`, the code stays valid, and the client may ask
+         *     again at once.
          */
         post: operations["requestPhoneNumberActivation"];
         delete?: never;
@@ -289,8 +296,8 @@ export interface paths {
         /**
          * Confirm the phone number with the SMS code
          * @description The owning user or an ADMIN. A correct, unexpired code sets `mobilePhoneNumberVerified` to
-         *     true. A wrong or expired code answers 400; after 5 wrong codes the code is void and a new
-         *     one must be requested.
+         *     true; a code works once. A wrong or expired code answers 400; the 5th wrong code voids it and
+         *     a new one must be requested. A code sent before the account's number changed answers 400.
          */
         post: operations["activatePhoneNumber"];
         delete?: never;
@@ -1204,7 +1211,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A code was already requested for this account less than 60 seconds ago. */
+            /** @description A code was requested for this account less than 60 seconds ago, or the phone number reached its daily SMS cap. */
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];

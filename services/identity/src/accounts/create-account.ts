@@ -1,0 +1,20 @@
+import type { Principal } from '@platform/auth';
+import { ConflictError, NotFoundError } from '@platform/errors';
+import type { Knex } from '@platform/service-kit';
+import type { components } from '../generated/openapi.ts';
+import { findUserById } from '../users/users.repository.ts';
+import { type AccountResponse, toAccountResponse } from './account.ts';
+import { assertMayUseAccountOf } from './account-access.ts';
+import { insertAccountIfAbsent } from './accounts.repository.ts';
+import { canonicalUuid } from './canonical-uuid.ts';
+
+/** POST /v1/accounts/create: the one account of a user; a second answers 409, also under a race. */
+export async function createAccount(db: Knex, principal: Principal, input: components['schemas']['CreateAccountRequest']): Promise<AccountResponse> {
+  const { userId: givenUserId, ...fields } = input;
+  const userId = canonicalUuid(givenUserId);
+  assertMayUseAccountOf(principal, userId);
+  if ((await findUserById(db, userId)) === undefined) throw new NotFoundError('User not found');
+  const account = await insertAccountIfAbsent(db, userId, fields);
+  if (account === undefined) throw new ConflictError('Account already exists');
+  return toAccountResponse(account);
+}

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import type { Role } from '@platform/auth';
+import jwt from 'jsonwebtoken';
+import type { SigningKey } from './signing-key.ts';
+
+export interface AccessTokenSubject {
+  userId: string;
+  username: string;
+  roles: readonly Role[];
+  sessionId: string;
+}
+
+export interface IssuedAccessToken {
+  token: string;
+  jti: string;
+  /** Epoch seconds. */
+  expiresAt: number;
+}
+
+/** Signs CONTRACT.md part 4 access tokens. */
+export interface AccessTokenIssuer {
+  issue(subject: AccessTokenSubject): IssuedAccessToken;
+}
+
+/** An issuer over one signing key; the key object is reused for every token. */
+export function createAccessTokenIssuer(options: { key: SigningKey; issuer: string; audience: string; ttlS: number }): AccessTokenIssuer {
+  return {
+    issue(subject) {
+      const jti = randomUUID();
+      const iat = Math.floor(Date.now() / 1000);
+      const expiresAt = iat + options.ttlS;
+      const token = jwt.sign(
+        {
+          sub: subject.userId,
+          username: subject.username,
+          roles: subject.roles,
+          sid: subject.sessionId,
+          jti,
+          iat,
+          exp: expiresAt,
+          iss: options.issuer,
+          aud: options.audience,
+        },
+        options.key.privateKey,
+        { algorithm: options.key.algorithm, keyid: options.key.kid },
+      );
+      return { token, jti, expiresAt };
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import type { TokenBlacklist, TokenVerifier } from '@platform/auth';
+import type { Knex, Logger } from '@platform/service-kit';
+import type { Mailer } from '../notifications/mailer.ts';
+import type { AccessTokenIssuer } from './access-tokens.ts';
+import type { CallerThrottle } from './caller-throttle.ts';
+import type { PasswordHasher } from './password-hasher.ts';
+import type { SessionRevoker } from './session-revoker.ts';
+
+/** What the authentication use cases work with; made once in app.ts. */
+export interface AuthServices {
+  db: Knex;
+  logger: Logger;
+  hasher: PasswordHasher;
+  throttle: CallerThrottle;
+  accessTokens: AccessTokenIssuer;
+  /** Verifies this service's own tokens (local keys and the blacklist). */
+  verifier: TokenVerifier;
+  blacklist: TokenBlacklist;
+  sessions: SessionRevoker;
+  mailer: Mailer;
+  maxFailedLogins: number;
+  refreshTokenTtlS: number;
+}
+
+/** The authentication result of SPEC.md part 2. */
+export interface AuthenticationResult {
+  username: string;
+  type: 'Bearer';
+  accessToken: string;
+  refreshToken: string;
+}

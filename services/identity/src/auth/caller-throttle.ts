@@ -1,0 +1,100 @@
+import { ServiceUnavailableError, TooManyRequestsError } from '@platform/errors';
+import { CLIENT_KEY_ID_HEADER } from '@platform/auth';
+import type { Redis } from '@platform/service-kit';
+import type { Request } from 'express';
+
+/** Who is calling, as far as the platform can tell. */
+export interface Caller {
+  /** The signing key id the gateway verified; absent when the service is called directly. */
+  clientKeyId: string | undefined;
+  /** The source address (through the gateway's X-Forwarded-For). */
+  address: string;
+}
+
+/**
+ * Counts events per caller (per client key and per source address) in fixed windows: failed logins per
+ * minute (CONTRACT.md part 4), password reset requests per hour.
+ */
+export interface CallerThrottle {
+  /** Throws 429 with Retry-After when the caller used up its allowance for this window. */
+  assertAllowed(caller: Caller): Promise<void>;
+  /** Counts one event for the caller. */
+  record(caller: Caller): Promise<void>;
+  /**
+   * Counts one event and throws 429 when that passes the allowance: count first, so N concurrent
+   * requests cannot all pass the check before any of them is counted.
+   */
+  consume(caller: Caller): Promise<void>;
+}
+
+export interface CallerThrottleOptions {
+  /** Names the counters in Redis. */
+  name: string;
+  /** Events allowed per window, per client key and per address. */
+  limit: number;
+  windowS: number;
+  /** The 429 message. */
+  message: string;
+  /** The 503 message when Redis cannot count. */
+  unavailableMessage: string;
+}
+
+/** The caller of a request: the client key the gateway verified and the source address. */
+export function callerOf(req: Request): Caller {
+  const keyId = req.headers[CLIENT_KEY_ID_HEADER];
+  return {
+    clientKeyId: typeof keyId === 'string' && keyId !== '' ? keyId : undefined,
+    address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+  };
+}
+
+
+/** Fixed windows in Redis: one MGET before the action, one pipeline to count it. */
+export function createCallerThrottle(redis: Redis, options: CallerThrottleOptions): CallerThrottle {
+  const windowOf = () => {
+    const now = Math.floor(Date.now() / 1000);
+    return { window: Math.floor(now / options.windowS), secondsLeft: options.windowS - (now % options.windowS) };
+  };
+  // Redis down means nothing can be counted; refusing then is safer than allowing unlimited attempts.
+  const redisFault = (cause: unknown): never => {
+    throw new ServiceUnavailableError(options.unavailableMessage, { cause });
+  };
+  const keysOf = (caller: Caller, window: number) => {
+    const keys = [`identity:${options.name}:addr:${caller.address}:${window}`];
+    if (caller.clientKeyId !== undefined) keys.push(`identity:${options.name}:client:${caller.clientKeyId}:${window}`);
+    return keys;
+  };
+  return {
+    async assertAllowed(caller) {
+      const { window, secondsLeft } = windowOf();
+      const counts = await redis.mget(...keysOf(caller, window)).catch(redisFault);
+      if (counts.some((count) => Number(count ?? 0) >= options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
+    },
+    async record(caller) {
+      const { window } = windowOf();
+      const pipeline = redis.multi();
+      for (const key of keysOf(caller, window)) pipeline.incr(key).expire(key, options.windowS * 2);
+      await pipeline.exec().catch(redisFault);
+    },
+    async consume(caller) {
+      const { window, secondsLeft } = windowOf();
+      const pipeline = redis.multi();
+      for (const key of keysOf(caller, window)) pipeline.incr(key).expire(key, options.windowS * 2);
+      const results = ((await pipeline.exec().catch(redisFault)) ?? []) as Array<[Error | null, unknown]>;
+      // Results alternate INCR, EXPIRE: the counts are at the even places.
+      const counts = results.filter((_, i) => i % 2 === 0).map(([, count]) => Number(count));
+      if (counts.some((count) => count > options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
+    },
+  };
+}
+
+/** Failed logins per minute per client key and per source address (CONTRACT.md part 4). */
+export function createLoginThrottle(redis: Redis, failuresPerMinute: number): CallerThrottle {
+  return createCallerThrottle(redis, {
+    name: 'login-failures',
+    limit: failuresPerMinute,
+    windowS: 60,
+    message: 'Too many login attempts',
+    unavailableMessage: 'Login is temporarily unavailable',
+  });
+}

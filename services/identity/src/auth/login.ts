@@ -1,0 +1,43 @@
+import { UnauthorizedError } from '@platform/errors';
+import { findUserByUsername, recordFailedLogin, recordSuccessfulLogin } from '../users/users.repository.ts';
+import type { UserRecord } from '../users/user.ts';
+import type { AuthServices, AuthenticationResult } from './auth-services.ts';
+import type { Caller } from './caller-throttle.ts';
+import { startSession } from './start-session.ts';
+
+/**
+ * POST /v1/auth/login. Unknown user, wrong password and a user who is not ACTIVE all end in the same
+ * 401, and every path compares a password hash first, so neither body nor timing tells them apart.
+ */
+export async function login(
+  services: AuthServices,
+  input: { username: string; password: string },
+  caller: Caller,
+): Promise<AuthenticationResult> {
+  await services.throttle.assertAllowed(caller);
+  const user = await findUserByUsername(services.db, input.username);
+  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash);
+
+  if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
+    await recordSuccessfulLogin(services.db, user.id);
+    return startSession(services, user);
+  }
+
+  await services.throttle.record(caller);
+  if (user !== undefined && !passwordMatches) await countFailure(services, user);
+  throw new UnauthorizedError('Bad Credentials', { cause: new Error(user === undefined ? 'unknown user' : 'login refused') });
+}
+
+async function countFailure(services: AuthServices, user: UserRecord): Promise<void> {
+  const outcome = await recordFailedLogin(services.db, user.id, services.maxFailedLogins);
+  if (!outcome.blockedNow) return;
+  services.logger.warn({ userId: user.id, failedLoginCount: outcome.failedLoginCount }, 'user blocked after repeated failed logins');
+  // Not awaited: the 401 must not wait for (or reveal) the mail provider.
+  void services.mailer.send({
+    to: user.username,
+    subject: 'Your account has been blocked',
+    text:
+      `Hello ${user.firstName},\n\nafter ${outcome.failedLoginCount} failed login attempts your user ${user.username} ` +
+      'has been blocked to protect it. An administrator can lift the block; please contact your administrator.\n',
+  });
+}

@@ -1,0 +1,51 @@
+import { UnauthorizedError } from '@platform/errors';
+import { findUserById } from '../users/users.repository.ts';
+import type { AuthServices, AuthenticationResult } from './auth-services.ts';
+import { newRefreshToken, refreshTokenHash } from './refresh-token.ts';
+import { endSession, insertRefreshToken, lockRefreshToken, markRefreshTokenUsed } from './sessions.repository.ts';
+
+function refused(reason: string): UnauthorizedError {
+  return new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
+}
+
+/**
+ * POST /v1/auth/refresh: trades a refresh token for a new pair. The token is retired in the same
+ * transaction that stores its successor; presenting a retired token again means it was copied, so
+ * the whole session ends (RFC 9700 refresh token rotation).
+ */
+export async function refreshTokens(services: AuthServices, refreshToken: string): Promise<AuthenticationResult> {
+  const next = newRefreshToken();
+  const outcome = await services.db.transaction(async (trx) => {
+    const record = await lockRefreshToken(trx, refreshTokenHash(refreshToken));
+    if (record === undefined) return { ok: false, reason: 'unknown refresh token' } as const;
+    if (record.usedAt !== null) {
+      await endSession(trx, record.sessionId, 'refresh-token-reuse');
+      return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
+    }
+    if (record.revokedAt !== null || record.sessionRevokedAt !== null) return { ok: false, reason: 'session ended' } as const;
+    if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
+    const user = await findUserById(trx, record.userId);
+    if (user === undefined || user.status !== 'ACTIVE') {
+      await endSession(trx, record.sessionId, 'user-changed');
+      return { ok: false, reason: 'user is not active', ended: record.sessionId } as const;
+    }
+    await markRefreshTokenUsed(trx, record.id);
+    await insertRefreshToken(trx, {
+      sessionId: record.sessionId,
+      tokenHash: refreshTokenHash(next),
+      expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
+      parentId: record.id,
+    });
+    return { ok: true, user, sessionId: record.sessionId } as const;
+  });
+  if (!outcome.ok) {
+    if ('ended' in outcome && outcome.ended !== undefined) {
+      await services.sessions.revoke([outcome.ended]);
+      services.logger.warn({ sessionId: outcome.ended, reason: outcome.reason }, 'session ended at refresh');
+    }
+    throw refused(outcome.reason);
+  }
+  const { user, sessionId } = outcome;
+  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId });
+  return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken: next };
+}

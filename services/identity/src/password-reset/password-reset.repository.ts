@@ -1,0 +1,44 @@
+import type { Knex } from '@platform/service-kit';
+
+/** A reset token row. */
+export interface ResetTokenRecord {
+  id: string;
+  userId: string;
+  expiresAt: Date;
+  usedAt: Date | null;
+  voidedAt: Date | null;
+}
+
+const TOKEN_COLUMNS = ['id', 'user_id as userId', 'expires_at as expiresAt', 'used_at as usedAt', 'voided_at as voidedAt'];
+
+/**
+ * Voids the user's open tokens and stores the new one, in one transaction (a partial index allows one open
+ * token). Requests for one user take turns on an advisory lock: without it two concurrent requests each
+ * void only what their snapshot shows, and the second insert breaks the one-open-token index (a 500, which
+ * would also tell an anonymous caller that the user exists).
+ */
+export async function replaceResetToken(db: Knex, userId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`password-reset:${userId}`]);
+    await trx('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
+    await trx('password_reset_tokens').insert({ user_id: userId, token_hash: tokenHash, expires_at: expiresAt });
+  });
+}
+
+/** The user's token with that hash, unlocked: a cheap first look before any expensive work. */
+export async function findResetToken(db: Knex, userId: string, tokenHash: Buffer): Promise<ResetTokenRecord | undefined> {
+  return (await db('password_reset_tokens').where({ user_id: userId, token_hash: tokenHash }).first(TOKEN_COLUMNS)) as ResetTokenRecord | undefined;
+}
+
+/** The user's token with that hash, locked so that two resets with one token run one after the other. */
+export async function lockResetToken(trx: Knex.Transaction, userId: string, tokenHash: Buffer): Promise<ResetTokenRecord | undefined> {
+  return (await trx('password_reset_tokens')
+    .where({ user_id: userId, token_hash: tokenHash })
+    .forUpdate()
+    .first(TOKEN_COLUMNS)) as ResetTokenRecord | undefined;
+}
+
+/** Marks the token used. */
+export async function markResetTokenUsed(trx: Knex.Transaction, id: string): Promise<void> {
+  await trx('password_reset_tokens').where({ id }).update({ used_at: trx.fn.now() });
+}

@@ -1,0 +1,40 @@
+import { type Principal, type TokenVerifier, bearerTokenOf } from '@platform/auth';
+import { UnauthorizedError } from '@platform/errors';
+import { type Request, Router } from 'express';
+import { type CallerThrottle, callerOf } from '../auth/caller-throttle.ts';
+import type { PasswordHasher } from '../auth/password-hasher.ts';
+import type { SessionRevoker } from '../auth/session-revoker.ts';
+import type { components } from '../generated/openapi.ts';
+import { type PasswordResetDeps, requestPasswordReset } from './request-password-reset.ts';
+import { resetPassword } from './reset-password.ts';
+
+type Schemas = components['schemas'];
+
+/** The caller behind an optional bearer token: none → anonymous; one that does not verify → 401. */
+async function optionalPrincipal(req: Request, verifier: TokenVerifier): Promise<Principal | undefined> {
+  if (req.headers.authorization === undefined) return undefined;
+  const token = bearerTokenOf(req.headers.authorization);
+  if (token === undefined) throw new UnauthorizedError();
+  return verifier.verify(token);
+}
+
+/** Password reset: asking for a token (anonymous or ADMIN) and using it (anonymous). */
+export function passwordResetRouter(
+  deps: PasswordResetDeps & { hasher: PasswordHasher; verifier: TokenVerifier; throttle: CallerThrottle; sessions: SessionRevoker },
+): Router {
+  const router = Router();
+  router.post('/v1/users/password-reset-request', async (req, res) => {
+    const principal = await optionalPrincipal(req, deps.verifier);
+    const caller = callerOf(req);
+    await deps.throttle.consume(caller);
+    const outcome = await requestPasswordReset(deps, principal, req.body as Schemas['PasswordResetRequestBody']);
+    if ('ticket' in outcome) res.status(201).json(outcome.ticket);
+    else res.status(202).end();
+  });
+  router.post('/v1/users/password-reset', async (req, res) => {
+    const outcome = await resetPassword(deps, req.body as Schemas['PasswordResetBody']);
+    if ('redirectTo' in outcome) res.status(303).location(outcome.redirectTo).end();
+    else res.json(outcome);
+  });
+  return router;
+}

@@ -1,0 +1,60 @@
+import { BadRequestError } from '@platform/errors';
+import type { Knex } from '@platform/service-kit';
+import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import type { PasswordHasher } from '../auth/password-hasher.ts';
+import type { SessionRevoker } from '../auth/session-revoker.ts';
+import { endUserSessions } from '../auth/sessions.repository.ts';
+import type { components } from '../generated/openapi.ts';
+import { assertValidUserFields } from '../users/user-rules.ts';
+import { updateUserRow } from '../users/users.repository.ts';
+import { type ResetTokenRecord, findResetToken, lockResetToken, markResetTokenUsed } from './password-reset.repository.ts';
+import { assertAllowedLink } from './redirect-allowlist.ts';
+import { resetTokenHash } from './request-password-reset.ts';
+
+export const RESET_DONE_MESSAGE = 'Your password has been reset; log in with the new password';
+const INVALID_TOKEN = 'The password reset token is invalid, used or expired';
+
+function isUsable(token: ResetTokenRecord | undefined): token is ResetTokenRecord {
+  return token !== undefined && token.usedAt === null && token.voidedAt === null && token.expiresAt.getTime() > Date.now();
+}
+
+function invalidToken(): BadRequestError {
+  return new BadRequestError(INVALID_TOKEN, { messages: [INVALID_TOKEN] });
+}
+
+/** Where to send the browser after a reset, or the message to answer with. */
+export type ResetOutcome = { redirectTo: string } | { message: string };
+
+/**
+ * POST /v1/users/password-reset: consumes the token and sets the password in one transaction, and ends
+ * every session of the user. The block of a blocked user stays (CONTRACT.md part 4).
+ */
+export async function resetPassword(
+  deps: { db: Knex; hasher: PasswordHasher; allowedOrigins: ReadonlySet<string>; sessions: SessionRevoker },
+  input: components['schemas']['PasswordResetBody'],
+): Promise<ResetOutcome> {
+  // Both checks come first: a refused request must not use up the token.
+  const loginPage = input.loginPageLink === undefined ? undefined : assertAllowedLink(input.loginPageLink, deps.allowedOrigins, 'loginPageLink');
+  assertValidUserFields({ password: input.newPassword }, 'newPassword');
+
+  const userId = canonicalUuid(input.userId);
+  const tokenHash = resetTokenHash(input.token);
+  // bcrypt is the expensive step and this operation is anonymous: a made-up token must not buy a hash.
+  if (!isUsable(await findResetToken(deps.db, userId, tokenHash))) throw invalidToken();
+
+  const passwordHash = await deps.hasher.hash(input.newPassword);
+  const ended = await deps.db.transaction(async (trx) => {
+    // Looked at again under the lock: a concurrent reset with the same token may have used it meanwhile.
+    const token = await lockResetToken(trx, userId, tokenHash);
+    if (!isUsable(token)) return undefined;
+    await markResetTokenUsed(trx, token.id);
+    await updateUserRow(trx, userId, { passwordHash });
+    return endUserSessions(trx, userId, 'password-reset');
+  });
+  if (ended === undefined) throw invalidToken();
+  await deps.sessions.revoke(ended);
+
+  if (loginPage === undefined) return { message: RESET_DONE_MESSAGE };
+  loginPage.searchParams.set('message', RESET_DONE_MESSAGE);
+  return { redirectTo: loginPage.toString() };
+}

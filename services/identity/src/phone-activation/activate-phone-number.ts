@@ -1,0 +1,53 @@
+import type { Principal } from '@platform/auth';
+import { BadRequestError, NotFoundError } from '@platform/errors';
+import type { Knex } from '@platform/service-kit';
+import { type AccountResponse, toAccountResponse } from '../accounts/account.ts';
+import { assertMayUseAccountOf } from '../accounts/account-access.ts';
+import { findAccountById } from '../accounts/accounts.repository.ts';
+import type { components } from '../generated/openapi.ts';
+import { activationCodeHmac, sameHmac } from './activation-code.ts';
+import { consumeActivationCode, lockOpenActivationCode, recordWrongCode } from './phone-activation.repository.ts';
+import { toE164 } from './phone-number.ts';
+
+/** Wrong codes a code survives; the 5th wrong one voids it (CONTRACT.md part 6). */
+export const MAX_WRONG_CODES = 5;
+
+function refused(message: string): BadRequestError {
+  return new BadRequestError(message, { messages: [message] });
+}
+
+/**
+ * POST /v1/accounts/phone-number-activation: a right, live code for the account's current number sets
+ * `mobilePhoneNumberVerified`. The code row is locked while judged, so a code works once and N
+ * concurrent wrong guesses count N.
+ */
+export async function activatePhoneNumber(
+  deps: { db: Knex; codeKey: string; defaultRegion: string },
+  principal: Principal,
+  input: components['schemas']['PhoneActivationBody'],
+): Promise<AccountResponse> {
+  const account = await findAccountById(deps.db, input.accountId);
+  if (account === undefined) throw new NotFoundError('Account not found');
+  assertMayUseAccountOf(principal, account.userId);
+
+  const outcome = await deps.db.transaction(async (trx) => {
+    const code = await lockOpenActivationCode(trx, account.id);
+    if (code === undefined) return 'No activation code is pending; request a new one';
+    if (code.expiresAt.getTime() <= Date.now()) return 'The activation code has expired; request a new one';
+    if (!sameHmac(code.codeHmac, activationCodeHmac(deps.codeKey, account.id, input.code))) {
+      const attempts = await recordWrongCode(trx, code.id, MAX_WRONG_CODES);
+      return attempts >= MAX_WRONG_CODES ? 'The activation code is wrong and now void; request a new one' : 'The activation code is wrong';
+    }
+    const current = await findAccountById(trx, account.id);
+    // The number changed after the code went out: the code proves nothing about the new one.
+    if (current === undefined || current.mobilePhoneNumber === null || toE164(current.mobilePhoneNumber, deps.defaultRegion) !== code.phoneNumber) {
+      return 'The phone number changed since the code was sent; request a new one';
+    }
+    await consumeActivationCode(trx, code.id, account.id);
+    return undefined;
+  });
+  if (outcome !== undefined) throw refused(outcome);
+  const activated = await findAccountById(deps.db, account.id);
+  if (activated === undefined) throw new NotFoundError('Account not found');
+  return toAccountResponse(activated);
+}

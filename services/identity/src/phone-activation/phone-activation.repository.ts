@@ -1,0 +1,62 @@
+import type { Knex } from '@platform/service-kit';
+
+/** An activation code row, read under a lock. */
+export interface ActivationCodeRecord {
+  id: string;
+  accountId: string;
+  codeHmac: Buffer;
+  phoneNumber: string;
+  expiresAt: Date;
+  failedAttempts: number;
+}
+
+/** Voids the account's open code and stores the new one, in one transaction. */
+export async function replaceActivationCode(
+  db: Knex,
+  code: { accountId: string; codeHmac: Buffer; phoneNumber: string; expiresAt: Date },
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('phone_activation_codes').where({ account_id: code.accountId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
+    await trx('phone_activation_codes').insert({
+      account_id: code.accountId,
+      code_hmac: code.codeHmac,
+      phone_number: code.phoneNumber,
+      expires_at: code.expiresAt,
+    });
+  });
+}
+
+/** The account's open code, locked: concurrent attempts are judged one after the other. */
+export async function lockOpenActivationCode(trx: Knex.Transaction, accountId: string): Promise<ActivationCodeRecord | undefined> {
+  return (await trx('phone_activation_codes')
+    .where({ account_id: accountId })
+    .whereNull('used_at')
+    .whereNull('voided_at')
+    .forUpdate()
+    .first(
+      'id',
+      'account_id as accountId',
+      'code_hmac as codeHmac',
+      'phone_number as phoneNumber',
+      'expires_at as expiresAt',
+      'failed_attempts as failedAttempts',
+    )) as ActivationCodeRecord | undefined;
+}
+
+/** Counts a wrong code; the attempt that reaches `maxAttempts` voids the code. Returns the new count. */
+export async function recordWrongCode(trx: Knex.Transaction, id: string, maxAttempts: number): Promise<number> {
+  const [row] = (await trx('phone_activation_codes')
+    .where({ id })
+    .update({
+      failed_attempts: trx.raw('failed_attempts + 1'),
+      voided_at: trx.raw('CASE WHEN failed_attempts + 1 >= ? THEN now() ELSE NULL END', [maxAttempts]),
+    })
+    .returning('failed_attempts as failedAttempts')) as [{ failedAttempts: number }];
+  return row.failedAttempts;
+}
+
+/** Marks the code used and the account's phone verified, in the caller's transaction. */
+export async function consumeActivationCode(trx: Knex.Transaction, id: string, accountId: string): Promise<void> {
+  await trx('phone_activation_codes').where({ id }).update({ used_at: trx.fn.now() });
+  await trx('accounts').where({ id: accountId }).update({ mobile_phone_number_verified: true });
+}

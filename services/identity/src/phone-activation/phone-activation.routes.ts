@@ -1,0 +1,20 @@
+import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
+import { Router } from 'express';
+import type { components } from '../generated/openapi.ts';
+import { activatePhoneNumber } from './activate-phone-number.ts';
+import { type PhoneActivationDeps, requestPhoneActivation } from './request-phone-activation.ts';
+
+type Schemas = components['schemas'];
+
+/** Phone activation: sending the code, and confirming it. Owner or ADMIN. */
+export function phoneActivationRouter(deps: PhoneActivationDeps & { verifier: TokenVerifier }): Router {
+  const router = Router();
+  const authenticated = bearerAuth(deps.verifier);
+  router.post('/v1/accounts/phone-number-activation-request', authenticated, async (req, res) => {
+    res.json(await requestPhoneActivation(deps, principalOf(req), req.body as Schemas['PhoneActivationRequestBody']));
+  });
+  router.post('/v1/accounts/phone-number-activation', authenticated, async (req, res) => {
+    res.json(await activatePhoneNumber(deps, principalOf(req), req.body as Schemas['PhoneActivationBody']));
+  });
+  return router;
+}

@@ -1,0 +1,69 @@
+import type { Principal } from '@platform/auth';
+import { BadRequestError, NotFoundError } from '@platform/errors';
+import type { Knex } from '@platform/service-kit';
+import { assertMayUseAccountOf } from '../accounts/account-access.ts';
+import { findAccountById } from '../accounts/accounts.repository.ts';
+import type { components } from '../generated/openapi.ts';
+import type { SmsSender } from '../notifications/sms-sender.ts';
+import { assertAllowedLink } from '../password-reset/redirect-allowlist.ts';
+import { activationCodeHmac, newActivationCode } from './activation-code.ts';
+import { replaceActivationCode } from './phone-activation.repository.ts';
+import { toE164 } from './phone-number.ts';
+import type { SmsLimits } from './sms-limits.ts';
+
+export interface PhoneActivationDeps {
+  db: Knex;
+  sms: SmsSender;
+  limits: SmsLimits;
+  codeKey: string;
+  codeTtlS: number;
+  defaultRegion: string;
+  /** Origins the activation page link in the SMS may point at: our SMS must not carry a stranger's link. */
+  allowedLinkOrigins: ReadonlySet<string>;
+}
+
+function badRequest(message: string): BadRequestError {
+  return new BadRequestError(message, { messages: [message] });
+}
+
+/**
+ * POST /v1/accounts/phone-number-activation-request: a new code replaces any older one and goes out by
+ * SMS. A provider failure still answers 200 (`smsSent: false`); the code stays valid and the limits are
+ * given back so the client can ask again at once.
+ */
+export async function requestPhoneActivation(
+  deps: PhoneActivationDeps,
+  principal: Principal,
+  input: components['schemas']['PhoneActivationRequestBody'],
+): Promise<components['schemas']['PhoneActivationTicket']> {
+  const account = await findAccountById(deps.db, input.accountId);
+  if (account === undefined) throw new NotFoundError('Account not found');
+  assertMayUseAccountOf(principal, account.userId);
+  if (account.userId !== input.userId.toLowerCase()) throw new NotFoundError('Account not found');
+  const page = assertAllowedLink(input.phoneNumberActivationPageLink, deps.allowedLinkOrigins, 'phoneNumberActivationPageLink');
+  if (account.mobilePhoneNumber === null) throw badRequest('The account has no mobilePhoneNumber to activate');
+  const phoneNumber = toE164(account.mobilePhoneNumber, deps.defaultRegion);
+  if (phoneNumber === undefined) throw badRequest('The account\'s mobilePhoneNumber is not a valid mobile number');
+
+  await deps.limits.claim(account.id, phoneNumber);
+  const code = newActivationCode();
+  const expiresAt = new Date(Date.now() + deps.codeTtlS * 1000);
+  try {
+    await replaceActivationCode(deps.db, { accountId: account.id, codeHmac: activationCodeHmac(deps.codeKey, account.id, code), phoneNumber, expiresAt });
+  } catch (err) {
+    await deps.limits.release(account.id, phoneNumber);
+    throw err;
+  }
+  const smsSent = await deps.sms.send({
+    to: phoneNumber,
+    message: `Your verification code is ${code}. It expires in ${Math.round(deps.codeTtlS / 60)} minutes. Enter it at ${page.toString()}`,
+  });
+  if (!smsSent) await deps.limits.release(account.id, phoneNumber);
+  return {
+    userId: account.userId,
+    accountId: account.id,
+    recipientPhoneNumber: phoneNumber,
+    tokenExpirationEpoch: Math.floor(expiresAt.getTime() / 1000),
+    smsSent,
+  };
+}

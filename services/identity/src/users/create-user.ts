@@ -1,0 +1,32 @@
+import { ConflictError } from '@platform/errors';
+import type { Knex } from '@platform/service-kit';
+import type { PasswordHasher } from '../auth/password-hasher.ts';
+import type { components } from '../generated/openapi.ts';
+import { type UserResponse, toUserResponse } from './user-response.ts';
+import { assertValidUserFields } from './user-rules.ts';
+import { insertUserIfAbsent } from './users.repository.ts';
+
+/**
+ * POST /v1/users/create (the caller is an ADMIN). One INSERT … ON CONFLICT DO NOTHING: of two
+ * concurrent creates with the same username (in any letter case) exactly one wins, the other gets 409.
+ */
+export async function createUser(
+  deps: { db: Knex; hasher: PasswordHasher },
+  input: components['schemas']['CreateUserRequest'],
+): Promise<UserResponse> {
+  assertValidUserFields(input);
+  const user = await insertUserIfAbsent(deps.db, {
+    username: input.username,
+    passwordHash: input.password === undefined ? null : await deps.hasher.hash(input.password),
+    firstName: input.firstName,
+    midName: input.midName ?? null,
+    lastName: input.lastName,
+    locale: input.locale,
+    timezone: input.timezone,
+    roles: input.roles,
+    status: input.status,
+  });
+  if (user === undefined) throw new ConflictError('Username already exists');
+  // A new user has no account yet: createAccount makes it.
+  return toUserResponse(user, undefined);
+}

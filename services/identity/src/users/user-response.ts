@@ -1,0 +1,43 @@
+import { type AccountRecord, type AccountResponse, type EmbeddedAccountResponse, toAccountResponse, toEmbeddedAccountResponse } from '../accounts/account.ts';
+import type { UserRecord } from './user.ts';
+
+/** The User of SPEC.md part 2 with the embedded account of create and update. */
+export interface UserResponse {
+  userId: string;
+  username: string;
+  firstName: string;
+  midName?: string;
+  lastName: string;
+  locale: string;
+  timezone: string;
+  roles: string[];
+  status: string;
+  account?: EmbeddedAccountResponse;
+}
+
+/** The User as unblock answers it: the account in full. */
+export type UserWithFullAccountResponse = Omit<UserResponse, 'account'> & { account?: AccountResponse };
+
+function userFields(user: UserRecord): Omit<UserResponse, 'account'> {
+  return {
+    userId: user.id,
+    username: user.username,
+    firstName: user.firstName,
+    ...(user.midName === null ? {} : { midName: user.midName }),
+    lastName: user.lastName,
+    locale: user.locale,
+    timezone: user.timezone,
+    roles: [...user.roles],
+    status: user.status,
+  };
+}
+
+/** A user with its embedded account (no `type`, no `subscriptionPlan`) when it has one. */
+export function toUserResponse(user: UserRecord, account: AccountRecord | undefined): UserResponse {
+  return { ...userFields(user), ...(account === undefined ? {} : { account: toEmbeddedAccountResponse(account) }) };
+}
+
+/** A user with its full account when it has one (the unblock answer). */
+export function toUserWithFullAccountResponse(user: UserRecord, account: AccountRecord | undefined): UserWithFullAccountResponse {
+  return { ...userFields(user), ...(account === undefined ? {} : { account: toAccountResponse(account) }) };
+}

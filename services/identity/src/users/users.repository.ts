@@ -1,0 +1,136 @@
+import type { Knex } from '@platform/service-kit';
+import type { UserRecord, UserStatus } from './user.ts';
+
+const COLUMNS = [
+  'id',
+  'username',
+  'password_hash as passwordHash',
+  'first_name as firstName',
+  'mid_name as midName',
+  'last_name as lastName',
+  'locale',
+  'timezone',
+  'roles',
+  'status',
+  'failed_login_count as failedLoginCount',
+];
+
+/** The user with that username, compared case-insensitively (the column is citext). */
+export async function findUserByUsername(db: Knex, username: string): Promise<UserRecord | undefined> {
+  return (await db('users').where({ username }).first(COLUMNS)) as UserRecord | undefined;
+}
+
+/** The user with that id. */
+export async function findUserById(db: Knex, id: string): Promise<UserRecord | undefined> {
+  return (await db('users').where({ id }).first(COLUMNS)) as UserRecord | undefined;
+}
+
+/** The fields a new user is stored with. */
+export interface NewUser {
+  username: string;
+  passwordHash: string | null;
+  firstName: string;
+  midName?: string | null;
+  lastName: string;
+  locale: string;
+  timezone: string;
+  roles: readonly string[];
+  status: UserStatus;
+}
+
+function userRow(user: NewUser) {
+  return {
+    username: user.username,
+    password_hash: user.passwordHash,
+    first_name: user.firstName,
+    mid_name: user.midName ?? null,
+    last_name: user.lastName,
+    locale: user.locale,
+    timezone: user.timezone,
+    roles: [...user.roles],
+    status: user.status,
+  };
+}
+
+/** Inserts a user unless the username is taken (case-insensitively); returns the new user or undefined. */
+export async function insertUserIfAbsent(db: Knex, user: NewUser): Promise<UserRecord | undefined> {
+  const rows = (await db('users').insert(userRow(user)).onConflict('username').ignore().returning(COLUMNS)) as UserRecord[];
+  return rows[0];
+}
+
+/** The outcome of one failed login for a known user. */
+export interface FailedLoginOutcome {
+  failedLoginCount: number;
+  /** True only for the failure that moved the user from ACTIVE to BLOCKED. */
+  blockedNow: boolean;
+}
+
+/**
+ * Counts one failed login in a single statement under the row lock, so N concurrent failures add
+ * exactly N. An ACTIVE user whose count passes `maxFailures` becomes BLOCKED in the same statement.
+ */
+export async function recordFailedLogin(db: Knex, userId: string, maxFailures: number): Promise<FailedLoginOutcome> {
+  const result = await db.raw<{ rows: Array<{ failedLoginCount: number; blockedNow: boolean }> }>(
+    `WITH before AS (SELECT id, status FROM users WHERE id = ? FOR UPDATE)
+     UPDATE users AS u
+        SET failed_login_count = u.failed_login_count + 1,
+            status = CASE WHEN u.status = 'ACTIVE' AND u.failed_login_count + 1 > ? THEN 'BLOCKED' ELSE u.status END
+       FROM before
+      WHERE u.id = before.id
+     RETURNING u.failed_login_count AS "failedLoginCount",
+               (before.status = 'ACTIVE' AND u.status = 'BLOCKED') AS "blockedNow"`,
+    [userId, maxFailures],
+  );
+  const row = result.rows[0];
+  return { failedLoginCount: row?.failedLoginCount ?? 0, blockedNow: row?.blockedNow ?? false };
+}
+
+/** A good login clears the failure count and records when it happened. */
+export async function recordSuccessfulLogin(db: Knex, userId: string): Promise<void> {
+  await db('users').where({ id: userId }).update({ failed_login_count: 0, last_login_at: db.fn.now() });
+}
+
+/** Lifts a block: status ACTIVE, count 0. Returns the user, or undefined for an unknown id. */
+export async function unblockUserRow(db: Knex, userId: string): Promise<UserRecord | undefined> {
+  const rows = (await db('users').where({ id: userId }).update({ status: 'ACTIVE', failed_login_count: 0 }).returning(COLUMNS)) as UserRecord[];
+  return rows[0];
+}
+
+/** The stored columns behind the fields of PATCH /v1/users/update. */
+export interface UserChanges {
+  username?: string;
+  passwordHash?: string;
+  firstName?: string;
+  midName?: string;
+  lastName?: string;
+  locale?: string;
+  timezone?: string;
+  roles?: readonly string[];
+  status?: UserStatus;
+  /** Set with a status of ACTIVE: an ADMIN reactivating a user also clears the failure count. */
+  failedLoginCount?: number;
+}
+
+/** True for Postgres's unique violation on the username. */
+export function isUsernameTaken(err: unknown): boolean {
+  const pgError = err as { code?: string; constraint?: string };
+  return pgError.code === '23505' && pgError.constraint === 'users_username_key';
+}
+
+/** Applies the changes; returns the updated user, or undefined for an unknown id. */
+export async function updateUserRow(db: Knex, userId: string, changes: UserChanges): Promise<UserRecord | undefined> {
+  const row: Record<string, unknown> = {};
+  if (changes.username !== undefined) row.username = changes.username;
+  if (changes.passwordHash !== undefined) row.password_hash = changes.passwordHash;
+  if (changes.firstName !== undefined) row.first_name = changes.firstName;
+  if (changes.midName !== undefined) row.mid_name = changes.midName;
+  if (changes.lastName !== undefined) row.last_name = changes.lastName;
+  if (changes.locale !== undefined) row.locale = changes.locale;
+  if (changes.timezone !== undefined) row.timezone = changes.timezone;
+  if (changes.roles !== undefined) row.roles = [...changes.roles];
+  if (changes.status !== undefined) row.status = changes.status;
+  if (changes.failedLoginCount !== undefined) row.failed_login_count = changes.failedLoginCount;
+  if (Object.keys(row).length === 0) return findUserById(db, userId);
+  const rows = (await db('users').where({ id: userId }).update(row).returning(COLUMNS)) as UserRecord[];
+  return rows[0];
+}

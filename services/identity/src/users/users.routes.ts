@@ -1,0 +1,27 @@
+import { type TokenVerifier, bearerAuth, principalOf, requireAnyRole } from '@platform/auth';
+import type { Knex } from '@platform/service-kit';
+import { Router } from 'express';
+import type { PasswordHasher } from '../auth/password-hasher.ts';
+import type { SessionRevoker } from '../auth/session-revoker.ts';
+import type { components } from '../generated/openapi.ts';
+import { createUser } from './create-user.ts';
+import { unblockUser } from './unblock-user.ts';
+import { updateUser } from './update-user.ts';
+
+type Schemas = components['schemas'];
+
+/** User administration; every operation needs a bearer token. */
+export function usersRouter(deps: { db: Knex; verifier: TokenVerifier; hasher: PasswordHasher; sessions: SessionRevoker }): Router {
+  const router = Router();
+  const authenticated = bearerAuth(deps.verifier);
+  router.post('/v1/users/create', authenticated, requireAnyRole('ADMIN'), async (req, res) => {
+    res.status(201).json(await createUser(deps, req.body as Schemas['CreateUserRequest']));
+  });
+  router.patch('/v1/users/update', authenticated, async (req, res) => {
+    res.json(await updateUser(deps, principalOf(req), req.body as Schemas['UpdateUserRequest']));
+  });
+  router.get('/v1/users/unblock/:userId', authenticated, requireAnyRole('ADMIN'), async (req, res) => {
+    res.json(await unblockUser(deps.db, req.params.userId as string));
+  });
+  return router;
+}

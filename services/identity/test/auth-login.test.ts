@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import jwt from 'jsonwebtoken';
+import request from 'supertest';
+import { findUserById } from '../src/users/users.repository.ts';
+import { type IdentityHarness, startIdentity, uniqueUsername } from './support/identity-harness.ts';
+
+/** An error body without its timestamp, so two answers can be compared whole. */
+function comparable(body: Record<string, unknown>): Record<string, unknown> {
+  const { timestamp, ...rest } = body;
+  assert.ok(!Number.isNaN(Date.parse(String(timestamp))), 'timestamp is a date');
+  return rest;
+}
+
+const BAD_CREDENTIALS = { status: 401, error: 'Unauthorized', message: 'Bad Credentials', path: '/v1/auth/login' };
+
+describe('POST /v1/auth/login', () => {
+  let identity: IdentityHarness;
+
+  before(async () => {
+    identity = await startIdentity();
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  const login = (username: string, password: string, address = '10.0.0.1') =>
+    request(identity.app).post('/v1/auth/login').set('X-Forwarded-For', address).send({ username, password });
+
+  it('when the credentials are right, answers 200 with a bearer access token carrying the contract claims', async () => {
+    const user = await identity.createUser({ roles: ['STANDARD_USER', 'POWER_USER'] });
+    const res = await login(user.username.toUpperCase(), user.password);
+    assert.equal(res.status, 200);
+    assert.deepEqual(Object.keys(res.body).sort(), ['accessToken', 'refreshToken', 'type', 'username']);
+    assert.equal(res.body.type, 'Bearer');
+    assert.equal(res.body.username, user.username, 'the stored spelling, not the typed one');
+    assert.match(res.body.refreshToken, /^[A-Za-z0-9_-]{43}$/, '256 random bits, base64url');
+
+    const decoded = jwt.decode(res.body.accessToken, { complete: true });
+    assert.ok(decoded !== null && typeof decoded.payload === 'object');
+    assert.equal(decoded.header.alg, 'ES256');
+    assert.equal(decoded.header.kid, identity.signingKey.kid);
+    const claims = decoded.payload;
+    assert.equal(claims.sub, user.id);
+    assert.equal(claims.username, user.username);
+    assert.deepEqual(claims.roles, ['STANDARD_USER', 'POWER_USER']);
+    assert.equal(claims.iss, identity.config.JWT_ISSUER);
+    assert.equal(claims.aud, identity.config.JWT_AUDIENCE);
+    assert.equal(claims.exp! - claims.iat!, 900, '15 minutes by default');
+    assert.match(String(claims.sid), /^[0-9a-f-]{36}$/);
+    assert.match(String(claims.jti), /^[0-9a-f-]{36}$/);
+    const session = await identity.db('sessions').where({ id: claims.sid }).first();
+    assert.equal(session.user_id, user.id);
+  });
+
+  it('when the user is unknown, the password wrong or the user not ACTIVE, answers the same 401 Bad Credentials', async () => {
+    const active = await identity.createUser();
+    const bodies = [
+      (await login(uniqueUsername('nobody'), 'whatever-password')).body,
+      (await login(active.username, `${active.password}x`)).body,
+    ];
+    for (const status of ['INACTIVE', 'EXPIRED', 'BLOCKED', 'DELETED'] as const) {
+      const user = await identity.createUser({ status });
+      const res = await login(user.username, user.password);
+      assert.equal(res.status, 401, status);
+      bodies.push(res.body);
+    }
+    for (const body of bodies) assert.deepEqual(comparable(body), BAD_CREDENTIALS);
+  });
+
+  it('when the user has no password yet, answers 401 Bad Credentials', async () => {
+    const user = await identity.createUser();
+    await identity.db('users').where({ id: user.id }).update({ password_hash: null });
+    const res = await login(user.username, user.password);
+    assert.deepEqual(comparable(res.body), BAD_CREDENTIALS);
+  });
+
+  it('allows 5 failed logins; a good login still works and resets the count', async () => {
+    const user = await identity.createUser();
+    for (let i = 0; i < 5; i += 1) assert.equal((await login(user.username, 'wrong-password')).status, 401);
+    assert.equal((await findUserById(identity.db, user.id))?.failedLoginCount, 5);
+    assert.equal((await login(user.username, user.password)).status, 200);
+    const after = await findUserById(identity.db, user.id);
+    assert.equal(after?.failedLoginCount, 0);
+    assert.equal(after?.status, 'ACTIVE');
+  });
+
+  it('when the 6th consecutive login fails, blocks the user permanently and e-mails the owner once', async () => {
+    const user = await identity.createUser({ firstName: 'Grace' });
+    const mailsBefore = identity.mail.received.length;
+    for (let i = 0; i < 5; i += 1) await login(user.username, 'wrong-password');
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'ACTIVE', 'five failures are allowed');
+    await login(user.username, 'wrong-password');
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
+
+    const right = await login(user.username, user.password);
+    assert.deepEqual(comparable(right.body), BAD_CREDENTIALS, 'the right password does not open a blocked user');
+    await login(user.username, 'wrong-password');
+
+    const [mail] = (await identity.mail.waitFor(mailsBefore + 1)).slice(mailsBefore);
+    assert.equal(mail!.method, 'POST');
+    assert.deepEqual(Object.keys(mail!.body as object).sort(), ['subject', 'text', 'to']);
+    const body = mail!.body as { to: string; subject: string; text: string };
+    assert.equal(body.to, user.username);
+    assert.match(body.subject, /blocked/i);
+    assert.match(body.text, /Grace/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(identity.mail.received.filter((m) => (m.body as { to: string }).to === user.username).length, 1, 'one mail per block');
+  });
+
+  it('when 10 wrong passwords arrive at once, counts exactly 10 and blocks', async () => {
+    const user = await identity.createUser();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => login(user.username, 'wrong-password')));
+    assert.deepEqual(
+      answers.map((res) => res.status),
+      Array(10).fill(401),
+    );
+    const after = await findUserById(identity.db, user.id);
+    assert.equal(after?.failedLoginCount, 10);
+    assert.equal(after?.status, 'BLOCKED');
+  });
+
+  it('never writes the password, its hash or the issued tokens to the log', async () => {
+    const user = await identity.createUser();
+    const good = await login(user.username, user.password);
+    await login(user.username, 'another-wrong-secret');
+    await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: good.body.refreshToken });
+    await request(identity.app).post('/v1/auth/logout').send({ jwtToken: good.body.accessToken });
+    const log = identity.log.text();
+    assert.ok(log.includes(user.id) || log.includes('/v1/auth/login'), 'the log was captured');
+    for (const secret of [user.password, 'another-wrong-secret', user.passwordHash!, good.body.accessToken, good.body.refreshToken]) {
+      assert.ok(!log.includes(secret), `a secret reached the log: ${secret.slice(0, 12)}…`);
+    }
+  });
+});
+
+describe('POST /v1/auth/login throttling', () => {
+  let identity: IdentityHarness;
+
+  before(async () => {
+    identity = await startIdentity({ LOGIN_FAILURES_PER_MIN: '3' });
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  it('when one source address fails 3 times in a minute, answers 429 Too many login attempts with Retry-After', async () => {
+    const address = '192.0.2.10';
+    const users = await Promise.all([identity.createUser(), identity.createUser(), identity.createUser(), identity.createUser()]);
+    for (const user of users.slice(0, 3)) {
+      const res = await request(identity.app).post('/v1/auth/login').set('X-Forwarded-For', address).send({ username: user.username, password: 'wrong-password' });
+      assert.equal(res.status, 401);
+    }
+    const res = await request(identity.app)
+      .post('/v1/auth/login')
+      .set('X-Forwarded-For', address)
+      .send({ username: users[3]!.username, password: users[3]!.password });
+    assert.equal(res.status, 429);
+    assert.equal(res.body.message, 'Too many login attempts');
+    const retryAfter = Number(res.headers['retry-after']);
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${res.headers['retry-after']}`);
+    assert.equal((await findUserById(identity.db, users[3]!.id))?.failedLoginCount, 0, 'a throttled attempt is not counted on the user');
+
+    const elsewhere = await request(identity.app)
+      .post('/v1/auth/login')
+      .set('X-Forwarded-For', '192.0.2.11')
+      .send({ username: users[3]!.username, password: users[3]!.password });
+    assert.equal(elsewhere.status, 200, 'another address is not affected');
+  });
+
+  it('when one client key fails 3 times in a minute from many addresses, answers 429', async () => {
+    const user = await identity.createUser();
+    for (let i = 0; i < 3; i += 1) {
+      await request(identity.app)
+        .post('/v1/auth/login')
+        .set('X-Forwarded-For', `198.51.100.${i}`)
+        .set('X-Client-Key-Id', 'bulk-client')
+        .send({ username: user.username, password: 'wrong-password' });
+    }
+    const res = await request(identity.app)
+      .post('/v1/auth/login')
+      .set('X-Forwarded-For', '198.51.100.200')
+      .set('X-Client-Key-Id', 'bulk-client')
+      .send({ username: user.username, password: user.password });
+    assert.equal(res.status, 429);
+    const otherKey = await request(identity.app)
+      .post('/v1/auth/login')
+      .set('X-Forwarded-For', '198.51.100.201')
+      .set('X-Client-Key-Id', 'another-client')
+      .send({ username: user.username, password: user.password });
+    assert.equal(otherKey.status, 200);
+  });
+});
+
+describe('POST /v1/auth/login under load', () => {
+  let identity: IdentityHarness;
+
+  before(async () => {
+    // A cost where one hash takes ~250 ms: hashed on the event loop, it would stall the process that long.
+    identity = await startIdentity({ BCRYPT_COST: '12' });
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  it('while 6 logins hash passwords, the event loop never stalls for the length of a hash', async () => {
+    const user = await identity.createUser();
+    const oneHashMs = await (async () => {
+      const started = performance.now();
+      await identity.hasher.verify(user.password, user.passwordHash);
+      return performance.now() - started;
+    })();
+    const histogram = monitorEventLoopDelay({ resolution: 5 });
+    histogram.enable();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password })),
+    );
+    histogram.disable();
+    assert.deepEqual(
+      answers.map((res) => res.status),
+      Array(6).fill(200),
+    );
+    const worstStallMs = histogram.max / 1e6;
+    assert.ok(worstStallMs < oneHashMs * 0.8, `event loop stalled ${worstStallMs.toFixed(0)} ms; one hash takes ${oneHashMs.toFixed(0)} ms`);
+  });
+});

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import jwt from 'jsonwebtoken';
+import request from 'supertest';
+import { refreshTokenHash } from '../src/auth/refresh-token.ts';
+import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+
+describe('POST /v1/auth/refresh', () => {
+  let identity: IdentityHarness;
+
+  before(async () => {
+    identity = await startIdentity();
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  const refresh = (refreshToken: string) => request(identity.app).post('/v1/auth/refresh').send({ refreshToken });
+
+  it('when the refresh token is live, answers 200 with a new access token and a rotated refresh token in the same session', async () => {
+    const user = await identity.createUser();
+    const first = await identity.login(user);
+    const res = await refresh(first.refreshToken);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.type, 'Bearer');
+    assert.equal(res.body.username, user.username);
+    assert.notEqual(res.body.refreshToken, first.refreshToken);
+    assert.notEqual(res.body.accessToken, first.accessToken);
+    const before = jwt.decode(first.accessToken) as jwt.JwtPayload;
+    const after = jwt.decode(res.body.accessToken) as jwt.JwtPayload;
+    assert.equal(after.sid, before.sid);
+    assert.notEqual(after.jti, before.jti);
+
+    const stored = await identity.db('refresh_tokens').where({ token_hash: refreshTokenHash(res.body.refreshToken) }).first();
+    const parent = await identity.db('refresh_tokens').where({ token_hash: refreshTokenHash(first.refreshToken) }).first();
+    assert.equal(stored.parent_id, parent.id);
+    assert.ok(parent.used_at instanceof Date);
+    const raw = await identity.db('refresh_tokens').whereRaw('encode(token_hash, ?) = ?', ['escape', res.body.refreshToken]).first();
+    assert.equal(raw, undefined, 'only the hash is stored');
+  });
+
+  it('when a rotated refresh token is presented again, answers 401 and ends the whole session', async () => {
+    const user = await identity.createUser();
+    const first = await identity.login(user);
+    const second = (await refresh(first.refreshToken)).body as { refreshToken: string };
+    const third = (await refresh(second.refreshToken)).body as { refreshToken: string };
+
+    const replay = await refresh(first.refreshToken);
+    assert.equal(replay.status, 401);
+    assert.equal(replay.body.message, 'Bad Credentials');
+    assert.equal((await refresh(third.refreshToken)).status, 401, 'the newest token of the session died too');
+
+    const sid = (jwt.decode(first.accessToken) as jwt.JwtPayload).sid as string;
+    const session = await identity.db('sessions').where({ id: sid }).first();
+    assert.equal(session.revoked_reason, 'refresh-token-reuse');
+    const other = await identity.login(user);
+    assert.equal((await refresh(other.refreshToken)).status, 200, 'other sessions of the user live on');
+  });
+
+  it('when 5 refreshes race with one token, exactly one succeeds', async () => {
+    const user = await identity.createUser();
+    const { refreshToken } = await identity.login(user);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => refresh(refreshToken)));
+    assert.equal(answers.filter((res) => res.status === 200).length, 1, answers.map((res) => res.status).join(','));
+    assert.equal(answers.filter((res) => res.status === 401).length, 4);
+  });
+
+  it('when the refresh token is unknown or expired, answers 401 Bad Credentials', async () => {
+    assert.equal((await refresh('A'.repeat(43))).status, 401);
+    const user = await identity.createUser();
+    const { refreshToken } = await identity.login(user);
+    await identity.db('refresh_tokens')
+      .where({ token_hash: refreshTokenHash(refreshToken) })
+      .update({ created_at: identity.db.raw("now() - interval '31 days'"), expires_at: identity.db.raw("now() - interval '1 second'") });
+    const res = await refresh(refreshToken);
+    assert.equal(res.status, 401);
+    assert.equal(res.body.message, 'Bad Credentials');
+  });
+
+  it('when the user was blocked since the login, answers 401', async () => {
+    const user = await identity.createUser();
+    const { refreshToken } = await identity.login(user);
+    await identity.db('users').where({ id: user.id }).update({ status: 'BLOCKED' });
+    assert.equal((await refresh(refreshToken)).status, 401);
+    await identity.db('users').where({ id: user.id }).update({ status: 'ACTIVE' });
+    assert.equal((await refresh(refreshToken)).status, 401, 'the session stays ended after an unblock');
+  });
+});

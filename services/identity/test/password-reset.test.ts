@@ -1,0 +1,409 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import request from 'supertest';
+import { findUserById } from '../src/users/users.repository.ts';
+import { RESET_DONE_MESSAGE } from '../src/password-reset/reset-password.ts';
+import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername } from './support/identity-harness.ts';
+
+const RESET_PAGE = 'http://localhost:3000/reset-password';
+const LOGIN_PAGE = 'http://localhost:3000/login';
+const UNKNOWN_USER_ID = '8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e';
+const THIRTY_MINUTES_MS = 30 * 60 * 1000;
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+/** Requests, e-mails and logins against one harness; every request comes from its own source address. */
+function resetClient(identity: () => IdentityHarness) {
+  let addresses = 0;
+  const nextAddress = () => {
+    addresses += 1;
+    return `10.7.${Math.floor(addresses / 250)}.${(addresses % 250) + 1}`;
+  };
+  const client = {
+    ask(body: Record<string, unknown>, options: { bearer?: string; address?: string } = {}) {
+      const req = request(identity().app)
+        .post('/v1/users/password-reset-request')
+        .set('X-Forwarded-For', options.address ?? nextAddress());
+      if (options.bearer !== undefined) req.set('Authorization', `Bearer ${options.bearer}`);
+      return req.send(body);
+    },
+    reset: (body: Record<string, unknown>) => request(identity().app).post('/v1/users/password-reset').send(body),
+    mailsTo: (username: string) =>
+      identity()
+        .mail.received.map((call) => call.body as { to: string; subject: string; text: string })
+        .filter((mail) => mail.to === username),
+    async mailTo(username: string) {
+      const deadline = Date.now() + 3000;
+      for (;;) {
+        const [mail] = client.mailsTo(username);
+        if (mail !== undefined) return mail;
+        if (Date.now() > deadline) throw new Error(`no e-mail to ${username}`);
+        await sleep(10);
+      }
+    },
+    /** Asks for a reset anonymously and reads the link out of the e-mail. */
+    async emailedLink(user: TestUser, resetPageLink = RESET_PAGE): Promise<URL> {
+      const before = client.mailsTo(user.username).length;
+      const res = await client.ask({ username: user.username, resetPageLink });
+      assert.equal(res.status, 202);
+      const deadline = Date.now() + 3000;
+      while (client.mailsTo(user.username).length === before) {
+        if (Date.now() > deadline) throw new Error(`no e-mail to ${user.username}`);
+        await sleep(10);
+      }
+      const mail = client.mailsTo(user.username).at(-1)!;
+      const link = /https?:\/\/\S+/.exec(mail.text)?.[0];
+      assert.ok(link !== undefined, `a link in ${mail.text}`);
+      return new URL(link);
+    },
+    async loginStatus(username: string, password: string): Promise<number> {
+      return (await request(identity().app).post('/v1/auth/login').set('X-Forwarded-For', nextAddress()).send({ username, password })).status;
+    },
+  };
+  return client;
+}
+
+describe('POST /v1/users/password-reset-request', () => {
+  let identity: IdentityHarness;
+  let adminToken: string;
+  const client = resetClient(() => identity);
+
+  before(async () => {
+    identity = await startIdentity();
+    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  it('when an anonymous caller names an existing user, answers 202 with no body and e-mails the user a link with userId and token', async () => {
+    const user = await identity.createUser({ firstName: 'Grace' });
+    const res = await client.ask({ username: user.username.toUpperCase(), resetPageLink: `${RESET_PAGE}?lang=tr` });
+    assert.equal(res.status, 202);
+    assert.equal(res.text, '');
+    assert.equal(res.headers['content-type'], undefined);
+
+    const mail = await client.mailTo(user.username);
+    assert.equal(mail.to, user.username, 'the stored spelling');
+    assert.equal(mail.subject, 'Reset your password');
+    assert.match(mail.text, /^Hello Grace,/);
+    const link = new URL(/https?:\/\/\S+/.exec(mail.text)![0]);
+    assert.equal(`${link.origin}${link.pathname}`, RESET_PAGE);
+    assert.equal(link.searchParams.get('lang'), 'tr', 'the page keeps its own parameters');
+    assert.equal(link.searchParams.get('userId'), user.id);
+    const token = link.searchParams.get('token')!;
+    assert.match(token, TOKEN_SHAPE, '256 random bits, base64url');
+
+    const rows = await identity.db('password_reset_tokens').where({ user_id: user.id });
+    assert.equal(rows.length, 1);
+    assert.deepEqual(rows[0].token_hash, createHash('sha256').update(token).digest(), 'only the hash is stored');
+    assert.ok(Math.abs(rows[0].expires_at.getTime() - (Date.now() + THIRTY_MINUTES_MS)) < 10_000);
+  });
+
+  it('when no resetPageLink is given, the e-mail still carries the user id and the token', async () => {
+    const user = await identity.createUser();
+    assert.equal((await client.ask({ username: user.username })).status, 202);
+    const mail = await client.mailTo(user.username);
+    assert.ok(mail.text.includes(user.id));
+    assert.match(mail.text, /reset token: [A-Za-z0-9_-]{43}\n/);
+  });
+
+  it('when the username is unknown, answers the same 202 and sends no e-mail', async () => {
+    const known = await identity.createUser();
+    const unknown = uniqueUsername('nobody');
+    const unknownRes = await client.ask({ username: unknown, resetPageLink: RESET_PAGE });
+    const knownRes = await client.ask({ username: known.username, resetPageLink: RESET_PAGE });
+    assert.equal(unknownRes.status, 202);
+    assert.equal(unknownRes.text, knownRes.text);
+    assert.deepEqual(Object.keys(unknownRes.headers).sort(), Object.keys(knownRes.headers).sort());
+    await client.mailTo(known.username);
+    await sleep(250);
+    assert.deepEqual(client.mailsTo(unknown), []);
+  });
+
+  it('when a caller with a valid non-ADMIN token asks, answers 202 like an anonymous caller', async () => {
+    const user = await identity.createUser({ roles: ['POWER_USER'] });
+    const { accessToken } = await identity.login(user);
+    const res = await client.ask({ username: user.username, resetPageLink: RESET_PAGE }, { bearer: accessToken });
+    assert.equal(res.status, 202);
+    assert.equal(res.text, '');
+    await client.mailTo(user.username);
+  });
+
+  for (const link of ['https://evil.example.com/reset', 'https://localhost:3000/reset', 'http://localhost:3001/reset', 'http://localhost:3000@evil.example.com/']) {
+    it(`when resetPageLink is ${link} (not on the allow-list), answers 400 and neither stores a token nor e-mails`, async () => {
+      const user = await identity.createUser();
+      const res = await client.ask({ username: user.username, resetPageLink: link });
+      assert.equal(res.status, 400);
+      assert.equal(res.body.error, 'Bad Request');
+      assert.equal(res.body.message, 'body.resetPageLink must point to an allowed origin');
+      assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 0);
+      await sleep(100);
+      assert.deepEqual(client.mailsTo(user.username), []);
+    });
+  }
+
+  it('when an ADMIN asks, answers 201 with userId, token and expiresAt 30 minutes ahead', async () => {
+    const user = await identity.createUser();
+    const res = await client.ask({ username: user.username }, { bearer: adminToken });
+    assert.equal(res.status, 201);
+    assert.deepEqual(Object.keys(res.body).sort(), ['expiresAt', 'token', 'userId']);
+    assert.equal(res.body.userId, user.id);
+    assert.match(res.body.token, TOKEN_SHAPE);
+    assert.ok(Math.abs(Date.parse(res.body.expiresAt) - (Date.now() + THIRTY_MINUTES_MS)) < 10_000, res.body.expiresAt);
+    const row = await identity.db('password_reset_tokens').where({ user_id: user.id }).first();
+    assert.equal(row.expires_at.toISOString(), res.body.expiresAt);
+  });
+
+  it('when an ADMIN names an unknown username, answers 404 User not found', async () => {
+    const res = await client.ask({ username: uniqueUsername('nobody') }, { bearer: adminToken });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.message, 'User not found');
+  });
+
+  it('when the bearer token does not verify, answers 401 Bad Credentials and sends nothing', async () => {
+    const user = await identity.createUser();
+    for (const bearer of ['not.a.jwt', `${adminToken}x`]) {
+      const res = await client.ask({ username: user.username, resetPageLink: RESET_PAGE }, { bearer });
+      assert.equal(res.status, 401);
+      assert.equal(res.body.message, 'Bad Credentials');
+    }
+    assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 0);
+  });
+
+  it('when the body is not valid (unknown field, no username, a username that is not an e-mail), answers 400', async () => {
+    const user = await identity.createUser();
+    for (const body of [{ username: user.username, userId: user.id }, { resetPageLink: RESET_PAGE }, { username: 'not-an-email' }]) {
+      assert.equal((await client.ask(body)).status, 400, JSON.stringify(body));
+    }
+  });
+
+  it('when requests for one user race, every caller gets its normal answer and exactly one token stays usable', async () => {
+    const user = await identity.createUser();
+    const answers = await Promise.all([
+      ...Array.from({ length: 4 }, () => client.ask({ username: user.username }, { bearer: adminToken })),
+      ...Array.from({ length: 4 }, () => client.ask({ username: user.username, resetPageLink: RESET_PAGE })),
+    ]);
+    assert.deepEqual(
+      answers.map((res) => res.status),
+      [201, 201, 201, 201, 202, 202, 202, 202],
+    );
+    const open = await identity.db('password_reset_tokens').where({ user_id: user.id }).whereNull('used_at').whereNull('voided_at');
+    assert.equal(open.length, 1);
+    assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 8);
+  });
+});
+
+describe('POST /v1/users/password-reset', () => {
+  let identity: IdentityHarness;
+  let adminToken: string;
+  const client = resetClient(() => identity);
+
+  before(async () => {
+    identity = await startIdentity();
+    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  /** A reset token straight from the ADMIN answer. */
+  async function ticket(user: TestUser): Promise<string> {
+    const res = await client.ask({ username: user.username }, { bearer: adminToken });
+    assert.equal(res.status, 201);
+    return res.body.token as string;
+  }
+
+  it('when the e-mailed token is used, answers 200 with a message; the new password logs in and the old one no longer does', async () => {
+    const user = await identity.createUser();
+    const link = await client.emailedLink(user);
+    const res = await client.reset({ userId: link.searchParams.get('userId'), token: link.searchParams.get('token'), newPassword: 'brand-new-password' });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { message: RESET_DONE_MESSAGE });
+    assert.equal(await client.loginStatus(user.username, 'brand-new-password'), 200);
+    assert.equal(await client.loginStatus(user.username, user.password), 401);
+  });
+
+  it('when the same token is used a second time, answers 400 and the password stays the first new one', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'first-new-password' })).status, 200);
+    const again = await client.reset({ userId: user.id, token, newPassword: 'second-new-password' });
+    assert.equal(again.status, 400);
+    assert.equal(again.body.error, 'Bad Request');
+    assert.equal(again.body.message, 'The password reset token is invalid, used or expired');
+    assert.equal(again.body.path, '/v1/users/password-reset');
+    assert.equal(await client.loginStatus(user.username, 'second-new-password'), 401);
+    assert.equal(await client.loginStatus(user.username, 'first-new-password'), 200);
+  });
+
+  it('when a newer request was made, the older token answers 400 and the newer one 200', async () => {
+    const user = await identity.createUser();
+    const older = await ticket(user);
+    const newer = (await client.emailedLink(user)).searchParams.get('token');
+    assert.equal((await client.reset({ userId: user.id, token: older, newPassword: 'older-token-password' })).status, 400);
+    assert.equal((await client.reset({ userId: user.id, token: newer, newPassword: 'newer-token-password' })).status, 200);
+    assert.equal(await client.loginStatus(user.username, 'newer-token-password'), 200);
+  });
+
+  it('when the token has expired, answers 400 and the password is unchanged', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    await identity.db('password_reset_tokens')
+      .where({ user_id: user.id })
+      .update({ created_at: identity.db.raw("now() - interval '31 minutes'"), expires_at: identity.db.raw("now() - interval '1 second'") });
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'too-late-password' })).status, 400);
+    assert.equal(await client.loginStatus(user.username, user.password), 200);
+  });
+
+  it('when the token is made up or belongs to another user, answers 400, and the token still works for its owner', async () => {
+    const owner = await identity.createUser();
+    const other = await identity.createUser();
+    const token = await ticket(owner);
+    const attempts = [
+      { userId: other.id, token },
+      { userId: UNKNOWN_USER_ID, token },
+      { userId: owner.id, token: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}` },
+      { userId: owner.id, token: 'x' },
+    ];
+    for (const attempt of attempts) {
+      assert.equal((await client.reset({ ...attempt, newPassword: 'hijacked-password' })).status, 400, JSON.stringify(attempt));
+    }
+    assert.equal(await client.loginStatus(other.username, 'hijacked-password'), 401);
+    assert.equal(await client.loginStatus(other.username, other.password), 200);
+    assert.equal((await client.reset({ userId: owner.id, token, newPassword: 'owner-new-password' })).status, 200);
+  });
+
+  it('when the userId is written in another accepted uuid spelling, answers like the canonical one, never 500', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    assert.equal((await client.reset({ userId: `urn:uuid:${UNKNOWN_USER_ID}`, token, newPassword: 'some-new-password' })).status, 400);
+    const res = await client.reset({ userId: user.id.toUpperCase(), token, newPassword: 'upper-case-password' });
+    assert.equal(res.status, 200);
+    assert.equal(await client.loginStatus(user.username, 'upper-case-password'), 200);
+  });
+
+  it('when loginPageLink is on the allow-list, answers 303 with an empty body and Location = the link plus message', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    const res = await client.reset({ userId: user.id, token, newPassword: 'redirected-password', loginPageLink: `${LOGIN_PAGE}?lang=tr&next=%2Fhome` });
+    assert.equal(res.status, 303);
+    assert.equal(res.text, '');
+    const location = new URL(res.headers.location as string);
+    assert.equal(`${location.origin}${location.pathname}`, LOGIN_PAGE);
+    assert.deepEqual([...location.searchParams.entries()], [
+      ['lang', 'tr'],
+      ['next', '/home'],
+      ['message', RESET_DONE_MESSAGE],
+    ]);
+    assert.equal(await client.loginStatus(user.username, 'redirected-password'), 200);
+  });
+
+  it('when loginPageLink points elsewhere, answers 400 without using up the token', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    for (const loginPageLink of ['https://evil.example.com/login', 'http://localhost:3000.evil.example.com/login', 'ftp://localhost:3000/login']) {
+      const res = await client.reset({ userId: user.id, token, newPassword: 'open-redirect-password', loginPageLink });
+      assert.equal(res.status, 400, loginPageLink);
+      assert.equal(res.headers.location, undefined);
+    }
+    assert.equal(await client.loginStatus(user.username, user.password), 200, 'the password did not change');
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'finally-new-password' })).status, 200);
+  });
+
+  it('when newPassword has 8–72 characters but more than 72 UTF-8 bytes, answers 400 without using up the token', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    const res = await client.reset({ userId: user.id, token, newPassword: 'ü'.repeat(40) });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body.messages, ['body.newPassword must be 8 to 72 bytes in UTF-8, got 80']);
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'short' })).status, 400);
+    assert.equal(await client.loginStatus(user.username, user.password), 200);
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'ü'.repeat(36) })).status, 200, '72 bytes is fine');
+    assert.equal(await client.loginStatus(user.username, 'ü'.repeat(36)), 200);
+  });
+
+  it('when the reset succeeds, every session of the user ends: their refresh tokens answer 401', async () => {
+    const user = await identity.createUser();
+    const sessions = [await identity.login(user), await identity.login(user)];
+    const token = await ticket(user);
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'sessions-end-password' })).status, 200);
+    for (const session of sessions) {
+      const res = await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: session.refreshToken });
+      assert.equal(res.status, 401);
+    }
+    const live = await identity.db('sessions').where({ user_id: user.id }).whereNull('revoked_at');
+    assert.equal(live.length, 0);
+  });
+
+  it('when the user is BLOCKED, the reset sets the password but the user stays BLOCKED and cannot log in', async () => {
+    const user = await identity.createUser({ status: 'BLOCKED' });
+    const token = await ticket(user);
+    assert.equal((await client.reset({ userId: user.id, token, newPassword: 'blocked-new-password' })).status, 200);
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
+    assert.equal(await client.loginStatus(user.username, 'blocked-new-password'), 401);
+  });
+
+  it('when 5 resets with one token race, exactly one succeeds', async () => {
+    const user = await identity.createUser();
+    const token = await ticket(user);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => client.reset({ userId: user.id, token, newPassword: `racing-password-${i}` })),
+    );
+    assert.deepEqual(answers.map((res) => res.status).sort(), [200, 400, 400, 400, 400]);
+    const winner = answers.findIndex((res) => res.status === 200);
+    assert.equal(await client.loginStatus(user.username, `racing-password-${winner}`), 200);
+  });
+
+  it('with MAIL_PROVIDER=http, neither the reset token nor the new password ever reaches the log', async () => {
+    const user = await identity.createUser();
+    const emailed = (await client.emailedLink(user)).searchParams.get('token')!;
+    const issued = await ticket(user);
+    await client.reset({ userId: UNKNOWN_USER_ID, token: issued, newPassword: 'logged-password-1' });
+    await client.reset({ userId: user.id, token: emailed, newPassword: 'logged-password-1' });
+    const ok = await client.reset({ userId: user.id, token: issued, newPassword: 'logged-password-2', loginPageLink: LOGIN_PAGE });
+    assert.equal(ok.status, 303);
+    assert.equal(identity.config.MAIL_PROVIDER, 'http');
+    const log = identity.log.text();
+    assert.ok(log.includes('/v1/users/password-reset'), 'the requests were logged');
+    for (const secret of [emailed, issued, 'logged-password-1', 'logged-password-2']) assert.ok(!log.includes(secret), `${secret} is not logged`);
+  });
+});
+
+describe('POST /v1/users/password-reset-request throttling', () => {
+  let identity: IdentityHarness;
+  const client = resetClient(() => identity);
+
+  before(async () => {
+    identity = await startIdentity({ PASSWORD_RESET_REQUESTS_PER_HOUR: '2' });
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  it('when one address asks a third time within the hour, answers 429 with Retry-After and sends nothing; other addresses still get 202', async () => {
+    const user = await identity.createUser();
+    const address = '203.0.113.7';
+    assert.equal((await client.ask({ username: uniqueUsername('first') }, { address })).status, 202);
+    assert.equal((await client.ask({ username: uniqueUsername('second') }, { address })).status, 202);
+    const res = await client.ask({ username: user.username, resetPageLink: RESET_PAGE }, { address });
+    assert.equal(res.status, 429);
+    assert.equal(res.body.error, 'Too Many Requests');
+    assert.equal(res.body.message, 'Too many password reset requests');
+    const retryAfter = Number(res.headers['retry-after']);
+    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 3600, `Retry-After ${res.headers['retry-after']}`);
+    assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 0);
+
+    assert.equal((await client.ask({ username: user.username, resetPageLink: RESET_PAGE }, { address: '203.0.113.8' })).status, 202);
+    await client.mailTo(user.username);
+  });
+
+  it('when 10 requests from one address arrive at once, lets exactly 2 through', async () => {
+    const address = '203.0.113.99';
+    const answers = await Promise.all(Array.from({ length: 10 }, () => client.ask({ username: uniqueUsername('burst') }, { address })));
+    assert.deepEqual(
+      answers.map((res) => res.status).sort(),
+      [202, 202, 429, 429, 429, 429, 429, 429, 429, 429],
+    );
+  });
+});

@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
+import request from 'supertest';
+import { type Knex, type Redis, createMetrics, loadConfig } from '@platform/service-kit';
+import { type CapturedLogger, captureLogger, createTestDatabase, createTestRedis } from '@platform/service-kit/testing';
+import { migrations } from '../../migrations/index.ts';
+import { createApp } from '../../src/app.ts';
+import { type PasswordHasher, createPasswordHasher } from '../../src/auth/password-hasher.ts';
+import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../src/auth/signing-key.ts';
+import { type IdentityConfig, identityConfigSpec } from '../../src/config.ts';
+import { createMailer } from '../../src/notifications/mailer.ts';
+import { createSmsSender } from '../../src/notifications/sms-sender.ts';
+import { insertUserIfAbsent } from '../../src/users/users.repository.ts';
+import type { UserRecord } from '../../src/users/user.ts';
+import { type CaptureServer, startCaptureServer } from './capture-server.ts';
+
+/** A user a test made, with the password it was given. */
+export interface TestUser extends UserRecord {
+  password: string;
+}
+
+/** The real identity app on a fresh database, real Redis and a capturing mail provider. */
+export interface IdentityHarness {
+  app: Express;
+  config: IdentityConfig;
+  db: Knex;
+  redis: Redis;
+  log: CapturedLogger;
+  mail: CaptureServer;
+  /** The SMS provider stub. */
+  sms: CaptureServer;
+  signingKey: SigningKey;
+  hasher: PasswordHasher;
+  /** Stores a user directly (fixtures); defaults: ACTIVE STANDARD_USER with a random e-mail. */
+  createUser(fields?: Partial<Omit<TestUser, 'id' | 'passwordHash' | 'failedLoginCount'>>): Promise<TestUser>;
+  /** Logs the user in through the API and returns the authentication result. */
+  login(user: { username: string; password: string }): Promise<{ accessToken: string; refreshToken: string }>;
+  close(): Promise<void>;
+}
+
+/** A username nobody else in the run has. */
+export function uniqueUsername(label = 'user'): string {
+  return `${label}-${randomUUID()}@example.com`;
+}
+
+/**
+ * Starts one identity app for a test file. `env` overrides configuration the way the environment
+ * would; bcrypt runs at cost 4 through config, as every test should.
+ */
+export async function startIdentity(env: Record<string, string> = {}): Promise<IdentityHarness> {
+  const database = await createTestDatabase('identity', migrations);
+  const testRedis = await createTestRedis('identity');
+  const mail = await startCaptureServer();
+  const sms = await startCaptureServer();
+  const config = loadConfig(identityConfigSpec, {
+    BCRYPT_COST: '4',
+    PASSWORD_HASH_THREADS: '1',
+    OPENAPI_VALIDATE_RESPONSES: 'true',
+    MAIL_PROVIDER: 'http',
+    MAIL_HTTP_URL: mail.url,
+    SMS_PROVIDER: 'http',
+    SMS_HTTP_URL: sms.url,
+    SMS_HTTP_TOKEN: 'sms-provider-token',
+    NOTIFY_HTTP_TIMEOUT_MS: '1000',
+    ...env,
+  });
+  const log = captureLogger('identity');
+  const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
+  const signingKey = signingKeyFromPem(generateSigningKeyPem());
+  const mailer = createMailer({ provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger);
+  const app = createApp({
+    config,
+    logger: log.logger,
+    db: database.db,
+    redis: testRedis.redis,
+    metrics: createMetrics('identity'),
+    lifecycle: { draining: false },
+    hasher,
+    signingKey,
+    mailer,
+    sms: createSmsSender({ provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger),
+  });
+  return {
+    app,
+    config,
+    db: database.db,
+    redis: testRedis.redis,
+    log,
+    mail,
+    sms,
+    signingKey,
+    hasher,
+    async createUser(fields = {}) {
+      const password = fields.password ?? `pw-${randomUUID()}`;
+      const user = await insertUserIfAbsent(database.db, {
+        username: fields.username ?? uniqueUsername(),
+        passwordHash: await hasher.hash(password),
+        firstName: fields.firstName ?? 'Ada',
+        midName: fields.midName ?? null,
+        lastName: fields.lastName ?? 'Lovelace',
+        locale: fields.locale ?? 'en_US',
+        timezone: fields.timezone ?? 'Europe/Istanbul',
+        roles: fields.roles ?? ['STANDARD_USER'],
+        status: fields.status ?? 'ACTIVE',
+      });
+      if (user === undefined) throw new Error('fixture user already exists');
+      return { ...user, password };
+    },
+    async login(user) {
+      const res = await request(app).post('/v1/auth/login').send({ username: user.username, password: user.password });
+      if (res.status !== 200) throw new Error(`login failed with ${res.status}: ${JSON.stringify(res.body)}`);
+      return res.body as { accessToken: string; refreshToken: string };
+    },
+    async close() {
+      await hasher.close();
+      await mail.close();
+      await sms.close();
+      await testRedis.close();
+      await database.drop();
+    },
+  };
+}

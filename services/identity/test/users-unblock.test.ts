@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import request from 'supertest';
+import { findUserById } from '../src/users/users.repository.ts';
+import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+
+describe('GET /v1/users/unblock/{userId}', () => {
+  let identity: IdentityHarness;
+  let adminToken: string;
+
+  before(async () => {
+    identity = await startIdentity();
+    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  async function blockedUser() {
+    const user = await identity.createUser({ midName: 'Byron' });
+    for (let i = 0; i < 6; i += 1) {
+      await request(identity.app).post('/v1/auth/login').send({ username: user.username, password: 'wrong-password' });
+    }
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
+    return user;
+  }
+
+  const unblock = (userId: string, token = adminToken) =>
+    request(identity.app).get(`/v1/users/unblock/${userId}`).set('Authorization', `Bearer ${token}`);
+
+  it('when an ADMIN unblocks a blocked user, answers 200 with the user ACTIVE, and the user can log in again', async () => {
+    const user = await blockedUser();
+    const res = await unblock(user.id);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, {
+      userId: user.id,
+      username: user.username,
+      firstName: 'Ada',
+      midName: 'Byron',
+      lastName: 'Lovelace',
+      locale: 'en_US',
+      timezone: 'Europe/Istanbul',
+      roles: ['STANDARD_USER'],
+      status: 'ACTIVE',
+    });
+    assert.equal((await findUserById(identity.db, user.id))?.failedLoginCount, 0);
+    assert.equal((await request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password })).status, 200);
+  });
+
+  it('when the user has an account, embeds it in full, with type and subscriptionPlan', async () => {
+    const user = await blockedUser();
+    const [account] = await identity.db('accounts')
+      .insert({ user_id: user.id, type: 'ORGANIZATION', subscription_plan: 'PREMIUM_YEARLY', company: 'Analytical Engines' })
+      .returning(['id', 'created_at', 'updated_at']);
+    const res = await unblock(user.id);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.account, {
+      id: account.id,
+      userId: user.id,
+      type: 'ORGANIZATION',
+      subscriptionPlan: 'PREMIUM_YEARLY',
+      company: 'Analytical Engines',
+      emailVerified: false,
+      mobilePhoneNumberVerified: false,
+      createdAt: account.created_at.toISOString(),
+      updatedAt: account.updated_at.toISOString(),
+    });
+  });
+
+  it('when the caller is not an ADMIN, answers 403 Forbidden and changes nothing', async () => {
+    const user = await blockedUser();
+    const powerUser = await identity.createUser({ roles: ['POWER_USER', 'EXTENDED_USER'] });
+    const res = await unblock(user.id, (await identity.login(powerUser)).accessToken);
+    assert.equal(res.status, 403);
+    assert.equal(res.body.error, 'Forbidden');
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
+  });
+
+  it('when no token is sent, answers 401 Bad Credentials', async () => {
+    const res = await request(identity.app).get('/v1/users/unblock/8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e');
+    assert.equal(res.status, 401);
+    assert.equal(res.body.message, 'Bad Credentials');
+  });
+
+  it('when no user has the id, answers 404; when the id is not a uuid, answers 400', async () => {
+    const missing = await unblock('8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e');
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.message, 'User not found');
+    const malformed = await unblock('42');
+    assert.equal(malformed.status, 400);
+  });
+});
