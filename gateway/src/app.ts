@@ -1,7 +1,16 @@
 import type { Express } from 'express';
-import { NotImplementedError } from '@platform/errors';
+import { createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, finishApp, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
+import { cors } from './cors/cors.ts';
+import { docsRouter } from './docs/docs.routes.ts';
+import type { OpenApiDocument } from './docs/openapi-merge.ts';
+import { createReplayGuard } from './idempotency/replay-guard.ts';
+import { apiRouter } from './pipeline/api.router.ts';
+import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
+import { upstreamRoutes } from './proxy/routes.ts';
+import { createUpstreamProxy } from './proxy/upstream-proxy.ts';
+import { verificationKeys } from './signing/verification-keys.ts';
 
 /** Everything the gateway app needs, made by the composition root (or by a test). */
 export interface GatewayDeps {
@@ -10,23 +19,60 @@ export interface GatewayDeps {
   redis: Redis;
   metrics: Metrics;
   lifecycle: Lifecycle;
+  /** The merged API document served at /openapi.json and /docs; without it both answer 503. */
+  apiDocument?: OpenApiDocument;
+}
+
+/** The gateway app and what must be closed with it. */
+export interface Gateway {
+  app: Express;
+  /** Closes the upstream connection pools (after the server drained). */
+  close: () => void;
 }
 
 /**
- * Builds the gateway's Express app. It never listens: index.ts or a test does. Readiness follows
- * Redis because the gateway fails closed without it (CONTRACT.md part 3).
+ * Builds the gateway. It never listens: index.ts or a test does. Readiness follows Redis because the
+ * gateway fails closed without it (CONTRACT.md part 3). Client keys become key objects here, once.
  */
+export function createGateway(deps: GatewayDeps): Gateway {
+  const { config, logger } = deps;
+  const app = createBaseApp({ logger, metrics: deps.metrics, checks: [redisCheck(deps.redis)], lifecycle: deps.lifecycle });
+  const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL }).map((route) => ({
+    route,
+    proxy: createUpstreamProxy({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS }),
+  }));
+  const tokens = createTokenVerifier({
+    keys: jwksKeySource({ url: config.IDENTITY_JWKS_URL, onError: (err) => logger.warn({ err }, 'could not fetch the token keys (JWKS)') }),
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+  });
+  app.use(cors(config.CORS_ORIGINS));
+  app.use(docsRouter(deps.apiDocument));
+  app.use(
+    apiRouter({
+      routes,
+      bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+      signatures: { keys: verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
+      tokens,
+      guard: createReplayGuard(deps.redis, {
+        nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
+        safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
+        unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+      }),
+      metrics: createGatewayMetrics(deps.metrics),
+      logger,
+      trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+    }),
+  );
+  return {
+    app: finishApp(app),
+    close: () => {
+      for (const { proxy } of routes) proxy.close();
+    },
+  };
+}
+
+/** The gateway's Express app alone, for callers that need nothing closed. */
 export function createApp(deps: GatewayDeps): Express {
-  const app = createBaseApp({
-    logger: deps.logger,
-    metrics: deps.metrics,
-    checks: [redisCheck(deps.redis)],
-    lifecycle: deps.lifecycle,
-  });
-  // Signature, nonce and idempotency checks and routing to the services land with the gateway issue;
-  // until then the API surface answers 501 rather than proxying unchecked requests.
-  app.all('/v1/{*rest}', (req, _res, next) => {
-    next(new NotImplementedError(`${req.method} ${req.path} is not routed by the gateway yet`));
-  });
-  return finishApp(app);
+  return createGateway(deps).app;
 }

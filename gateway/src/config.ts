@@ -1,5 +1,9 @@
-import { type ConfigOf, env } from '@platform/service-kit';
+import { join } from 'node:path';
+import { type ConfigOf, env, packageRoot } from '@platform/service-kit';
 import { LOCAL_CLIENT_KEYS, parseClientKeys } from './signing/client-keys.ts';
+
+// The services' OpenAPI documents beside the gateway in the repository (from src/ and from dist/ alike).
+const repoRoot = join(packageRoot(import.meta.url), '..');
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -22,6 +26,8 @@ export const gatewayConfigSpec = {
   IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {
     localDefault: 'http://127.0.0.1:8081/.well-known/jwks.json',
   }),
+  JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
+  JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
   GATEWAY_CLIENT_KEYS: env.custom('JSON array of client keys { keyId, alg, secret | publicKey }', parseClientKeys, {
     localDefault: LOCAL_CLIENT_KEYS,
     secret: true,
@@ -32,6 +38,17 @@ export const gatewayConfigSpec = {
   CORS_ORIGINS: env.list('Browser origins allowed to call the API', { default: [], localDefault: ['http://localhost:3000'] }),
   GATEWAY_BODY_LIMIT_BYTES: env.integer('Largest request body accepted', { min: 1024, max: 10_485_760 }, { default: 102_400 }),
   UPSTREAM_TIMEOUT_MS: env.integer('How long an upstream may take before the gateway answers 504', { min: 100, max: 120_000 }, { default: 10_000 }),
+  TRUSTED_PROXY_HOPS: env.integer(
+    'Load balancers in front of the gateway whose X-Forwarded-For/-Proto entries are believed; 0 = the socket peer is the client',
+    { min: 0, max: 5 },
+    { default: 0 },
+  ),
+  IDENTITY_OPENAPI_PATH: env.string('The identity service\'s openapi.yaml, merged into GET /openapi.json', {
+    default: join(repoRoot, 'services', 'identity', 'openapi.yaml'),
+  }),
+  RISK_OPENAPI_PATH: env.string('The risk service\'s openapi.yaml, merged into GET /openapi.json', {
+    default: join(repoRoot, 'services', 'risk', 'openapi.yaml'),
+  }),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
 };
 

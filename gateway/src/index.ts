@@ -1,6 +1,8 @@
 import { closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped } from '@platform/service-kit';
-import { createApp } from './app.ts';
+import { createGateway } from './app.ts';
 import { gatewayConfigSpec } from './config.ts';
+import { loadApiDocument } from './docs/load-api-document.ts';
+import type { OpenApiDocument } from './docs/openapi-merge.ts';
 
 // Composition root: the only module that reads process.env, connects, and listens.
 const config = loadConfigOrExit(gatewayConfigSpec, process.env);
@@ -9,9 +11,27 @@ const lifecycle = { draining: false };
 const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
 const metrics = createMetrics('gateway', { collectDefault: true });
 
+// The API documents are a convenience, not the gateway's job: without them it still serves the API.
+let apiDocument: OpenApiDocument | undefined;
+try {
+  apiDocument = await loadApiDocument(
+    { identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH },
+    {
+      maxSkewS: config.SIGNATURE_MAX_SKEW_S,
+      safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
+      unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+      bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+    },
+  );
+} catch (err) {
+  logger.warn({ err }, 'API documents not loaded: /openapi.json and /docs answer 503 (set IDENTITY_OPENAPI_PATH and RISK_OPENAPI_PATH)');
+}
+
+const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument });
+
 await serveUntilStopped({
   service: 'gateway',
-  app: createApp({ config, logger, redis, metrics, lifecycle }),
+  app: gateway.app,
   port: config.GATEWAY_PORT,
   host: config.HOST,
   logger,
@@ -22,7 +42,11 @@ await serveUntilStopped({
     redis: config.REDIS_URL,
     identity: config.IDENTITY_URL,
     risk: config.RISK_URL,
+    jwks: config.IDENTITY_JWKS_URL,
     clientKeys: config.GATEWAY_CLIENT_KEYS.map((k) => `${k.keyId} (${k.alg})`).join(', '),
   },
-  closers: [{ name: 'redis', close: () => closeRedis(redis) }],
+  closers: [
+    { name: 'upstream connections', close: async () => gateway.close() },
+    { name: 'redis', close: () => closeRedis(redis) },
+  ],
 });

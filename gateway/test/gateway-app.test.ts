@@ -39,10 +39,13 @@ describe('gateway app', () => {
     assert.deepEqual(res.body, { timestamp: res.body.timestamp, status: 404, error: 'Not Found', message: 'No route for GET /nowhere', path: '/nowhere' });
   });
 
-  it('the API surface answers 501 until routing lands, and proxies nothing', async () => {
-    const res = await request(build()).post('/v1/auth/login').send({ username: 'a@example.com', password: 'x' });
-    assert.equal(res.status, 501);
-    assert.equal(res.body.message, 'POST /v1/auth/login is not routed by the gateway yet');
+  it('an unsigned API request answers 400 or 401 in the error shape, never reaching an upstream', async () => {
+    const noKey = await request(build()).post('/v1/auth/login').send({ username: 'a@example.com', password: 'x' });
+    assert.equal(noKey.status, 400);
+    assert.equal(noKey.body.message, 'Missing X-Idempotency-Key header');
+    const unsigned = await request(build()).post('/v1/auth/login').set('X-Idempotency-Key', 'k-1').send({ username: 'a@example.com', password: 'x' });
+    assert.equal(unsigned.status, 401);
+    assert.equal(unsigned.body.message, 'Invalid request signature');
   });
 
   it('GET /metrics serves the Prometheus text format', async () => {

@@ -1,0 +1,108 @@
+import type { OpenApiDocument } from './openapi-merge.ts';
+
+type Json = Record<string, unknown>;
+const obj = (value: unknown): Json => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {});
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
+
+function escape(text: unknown): string {
+  return String(text ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** The little Markdown the documents use: paragraphs, `- ` lists, `## ` headings, `code` and **bold**. */
+function markdown(text: unknown): string {
+  // Odd pieces between backticks are code, where `**` is just text (`/v1/auth/**`).
+  const inline = (line: string) =>
+    line
+      .split('`')
+      .map((piece, i) => (i % 2 === 1 ? `<code>${escape(piece)}</code>` : escape(piece).replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')))
+      .join('');
+  return String(text ?? '')
+    .split(/\n\s*\n/)
+    .map((block) => {
+      const lines = block.trim().split('\n');
+      if (lines[0]?.startsWith('## ')) return `<h3>${inline(lines[0].slice(3))}</h3>`;
+      if (lines.every((l) => l.trim().startsWith('- '))) return `<ul>${lines.map((l) => `<li>${inline(l.trim().slice(2))}</li>`).join('')}</ul>`;
+      return block.trim() === '' ? '' : `<p>${inline(lines.join(' '))}</p>`;
+    })
+    .join('\n');
+}
+
+/** `#/components/schemas/User` → a link to that schema's section of the page. */
+function refLink(ref: unknown): string {
+  const name = String(ref).split('/').at(-1) ?? '';
+  return `<a href="#schema-${escape(name)}">${escape(name)}</a>`;
+}
+
+function resolve(doc: OpenApiDocument, value: unknown): Json {
+  const ref = obj(value).$ref;
+  if (typeof ref !== 'string') return obj(value);
+  return ref
+    .replace(/^#\//, '')
+    .split('/')
+    .reduce<Json>((at, key) => obj(at[key]), doc);
+}
+
+function schemaOf(content: unknown): string {
+  const schema = obj(obj(Object.values(obj(content))[0]).schema);
+  if (typeof schema.$ref === 'string') return refLink(schema.$ref);
+  if (schema.type === 'array' && typeof obj(schema.items).$ref === 'string') return `array of ${refLink(obj(schema.items).$ref)}`;
+  return Object.keys(schema).length > 0 ? `<code>${escape(JSON.stringify(schema))}</code>` : '';
+}
+
+function operation(doc: OpenApiDocument, method: string, path: string, op: Json): string {
+  const security = list(op.security).map((r) => Object.keys(obj(r)).join(' + ')).join(' or ');
+  const params = list(op.parameters).map((p) => resolve(doc, p));
+  const body = obj(resolve(doc, op.requestBody).content);
+  const responses = Object.entries(obj(op.responses)).map(([status, r]) => {
+    const response = resolve(doc, r);
+    return `<tr><td>${escape(status)}</td><td>${markdown(response.description)}</td><td>${schemaOf(response.content)}</td></tr>`;
+  });
+  return `<section class="op" id="op-${escape(op.operationId ?? `${method}-${path}`)}">
+<h3><span class="method ${method}">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3>
+<p><strong>${escape(op.summary)}</strong></p>
+${markdown(op.description)}
+<p class="security">Security: ${escape(security)}</p>
+${params.length > 0 ? `<table><tr><th>Parameter</th><th>In</th><th>Required</th><th>Description</th></tr>${params.map((p) => `<tr><td><code>${escape(p.name)}</code></td><td>${escape(p.in)}</td><td>${p.required === true ? 'yes' : 'no'}</td><td>${markdown(p.description)}</td></tr>`).join('')}</table>` : ''}
+${Object.keys(body).length > 0 ? `<p>Request body: ${schemaOf(body)}</p>` : ''}
+<table><tr><th>Status</th><th>Meaning</th><th>Body</th></tr>${responses.join('')}</table>
+</section>`;
+}
+
+/**
+ * A self-contained HTML reference of the API document: no script and nothing fetched from elsewhere,
+ * so it works offline and under a strict Content-Security-Policy. Built once, at start.
+ */
+export function renderDocsPage(doc: OpenApiDocument): string {
+  const info = obj(doc.info);
+  const ops: Array<{ tag: string; html: string; title: string; anchor: string }> = [];
+  for (const [path, item] of Object.entries(obj(doc.paths))) {
+    for (const method of METHODS) {
+      const op = obj(obj(item)[method]);
+      if (Object.keys(op).length === 0) continue;
+      const tag = String(list(op.tags)[0] ?? 'Other');
+      ops.push({ tag, html: operation(doc, method, path, op), title: `${method.toUpperCase()} ${path}`, anchor: String(op.operationId ?? `${method}-${path}`) });
+    }
+  }
+  const tags = [...new Set(ops.map((o) => o.tag))];
+  const schemas = Object.entries(obj(obj(doc.components).schemas));
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(info.title)}</title>
+<style>
+body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:960px;padding:1rem 2rem;color:#222}
+code,pre{font:13px ui-monospace,monospace;background:#f4f4f4;border-radius:3px;padding:0 .2em}
+pre{padding:.6em;overflow:auto}table{border-collapse:collapse;width:100%;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}td p{margin:0}
+.op{border-top:1px solid #ccc;margin-top:1.5em}.method{color:#fff;border-radius:3px;padding:0 .4em;font-size:13px}
+.get{background:#2b7}.post{background:#27b}.patch,.put{background:#b82}.delete{background:#b33}.security{color:#555}
+</style></head><body>
+<h1>${escape(info.title)} <small>${escape(info.version)}</small></h1>
+<p>Machine-readable: <a href="/openapi.json">/openapi.json</a></p>
+<nav><ul>${tags.map((t) => `<li>${escape(t)}<ul>${ops.filter((o) => o.tag === t).map((o) => `<li><a href="#op-${escape(o.anchor)}">${escape(o.title)}</a></li>`).join('')}</ul></li>`).join('')}<li><a href="#schemas">Schemas</a></li></ul></nav>
+${markdown(info.description)}
+${tags.map((t) => `<h2>${escape(t)}</h2>\n${ops.filter((o) => o.tag === t).map((o) => o.html).join('\n')}`).join('\n')}
+<h2 id="schemas">Schemas</h2>
+${schemas.map(([name, schema]) => `<h3 id="schema-${escape(name)}">${escape(name)}</h3><pre>${escape(JSON.stringify(schema, null, 2))}</pre>`).join('\n')}
+</body></html>`;
+}

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
+import type { Request, RequestHandler, Response } from 'express';
+import type { TokenVerifier } from '@platform/auth';
+import { ConflictError, ServiceUnavailableError, UnauthorizedError, toHttpError } from '@platform/errors';
+import type { Logger } from '@platform/service-kit';
+import { type BearerVerdict, checkBearer, needsBearer } from '../bearer/bearer-check.ts';
+import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
+import type { ClaimOutcome, ReplayGuard } from '../idempotency/replay-guard.ts';
+import { clientOrigin, upstreamRequestHeaders } from '../proxy/forwarded-headers.ts';
+import type { UpstreamProxy } from '../proxy/upstream-proxy.ts';
+import { SignatureFault } from '../signing/signature-fault.ts';
+import { type SignatureVerifierOptions, type VerifiedSignature, verifyRequestSignature } from '../signing/verify-request.ts';
+import type { GatewayMetrics } from './gateway-metrics.ts';
+
+/** What the checks of an API request need. */
+export interface ApiRequestDeps {
+  signatures: SignatureVerifierOptions;
+  tokens: TokenVerifier;
+  guard: ReplayGuard;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  trustedProxyHops: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** The request's own child logger (pino-http puts it on `req.log`, with the request id). */
+function logOf(req: Request, fallback: Logger): Logger {
+  return (req as Request & { log?: Logger }).log ?? fallback;
+}
+
+function pathOf(req: Request): string {
+  const at = req.originalUrl.indexOf('?');
+  return at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
+}
+
+async function verifySignature(req: Request, body: Buffer, deps: ApiRequestDeps): Promise<VerifiedSignature> {
+  try {
+    return await verifyRequestSignature({ method: req.method, target: req.originalUrl, authority: req.headers.host, headers: req.headers }, body, deps.signatures);
+  } catch (err) {
+    if (!(err instanceof SignatureFault)) throw err;
+    deps.metrics.rejected('signature');
+    logOf(req, deps.logger).warn({ reason: err.message }, 'request signature rejected');
+    throw new UnauthorizedError('Invalid request signature', { cause: err });
+  }
+}
+
+/** Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 order. */
+function assertAdmitted(outcome: ClaimOutcome, bearer: BearerVerdict, deps: ApiRequestDeps): void {
+  if (outcome === 'nonce-reused') {
+    deps.metrics.rejected('nonce-reused');
+    throw new ConflictError('Replay attack detected (nonce reused)');
+  }
+  if (outcome === 'key-reused') {
+    deps.metrics.rejected('idempotency-key-reused');
+    throw new ConflictError('Duplicate request detected (X-Idempotency-Key)');
+  }
+  if (bearer.fault !== undefined) {
+    deps.metrics.rejected('bearer');
+    throw bearer.fault;
+  }
+  if (outcome === 'token-revoked') {
+    deps.metrics.rejected('bearer');
+    throw new UnauthorizedError('Bad Credentials', { cause: new Error('token is revoked') });
+  }
+}
+
+async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: UpstreamProxy, next: (err?: unknown) => void): Promise<void> {
+  const idempotencyKey = idempotencyKeyOf(req.headers['x-idempotency-key']);
+  const body = Buffer.isBuffer(req.body) ? req.body : EMPTY;
+  const { keyId, nonce } = await verifySignature(req, body, deps);
+  // The token is checked on the CPU now so its revocation keys can join the one Redis round trip below.
+  const bearer: BearerVerdict = needsBearer(pathOf(req)) ? await checkBearer(deps.tokens, req.headers.authorization) : { principal: undefined };
+  const owner = randomUUID();
+  let outcome: ClaimOutcome;
+  try {
+    outcome = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, owner });
+  } catch (err) {
+    // Fail closed: without Redis no replay can be ruled out, so nothing is proxied.
+    deps.metrics.rejected('redis-unavailable');
+    throw new ServiceUnavailableError(undefined, { cause: err });
+  }
+  assertAdmitted(outcome, bearer, deps);
+  const release = () =>
+    deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
+      logOf(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
+    });
+  try {
+    const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);
+    const headers = upstreamRequestHeaders(req.headers, {
+      requestId: String(res.getHeader('x-request-id') ?? ''),
+      keyId,
+      clientAddress: origin.address,
+      proto: origin.proto,
+      host: req.headers.host,
+      method: req.method,
+      bodyLength: body.length,
+    });
+    proxy.forward(req, res, next, { body, headers, release, done: deps.metrics.upstreamTimer(proxy.name) });
+  } catch (err) {
+    // A fault of the gateway itself after the claim is a 5xx too: the client may retry with the same key.
+    if (toHttpError(err).status >= 500) await release();
+    throw err;
+  }
+}
+
+/**
+ * The checks of every API request after its idempotency header and body were read, in CONTRACT.md
+ * part 3 order: signature → nonce → idempotency key → bearer token → proxy to `proxy`'s upstream.
+ */
+export function apiRequest(deps: ApiRequestDeps, proxy: UpstreamProxy): RequestHandler {
+  return (req, res, next) => {
+    handle(req, res, deps, proxy, next).catch(next);
+  };
+}

@@ -1,0 +1,45 @@
+import { Counter, Histogram } from 'prom-client';
+import type { Metrics } from '@platform/service-kit';
+
+/** Why the gateway refused a request itself; one label value each, so dashboards can tell attacks from bugs. */
+export type RejectionReason =
+  | 'idempotency-key-missing'
+  | 'body-too-large'
+  | 'signature'
+  | 'nonce-reused'
+  | 'idempotency-key-reused'
+  | 'bearer'
+  | 'redis-unavailable';
+
+/** The gateway's own series, beside the request metrics every process has. */
+export interface GatewayMetrics {
+  rejected(reason: RejectionReason): void;
+  /** Times one upstream exchange; call the result with the outcome (a status code, `timeout` or `unreachable`). */
+  upstreamTimer(upstream: string): (outcome: string) => void;
+}
+
+/** Registers the gateway's counters and histogram on the process registry. */
+export function createGatewayMetrics(metrics: Metrics): GatewayMetrics {
+  const rejections = new Counter({
+    name: 'gateway_rejected_requests_total',
+    help: 'API requests the gateway answered itself without proxying, by reason',
+    labelNames: ['reason'],
+    registers: [metrics.registry],
+  });
+  const upstream = new Histogram({
+    name: 'gateway_upstream_duration_seconds',
+    help: 'Time from sending a request upstream to its response headers (or failure), by upstream and outcome',
+    labelNames: ['upstream', 'outcome'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [metrics.registry],
+  });
+  return {
+    rejected: (reason) => rejections.inc({ reason }),
+    upstreamTimer: (name) => {
+      const end = upstream.startTimer({ upstream: name });
+      return (outcome) => {
+        end({ outcome });
+      };
+    },
+  };
+}

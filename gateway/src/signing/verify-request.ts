@@ -1,0 +1,51 @@
+import { contentDigestProblem } from './content-digest.ts';
+import { type SignedRequest, signatureBase } from './signature-base.ts';
+import { SignatureFault } from './signature-fault.ts';
+import { readSignature } from './signature-headers.ts';
+import { signatureMatches } from './signature-match.ts';
+import { SIGNATURE_LABEL, assertCovers, checkParams, requiredComponents } from './signature-policy.ts';
+import type { VerificationKey } from './verification-keys.ts';
+
+/** What the gateway needs to verify signatures. */
+export interface SignatureVerifierOptions {
+  keys: ReadonlyMap<string, VerificationKey>;
+  /** Allowed distance of `created` from the clock, seconds. */
+  maxSkewS: number;
+  /** The clock, epoch milliseconds; tests may move it. */
+  now?: () => number;
+}
+
+/** Who signed a request, and with which nonce. */
+export interface VerifiedSignature {
+  keyId: string;
+  nonce: string;
+}
+
+/**
+ * Verifies a request's `sig1` signature against CONTRACT.md part 2, cheapest checks first, and
+ * resolves who signed it. Rejects with a SignatureFault whose message is the precise reason (for the log).
+ */
+export async function verifyRequestSignature(
+  request: SignedRequest,
+  body: Buffer,
+  options: SignatureVerifierOptions,
+): Promise<VerifiedSignature> {
+  const entry = readSignature(request.headers, SIGNATURE_LABEL);
+  const hasBody = body.length > 0;
+  assertCovers(entry.bareComponents, requiredComponents({ hasBody, hasAuthorization: request.headers.authorization !== undefined }));
+  const nowS = Math.floor((options.now ?? Date.now)() / 1000);
+  const params = checkParams(entry.params, nowS, options.maxSkewS);
+  const key = options.keys.get(params.keyId);
+  // The key id is the client's text: cut it short, the log line should stay a line.
+  if (key === undefined) throw new SignatureFault(`unknown keyid "${params.keyId.slice(0, 128)}"`);
+  if (params.alg !== undefined && params.alg !== key.alg) throw new SignatureFault(`alg "${params.alg}" is not the key's ${key.alg}`);
+  const digestHeader = request.headers['content-digest'];
+  if (hasBody || digestHeader !== undefined) {
+    const problem = contentDigestProblem(Array.isArray(digestHeader) ? digestHeader.join(', ') : digestHeader, body);
+    if (problem !== undefined) throw new SignatureFault(problem);
+  }
+  if (!(await signatureMatches(signatureBase(request, entry), entry.signature, key))) {
+    throw new SignatureFault('signature does not match');
+  }
+  return { keyId: params.keyId, nonce: params.nonce };
+}

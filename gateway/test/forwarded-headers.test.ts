@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { clientOrigin, clientResponseHeaders, upstreamRequestHeaders } from '../src/proxy/forwarded-headers.ts';
+
+describe('forwarded headers', () => {
+  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', bodyLength: 0 };
+
+  it('sends the upstream only allow-listed client headers plus the gateway\'s own', () => {
+    const out = upstreamRequestHeaders(
+      {
+        accept: 'application/json',
+        authorization: 'Bearer t',
+        'x-idempotency-key': 'i1',
+        connection: 'close',
+        expect: '100-continue',
+        'x-forwarded-for': '1.2.3.4',
+        'x-client-key-id': 'forged',
+        'x-request-id': 'client-chosen',
+        signature: 'sig1=:AA==:',
+        host: 'api.example.com',
+      },
+      facts,
+    );
+    assert.deepEqual(out, {
+      accept: 'application/json',
+      authorization: 'Bearer t',
+      'x-idempotency-key': 'i1',
+      'x-request-id': 'r1',
+      'x-client-key-id': 'k1',
+      'x-forwarded-for': '10.0.0.7',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'api.example.com',
+    });
+  });
+
+  it('states the body length for bodies and for POST/PUT/PATCH without one', () => {
+    assert.equal(upstreamRequestHeaders({}, { ...facts, method: 'POST', bodyLength: 12 })['content-length'], '12');
+    assert.equal(upstreamRequestHeaders({}, { ...facts, method: 'POST', bodyLength: 0 })['content-length'], '0');
+    assert.equal(upstreamRequestHeaders({}, { ...facts, method: 'GET', bodyLength: 0 })['content-length'], undefined);
+  });
+
+  it('returns the client only allow-listed response headers', () => {
+    assert.deepEqual(clientResponseHeaders({ 'content-type': 'application/json', location: '/x', 'retry-after': '5', 'set-cookie': ['a=1'], 'x-powered-by': 'Express', server: 'x' }), {
+      'content-type': 'application/json',
+      location: '/x',
+      'retry-after': '5',
+    });
+  });
+
+  describe('clientOrigin', () => {
+    const socket = { remoteAddress: '192.0.2.1', encrypted: false };
+
+    it('with no trusted proxy, is the socket peer, whatever X-Forwarded-* claims', () => {
+      assert.deepEqual(clientOrigin(socket, { 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https' }, 0), { address: '192.0.2.1', proto: 'http' });
+    });
+
+    it('behind N trusted proxies, is the address the outermost one saw and the scheme the nearest reports', () => {
+      const headers = { 'x-forwarded-for': '6.6.6.6, 203.0.113.5, 10.0.0.2', 'x-forwarded-proto': 'http, https' };
+      assert.deepEqual(clientOrigin(socket, headers, 1), { address: '10.0.0.2', proto: 'https' });
+      assert.deepEqual(clientOrigin(socket, headers, 2), { address: '203.0.113.5', proto: 'https' });
+      assert.deepEqual(clientOrigin(socket, {}, 1), { address: '192.0.2.1', proto: 'http' });
+    });
+  });
+});

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { redisBlacklist } from '@platform/auth';
+import { createTestIssuer } from '@platform/auth/testing';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { idempotencyRedisKey } from '../src/idempotency/replay-guard.ts';
+import { deadUrl } from './support/fake-upstream.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
+
+describe('gateway bearer check (CONTRACT.md part 4)', () => {
+  let testRedis: TestRedis;
+  let gw: TestGateway;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-bearer');
+    gw = await startGateway({ redis: testRedis.redis });
+  });
+  after(async () => {
+    await gw.close();
+    await testRedis.close();
+  });
+
+  const stations = '/v1/weather-stations/get-cities';
+
+  async function expectBadCredentials(headers: Record<string, string>, target = stations): Promise<void> {
+    const before = gw.risk.received.length + gw.identity.received.length;
+    const res = await send(gw.url, 'GET', target, headers);
+    assert.equal(res.status, 401, res.body.toString());
+    assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 401, error: 'Unauthorized', message: 'Bad Credentials', path: target });
+    assert.equal(gw.risk.received.length + gw.identity.received.length, before, 'reached an upstream');
+  }
+
+  it('when a protected route has no bearer token, answers 401 Bad Credentials', async () => {
+    await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac }));
+    await expectBadCredentials(signedHeaders('GET', '/v1/users/update', { key: gw.keys.hmac }), '/v1/users/update');
+  });
+
+  it('when the token is from another issuer, expired or garbage, answers 401', async () => {
+    const stranger = createTestIssuer(gw.issuer.issuer, gw.issuer.audience);
+    for (const token of [stranger.sign(), gw.issuer.sign({ expiresInS: -60 }), gw.issuer.sign({ aud: 'urn:other' }), 'not.a.jwt']) {
+      await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+    }
+  });
+
+  it('when the token was revoked at logout, answers 401 and keeps the idempotency key', async () => {
+    const jti = `jti-${newNonce()}`;
+    const token = gw.issuer.sign({ jti });
+    await redisBlacklist(testRedis.redis).revoke(jti, Math.floor(Date.now() / 1000) + 900);
+    const idempotencyKey = newIdempotencyKey();
+    await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token, idempotencyKey }));
+    const retry = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign(), idempotencyKey }));
+    assert.equal(retry.status, 409, 'a 401 is not a 5xx: the key stays used');
+  });
+
+  it('when the token\'s session was ended (logout elsewhere, password change), answers 401', async () => {
+    const sid = `sid-${newNonce()}`;
+    await redisBlacklist(testRedis.redis).revokeSessions([sid], Math.floor(Date.now() / 1000) + 900);
+    await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign({ sid }) }));
+  });
+
+  it('when the token is valid and not revoked, proxies with the Authorization header for the service to check roles', async () => {
+    const token = gw.issuer.sign({ roles: ['ADMIN'] });
+    const res = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+    assert.equal(res.status, 200);
+    assert.equal(gw.risk.received.at(-1)?.headers.authorization, `Bearer ${token}`);
+  });
+
+  it('lets login, refresh, logout, password-reset and password-reset-request through without a token', async () => {
+    for (const target of ['/v1/auth/login', '/v1/auth/refresh', '/v1/auth/logout', '/v1/users/password-reset', '/v1/users/password-reset-request']) {
+      const body = Buffer.from('{}');
+      const res = await send(gw.url, 'POST', target, signedHeaders('POST', target, { key: gw.keys.hmac, body }), body);
+      assert.equal(res.status, 200, target);
+      assert.equal(gw.identity.received.at(-1)?.url, target);
+    }
+  });
+
+  it('on a public route, forwards a bearer token unchecked (the service decides, e.g. an ADMIN reset request)', async () => {
+    const target = '/v1/users/password-reset-request';
+    const body = Buffer.from('{"username":"a@example.com"}');
+    const res = await send(gw.url, 'POST', target, signedHeaders('POST', target, { key: gw.keys.hmac, body, bearer: 'expired.or.whatever' }), body);
+    assert.equal(res.status, 200);
+    assert.equal(gw.identity.received.at(-1)?.headers.authorization, 'Bearer expired.or.whatever');
+  });
+
+  it('checks the nonce before the bearer token: a replay without a token answers 409', async () => {
+    const nonce = newNonce();
+    const token = gw.issuer.sign();
+    assert.equal((await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token, nonce }))).status, 200);
+    const replay = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, nonce }));
+    assert.equal(replay.status, 409);
+    assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+  });
+
+  it('when the token keys cannot be fetched, answers 503 and claims no idempotency key', async () => {
+    const local = await startGateway({ redis: testRedis.redis, env: { IDENTITY_JWKS_URL: `${await deadUrl()}/.well-known/jwks.json` } });
+    try {
+      const idempotencyKey = newIdempotencyKey();
+      const res = await send(local.url, 'GET', stations, signedHeaders('GET', stations, { key: local.keys.hmac, bearer: local.issuer.sign(), idempotencyKey }));
+      assert.equal(res.status, 503);
+      assert.equal(await testRedis.redis.exists(idempotencyRedisKey(local.keys.hmac.keyId, idempotencyKey)), 0);
+      assert.equal(local.risk.received.length, 0);
+    } finally {
+      await local.close();
+    }
+  });
+});

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import request from 'supertest';
+import { parse } from 'yaml';
+import { createMetrics, loadConfig } from '@platform/service-kit';
+import { type TestRedis, captureLogger, createTestRedis } from '@platform/service-kit/testing';
+import { createApp } from '../src/app.ts';
+import { gatewayConfigSpec } from '../src/config.ts';
+import { loadApiDocument } from '../src/docs/load-api-document.ts';
+import type { OpenApiDocument } from '../src/docs/openapi-merge.ts';
+
+type Json = Record<string, unknown>;
+const config = loadConfig(gatewayConfigSpec, {});
+const facts = { maxSkewS: 300, safeTtlS: 600, unsafeTtlS: 86_400, bodyLimitBytes: 102_400 };
+
+function refsOf(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) for (const v of value) refsOf(v, out);
+  else if (typeof value === 'object' && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === '$ref' && typeof v === 'string') out.push(v);
+      else refsOf(v, out);
+    }
+  }
+  return out;
+}
+
+function resolves(doc: Json, ref: string): boolean {
+  let at: unknown = doc;
+  for (const key of ref.replace(/^#\//, '').split('/')) at = (at as Json | undefined)?.[key];
+  return at !== undefined;
+}
+
+function operations(doc: Json): Array<[string, Json]> {
+  return Object.entries(doc.paths as Json).flatMap(([path, item]) => Object.entries(item as Json).map(([method, op]): [string, Json] => [`${method} ${path}`, op as Json]));
+}
+
+describe('the merged API document', () => {
+  let doc: OpenApiDocument;
+  let identity: Json;
+  let risk: Json;
+
+  before(async () => {
+    doc = await loadApiDocument({ identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH }, facts);
+    identity = parse(await readFile(config.IDENTITY_OPENAPI_PATH, 'utf8')) as Json;
+    risk = parse(await readFile(config.RISK_OPENAPI_PATH, 'utf8')) as Json;
+  });
+
+  it('has every path of both services except the JWKS, which the gateway does not route', () => {
+    const expected = [...Object.keys(identity.paths as Json), ...Object.keys(risk.paths as Json)].filter((p) => p !== '/.well-known/jwks.json');
+    assert.deepEqual(Object.keys(doc.paths as Json).sort(), expected.sort());
+  });
+
+  it('requires the signature and the idempotency key on every operation, on top of its own security', () => {
+    for (const [name, op] of operations(doc)) {
+      const security = op.security as Json[];
+      assert.ok(security.length > 0 && security.every((s) => 'requestSignature' in s), name);
+      assert.deepEqual((op.parameters as Json[])[0], { $ref: '#/components/parameters/IdempotencyKey' }, name);
+      for (const status of ['401', '409', '502', '503', '504']) assert.ok(status in (op.responses as Json), `${name} ${status}`);
+    }
+    const [, login] = operations(doc).find(([name]) => name === 'post /v1/auth/login')!;
+    assert.deepEqual(login.security, [{ requestSignature: [] }]);
+    const [, cities] = operations(doc).find(([name]) => name === 'get /v1/weather-stations/get-cities')!;
+    assert.deepEqual(cities.security, [{ bearerAuth: [], requestSignature: [] }]);
+  });
+
+  it('resolves every $ref, and describes the signing scheme with the configured window', () => {
+    for (const ref of refsOf(doc)) assert.ok(resolves(doc, ref), ref);
+    const schemes = (doc.components as Json).securitySchemes as Json;
+    assert.deepEqual(Object.keys(schemes).sort(), ['bearerAuth', 'requestSignature']);
+    assert.match(String((schemes.requestSignature as Json).description), /sig1.*\n[\s\S]*±300 s/);
+  });
+});
+
+describe('GET /openapi.json and GET /docs', () => {
+  let testRedis: TestRedis;
+  let doc: OpenApiDocument;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-docs');
+    doc = await loadApiDocument({ identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH }, facts);
+  });
+  after(async () => {
+    await testRedis.close();
+  });
+
+  const build = (apiDocument?: OpenApiDocument) =>
+    createApp({ config, logger: captureLogger('gateway').logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
+
+  it('when asked without a signature, answers the merged document as JSON', async () => {
+    const res = await request(build(doc)).get('/openapi.json');
+    assert.equal(res.status, 200);
+    assert.match(res.headers['content-type'] ?? '', /^application\/json/);
+    assert.deepEqual(res.body, JSON.parse(JSON.stringify(doc)));
+  });
+
+  it('answers a self-contained HTML reference: every operation, no script, nothing fetched from elsewhere', async () => {
+    const res = await request(build(doc)).get('/docs');
+    assert.equal(res.status, 200);
+    assert.match(res.headers['content-type'] ?? '', /^text\/html/);
+    assert.match(res.headers['content-security-policy'] ?? '', /default-src 'none'/);
+    for (const [name] of operations(doc)) {
+      const [method, path] = name.split(' ');
+      assert.ok(res.text.includes(`${method!.toUpperCase()}</span> <code>${path!}</code>`), name);
+    }
+    assert.doesNotMatch(res.text, /<script|<link|src=|https?:\/\/(?!localhost)[a-z]/i);
+  });
+
+  it('when the documents were not loaded, answers 503; another method answers 405', async () => {
+    assert.equal((await request(build()).get('/openapi.json')).status, 503);
+    assert.equal((await request(build()).get('/docs')).status, 503);
+    assert.equal((await request(build(doc)).post('/docs')).status, 405);
+  });
+});

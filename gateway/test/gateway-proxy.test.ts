@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { startUpstream } from './support/fake-upstream.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { signedHeaders } from './support/signing-client.ts';
+
+describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
+  let testRedis: TestRedis;
+  let gw: TestGateway;
+  let token: string;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-proxy');
+    gw = await startGateway({ redis: testRedis.redis });
+    token = gw.issuer.sign();
+  });
+  after(async () => {
+    await gw.close();
+    await testRedis.close();
+  });
+
+  const signed = (method: string, target: string, options: { body?: Buffer; headers?: Record<string, string> } = {}) =>
+    send(gw.url, method, target, signedHeaders(method, target, { key: gw.keys.hmac, bearer: token, ...options }), options.body);
+
+  it('routes /v1/auth, /v1/users and /v1/accounts to identity and /v1/weather-stations to risk, whatever the Host', async () => {
+    for (const [target, upstream] of [
+      ['/v1/users/update', gw.identity],
+      ['/v1/accounts/123', gw.identity],
+      ['/v1/auth/refresh', gw.identity],
+      ['/v1/weather-stations/by/id/17130', gw.risk],
+    ] as const) {
+      const res = await signed('GET', target, { headers: { host: 'risk.example.com' } });
+      assert.equal(res.status, 200, target);
+      assert.equal(upstream.received.at(-1)?.url, target);
+    }
+  });
+
+  it('when the path belongs to no upstream, answers 404 and proxies nothing', async () => {
+    const before = gw.identity.received.length + gw.risk.received.length;
+    for (const target of ['/v1/unknown', '/v1/authx', '/V1/AUTH/LOGIN', '/.well-known/jwks.json']) {
+      const res = await signed('GET', target);
+      assert.equal(res.status, 404, target);
+      assert.equal(res.json().error, 'Not Found');
+    }
+    assert.equal(gw.identity.received.length + gw.risk.received.length, before);
+  });
+
+  it('forwards the body bytes unchanged, allow-listed headers only, and sets X-Request-Id and X-Forwarded-*', async () => {
+    const body = Buffer.from('{"city":"Şanlıurfa",  "district":"Halfeti"}\n');
+    const res = await signed('POST', '/v1/weather-stations/by/city-district', {
+      body,
+      headers: {
+        host: 'api.example.com',
+        'x-request-id': 'req-forward-1',
+        'x-forwarded-for': '6.6.6.6',
+        'x-client-key-id': 'forged',
+        cookie: 'session=1',
+        'x-internal': 'secret',
+        'accept-language': 'tr-TR',
+      },
+    });
+    assert.equal(res.status, 200, res.body.toString());
+    const received = gw.risk.received.at(-1)!;
+    assert.ok(received.body.equals(body));
+    assert.equal(received.headers['content-length'], String(body.length));
+    assert.equal(received.headers['content-type'], 'application/json');
+    assert.equal(received.headers['accept-language'], 'tr-TR');
+    assert.equal(received.headers.authorization, `Bearer ${token}`);
+    assert.equal(received.headers['x-request-id'], 'req-forward-1');
+    assert.equal(received.headers['x-forwarded-for'], '127.0.0.1', 'a client-sent X-Forwarded-For is not believed');
+    assert.equal(received.headers['x-forwarded-proto'], 'http');
+    assert.equal(received.headers['x-forwarded-host'], 'api.example.com');
+    assert.equal(received.headers['x-client-key-id'], gw.keys.hmac.keyId);
+    for (const dropped of ['cookie', 'x-internal', 'signature', 'signature-input', 'content-digest', 'transfer-encoding']) {
+      assert.equal(received.headers[dropped], undefined, `${dropped} reached the upstream`);
+    }
+    assert.equal(res.headers['x-request-id'], 'req-forward-1');
+  });
+
+  it('returns only allow-listed upstream response headers', async () => {
+    const res = await signed('GET', '/v1/weather-stations/get-cities');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['cache-control'], 'no-store');
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    for (const dropped of ['x-powered-by', 'set-cookie', 'x-internal-trace']) assert.equal(res.headers[dropped], undefined, dropped);
+  });
+
+  it('passes the upstream error body through, and re-shapes one that is not JSON', async () => {
+    const identity = await startUpstream((req, res) => {
+      if (req.url === '/v1/users/html') res.writeHead(503, { 'content-type': 'text/html' }).end('<html><body>Service Unavailable</body></html>');
+      else res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ timestamp: '2025-01-01T00:00:00.000Z', status: 404, error: 'Not Found', message: 'User not found', path: req.url }));
+    });
+    const local = await startGateway({ redis: testRedis.redis, identity });
+    try {
+      const localToken = local.issuer.sign();
+      const json = await send(local.url, 'GET', '/v1/users/x', signedHeaders('GET', '/v1/users/x', { key: local.keys.hmac, bearer: localToken }));
+      assert.equal(json.status, 404);
+      assert.equal(json.json().message, 'User not found');
+      const html = await send(local.url, 'GET', '/v1/users/html', signedHeaders('GET', '/v1/users/html', { key: local.keys.hmac, bearer: localToken }));
+      assert.equal(html.status, 503);
+      assert.deepEqual(html.json(), { timestamp: html.json().timestamp, status: 503, error: 'Service Unavailable', message: 'Service Unavailable', path: '/v1/users/html' });
+    } finally {
+      await local.close();
+      await identity.close();
+    }
+  });
+
+  it('when the upstream is down, answers 502 in the error shape', async () => {
+    const local = await startGateway({ redis: testRedis.redis, identityDown: true });
+    try {
+      const idempotencyKey = 'retry-after-502';
+      const res = await send(local.url, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: local.keys.hmac, body: Buffer.from('{}'), idempotencyKey }), Buffer.from('{}'));
+      assert.equal(res.status, 502);
+      assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 502, error: 'Bad Gateway', message: 'Upstream service unavailable', path: '/v1/auth/login' });
+      const retry = await send(local.url, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: local.keys.hmac, body: Buffer.from('{}'), idempotencyKey }), Buffer.from('{}'));
+      assert.equal(retry.status, 502, 'the key was released, so the retry is not a 409');
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('when the upstream is slower than UPSTREAM_TIMEOUT_MS, answers 504', async () => {
+    const identity = await startUpstream((_req, res) => {
+      setTimeout(() => res.writeHead(200).end('{}'), 1500);
+    });
+    const local = await startGateway({ redis: testRedis.redis, identity, env: { UPSTREAM_TIMEOUT_MS: '200' } });
+    try {
+      const started = Date.now();
+      const res = await send(local.url, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: local.keys.hmac, body: Buffer.from('{}') }), Buffer.from('{}'));
+      assert.equal(res.status, 504);
+      assert.equal(res.json().message, 'Upstream service timed out');
+      assert.ok(Date.now() - started < 1000);
+      assert.equal(identity.received.length, 1);
+    } finally {
+      await local.close();
+      await identity.close();
+    }
+  });
+
+  it('when the body is over GATEWAY_BODY_LIMIT_BYTES, answers 413 and proxies nothing', async () => {
+    const body = Buffer.alloc(102_401, 'a');
+    const before = gw.identity.received.length;
+    const res = await send(gw.url, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: gw.keys.hmac, body }), body);
+    assert.equal(res.status, 413);
+    assert.equal(res.json().error, 'Payload Too Large');
+    assert.equal(gw.identity.received.length, before);
+    const atLimit = Buffer.alloc(102_400, 'a');
+    assert.equal((await send(gw.url, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: gw.keys.hmac, body: atLimit }), atLimit)).status, 200);
+  });
+
+  it('serves /health/live, /health/ready and /metrics itself, unsigned, and counts rejections', async () => {
+    const before = gw.identity.received.length + gw.risk.received.length;
+    assert.equal((await send(gw.url, 'GET', '/health/live')).status, 200);
+    assert.equal((await send(gw.url, 'GET', '/health/ready')).status, 200);
+    await send(gw.url, 'GET', '/v1/users/update', { 'x-idempotency-key': 'k1' });
+    const metrics = await send(gw.url, 'GET', '/metrics');
+    assert.equal(metrics.status, 200);
+    assert.match(metrics.body.toString(), /^gateway_rejected_requests_total\{.*reason="signature".*\} [1-9]/m);
+    assert.match(metrics.body.toString(), /^gateway_upstream_duration_seconds_count\{.*upstream="risk",outcome="200".*\} [1-9]/m);
+    assert.match(metrics.body.toString(), /^http_requests_total\{.*route="\/v1\/users\{\/\*rest\}".*\} [1-9]/m);
+    assert.equal(gw.identity.received.length + gw.risk.received.length, before);
+  });
+});
+
+describe('gateway CORS', () => {
+  let testRedis: TestRedis;
+  let gw: TestGateway;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-cors');
+    gw = await startGateway({ redis: testRedis.redis, env: { CORS_ORIGINS: 'https://app.example.com' } });
+  });
+  after(async () => {
+    await gw.close();
+    await testRedis.close();
+  });
+
+  it('answers a preflight from an allowed origin with 204 and the signing headers, unsigned', async () => {
+    const res = await send(gw.url, 'OPTIONS', '/v1/auth/login', { origin: 'https://app.example.com', 'access-control-request-method': 'POST' });
+    assert.equal(res.status, 204);
+    assert.equal(res.headers['access-control-allow-origin'], 'https://app.example.com');
+    assert.match(String(res.headers['access-control-allow-headers']), /Signature-Input/);
+    assert.match(String(res.headers['access-control-allow-headers']), /X-Idempotency-Key/);
+    assert.equal(gw.identity.received.length, 0);
+  });
+
+  it('gives another origin no CORS headers, and marks every answer Vary: Origin', async () => {
+    const res = await send(gw.url, 'OPTIONS', '/v1/auth/login', { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' });
+    assert.equal(res.status, 204);
+    assert.equal(res.headers['access-control-allow-origin'], undefined);
+    assert.equal(res.headers.vary, 'Origin');
+  });
+
+  it('adds the CORS headers to API answers, errors included', async () => {
+    const res = await send(gw.url, 'POST', '/v1/auth/login', { origin: 'https://app.example.com' });
+    assert.equal(res.status, 400);
+    assert.equal(res.headers['access-control-allow-origin'], 'https://app.example.com');
+    assert.match(String(res.headers['access-control-expose-headers']), /X-Request-Id/);
+  });
+});

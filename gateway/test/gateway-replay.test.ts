@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { closeRedis } from '@platform/service-kit';
+import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
+import { idempotencyRedisKey, nonceKey } from '../src/idempotency/replay-guard.ts';
+import { startUpstream } from './support/fake-upstream.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
+
+describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
+  let testRedis: TestRedis;
+  let gw: TestGateway;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-replay');
+    gw = await startGateway({ redis: testRedis.redis });
+  });
+  after(async () => {
+    await gw.close();
+    await testRedis.close();
+  });
+
+  const login = '/v1/auth/login';
+  const body = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
+
+  describe('X-Idempotency-Key', () => {
+    it('when it is missing or malformed, answers 400 before anything else, even with no signature', async () => {
+      for (const key of [undefined, '', 'has space', 'ü-not-ascii', 'k'.repeat(256)]) {
+        const headers: Record<string, string> = key === undefined ? {} : { 'x-idempotency-key': key };
+        const res = await send(gw.url, 'POST', login, headers, body);
+        assert.equal(res.status, 400, `key ${JSON.stringify(key)}`);
+        assert.equal(res.json().message, 'Missing X-Idempotency-Key header');
+        assert.equal(res.json().error, 'Bad Request');
+      }
+      assert.equal(gw.identity.received.length, 0);
+    });
+
+    it('when it has 255 visible characters, is accepted', async () => {
+      const key = `${'~!'.repeat(127)}k`;
+      const res = await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, idempotencyKey: key }), body);
+      assert.equal(res.status, 200);
+    });
+
+    it('when it is reused by the same client key, answers 409 and proxies once', async () => {
+      const idempotencyKey = newIdempotencyKey();
+      const before = gw.identity.received.length;
+      const first = await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, idempotencyKey }), body);
+      const second = await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, idempotencyKey }), body);
+      assert.equal(first.status, 200);
+      assert.equal(second.status, 409);
+      assert.deepEqual(second.json(), {
+        timestamp: second.json().timestamp,
+        status: 409,
+        error: 'Conflict',
+        message: 'Duplicate request detected (X-Idempotency-Key)',
+        path: login,
+      });
+      assert.equal(gw.identity.received.length, before + 1);
+    });
+
+    it('when another client key uses the same idempotency key, lets it through (keys are scoped by keyid)', async () => {
+      const idempotencyKey = newIdempotencyKey();
+      for (const key of [gw.keys.hmac, gw.keys.ed25519]) {
+        assert.equal((await send(gw.url, 'POST', login, signedHeaders('POST', login, { key, body, idempotencyKey }), body)).status, 200);
+      }
+    });
+
+    it('is remembered 24 h for POST/PUT/PATCH/DELETE and 10 min for GET/HEAD', async () => {
+      const token = gw.issuer.sign();
+      for (const [method, ttlS] of [['POST', 86_400], ['PUT', 86_400], ['PATCH', 86_400], ['DELETE', 86_400], ['GET', 600], ['HEAD', 600]] as const) {
+        const idempotencyKey = newIdempotencyKey();
+        const target = '/v1/accounts/update';
+        const res = await send(gw.url, method, target, signedHeaders(method, target, { key: gw.keys.hmac, bearer: token, idempotencyKey }));
+        assert.equal(res.status, 200, `${method}: ${res.body.toString()}`);
+        const pttl = await testRedis.redis.pttl(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey));
+        assert.ok(pttl > (ttlS - 5) * 1000 && pttl <= ttlS * 1000, `${method}: pttl ${pttl}`);
+      }
+    });
+  });
+
+  describe('nonces', () => {
+    it('when a nonce is reused by the same client key, answers 409 Replay attack detected', async () => {
+      const nonce = newNonce();
+      const first = await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, nonce }), body);
+      const replay = await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, nonce }), body);
+      assert.equal(first.status, 200);
+      assert.equal(replay.status, 409);
+      assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+      assert.equal(replay.json().error, 'Conflict');
+    });
+
+    it('when the very same signed request is sent twice, answers 409 for the nonce (checked before the idempotency key)', async () => {
+      const headers = signedHeaders('POST', login, { key: gw.keys.hmac, body });
+      assert.equal((await send(gw.url, 'POST', login, headers, body)).status, 200);
+      const replay = await send(gw.url, 'POST', login, headers, body);
+      assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+    });
+
+    it('is remembered for twice the skew window, scoped by keyid', async () => {
+      const nonce = newNonce();
+      assert.equal((await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, nonce }), body)).status, 200);
+      const pttl = await testRedis.redis.pttl(nonceKey(gw.keys.hmac.keyId, nonce));
+      assert.ok(pttl > 595_000 && pttl <= 600_000, `pttl ${pttl}`);
+      assert.equal((await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.ed25519, body, nonce }), body)).status, 200);
+    });
+  });
+
+  describe('under concurrency', () => {
+    it('when 20 requests share a nonce, exactly one is proxied', async () => {
+      const nonce = newNonce();
+      const before = gw.identity.received.length;
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, nonce }), body)),
+      );
+      assert.deepEqual(answers.map((a) => a.status).sort(), [200, ...Array<number>(19).fill(409)]);
+      assert.equal(answers.filter((a) => a.status === 409 && a.json().message === 'Replay attack detected (nonce reused)').length, 19);
+      assert.equal(gw.identity.received.length, before + 1);
+    });
+
+    it('when 20 requests share an idempotency key, exactly one is proxied', async () => {
+      const idempotencyKey = newIdempotencyKey();
+      const before = gw.identity.received.length;
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, idempotencyKey }), body)),
+      );
+      assert.deepEqual(answers.map((a) => a.status).sort(), [200, ...Array<number>(19).fill(409)]);
+      assert.equal(answers.filter((a) => a.status === 409 && a.json().message === 'Duplicate request detected (X-Idempotency-Key)').length, 19);
+      assert.equal(gw.identity.received.length, before + 1);
+    });
+  });
+
+  describe('after an upstream 5xx', () => {
+    it('releases the idempotency key, so a retry with the same key is proxied', async () => {
+      let fail = true;
+      const identity = await startUpstream((_req, res) => {
+        res.writeHead(fail ? 500 : 201, { 'content-type': 'application/json' }).end(JSON.stringify(fail ? { message: 'boom' } : { ok: true }));
+      });
+      const local = await startGateway({ redis: testRedis.redis, identity });
+      try {
+        const idempotencyKey = newIdempotencyKey();
+        const first = await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body, idempotencyKey }), body);
+        assert.equal(first.status, 500);
+        fail = false;
+        const retry = await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body, idempotencyKey }), body);
+        assert.equal(retry.status, 201);
+        const again = await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body, idempotencyKey }), body);
+        assert.equal(again.status, 409, 'a 2xx keeps the key');
+        assert.equal(identity.received.length, 2);
+      } finally {
+        await local.close();
+        await identity.close();
+      }
+    });
+
+    it('keeps the key after an upstream 4xx', async () => {
+      const identity = await startUpstream((_req, res) => {
+        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'bad' }));
+      });
+      const local = await startGateway({ redis: testRedis.redis, identity });
+      try {
+        const idempotencyKey = newIdempotencyKey();
+        assert.equal((await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body, idempotencyKey }), body)).status, 400);
+        assert.equal((await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body, idempotencyKey }), body)).status, 409);
+      } finally {
+        await local.close();
+        await identity.close();
+      }
+    });
+  });
+
+  describe('when Redis is unreachable', () => {
+    it('answers 503 in under 1 s and proxies nothing', async () => {
+      const redis = unreachableRedis();
+      const local = await startGateway({ redis });
+      try {
+        const started = Date.now();
+        const res = await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body }), body);
+        assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+        assert.equal(res.status, 503);
+        assert.equal(res.json().error, 'Service Unavailable');
+        assert.equal(local.identity.received.length, 0);
+      } finally {
+        await local.close();
+        await closeRedis(redis);
+      }
+    });
+  });
+});

@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { createPublicKey, createSecretKey, generateKeyPairSync } from 'node:crypto';
+import { contentDigestOf, contentDigestProblem } from '../src/signing/content-digest.ts';
+import { type SignedRequest, signatureBase } from '../src/signing/signature-base.ts';
+import { SignatureFault } from '../src/signing/signature-fault.ts';
+import { readSignature } from '../src/signing/signature-headers.ts';
+import { signatureMatches } from '../src/signing/signature-match.ts';
+import { checkParams, requiredComponents } from '../src/signing/signature-policy.ts';
+import { verifyRequestSignature } from '../src/signing/verify-request.ts';
+import { verificationKeys } from '../src/signing/verification-keys.ts';
+import { digestOf, signedHeaders } from './support/signing-client.ts';
+
+// RFC 9421 Appendix B.2: the test-request message (B.2 header fields used by B.2.5 and B.2.6).
+const RFC_REQUEST_HEADERS = {
+  host: 'example.com',
+  date: 'Tue, 20 Apr 2021 02:07:55 GMT',
+  'content-type': 'application/json',
+  'content-length': '18',
+};
+// Appendix B.1.5 test-shared-secret, and B.1.4 test-key-ed25519 (public half).
+const RFC_SHARED_SECRET = 'uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ==';
+const RFC_ED25519_PUBLIC = '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAJrQLj5P/89iXES9+vFgrIy29clF9CC/oPPsw3c5D0bs=\n-----END PUBLIC KEY-----\n';
+
+function rfcRequest(signatureInput: string, signature: string): SignedRequest {
+  return {
+    method: 'POST',
+    target: '/foo?param=Value&Pet=dog',
+    authority: 'example.com',
+    headers: { ...RFC_REQUEST_HEADERS, 'signature-input': signatureInput, signature },
+  };
+}
+
+function fault(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof SignatureFault, `expected a SignatureFault, got ${String(err)}`);
+    return err.message;
+  }
+  assert.fail('expected a SignatureFault');
+}
+
+describe('RFC 9421 Appendix B.2 examples', () => {
+  it('B.2.5 (hmac-sha256): the signature base is the RFC text and the published signature verifies', async () => {
+    const request = rfcRequest('sig-b25=("date" "@authority" "content-type");created=1618884473;keyid="test-shared-secret"', 'sig-b25=:pxcQw6G3AjtMBQjwo8XzkZf/bws5LelbaMk5rGIGtE8=:');
+    const entry = readSignature(request.headers, 'sig-b25');
+    const base = signatureBase(request, entry);
+    assert.equal(
+      base,
+      [
+        '"date": Tue, 20 Apr 2021 02:07:55 GMT',
+        '"@authority": example.com',
+        '"content-type": application/json',
+        '"@signature-params": ("date" "@authority" "content-type");created=1618884473;keyid="test-shared-secret"',
+      ].join('\n'),
+    );
+    const key = { keyId: 'test-shared-secret', alg: 'hmac-sha256' as const, key: createSecretKey(Buffer.from(RFC_SHARED_SECRET, 'base64')) };
+    assert.equal(await signatureMatches(base, entry.signature, key), true);
+    assert.equal(await signatureMatches(base.replace('example.com', 'example.org'), entry.signature, key), false);
+  });
+
+  it('B.2.6 (ed25519): the signature base is the RFC text and the published signature verifies', async () => {
+    const request = rfcRequest(
+      'sig-b26=("date" "@method" "@path" "@authority" "content-type" "content-length");created=1618884473;keyid="test-key-ed25519"',
+      'sig-b26=:wqcAqbmYJ2ji2glfAMaRy4gruYYnx2nEFN2HN6jrnDnQCK1u02Gb04v9EDgwUPiu4A0w6vuQv5lIp5WPpBKRCw==:',
+    );
+    const entry = readSignature(request.headers, 'sig-b26');
+    const base = signatureBase(request, entry);
+    assert.equal(
+      base,
+      [
+        '"date": Tue, 20 Apr 2021 02:07:55 GMT',
+        '"@method": POST',
+        '"@path": /foo',
+        '"@authority": example.com',
+        '"content-type": application/json',
+        '"content-length": 18',
+        '"@signature-params": ("date" "@method" "@path" "@authority" "content-type" "content-length");created=1618884473;keyid="test-key-ed25519"',
+      ].join('\n'),
+    );
+    const key = { keyId: 'test-key-ed25519', alg: 'ed25519' as const, key: createPublicKey(RFC_ED25519_PUBLIC) };
+    assert.equal(await signatureMatches(base, entry.signature, key), true);
+    assert.equal(await signatureMatches(base.replace('POST', 'GET'), entry.signature, key), false);
+  });
+});
+
+describe('signature base', () => {
+  it('takes @path and @query from the raw target, `?` when there is no query', () => {
+    const headers = { 'signature-input': 'sig1=("@path" "@query");created=1', signature: 'sig1=:AAAA:' };
+    const base = (target: string) => signatureBase({ method: 'GET', target, authority: 'h', headers }, readSignature(headers, 'sig1')).split('\n').slice(0, 2);
+    assert.deepEqual(base('/v1/a/../b?x=%20y&z'), ['"@path": /v1/a/../b', '"@query": ?x=%20y&z']);
+    assert.deepEqual(base('/v1/a'), ['"@path": /v1/a', '"@query": ?']);
+    assert.deepEqual(base('/v1/a?'), ['"@path": /v1/a', '"@query": ?']);
+  });
+
+  it('matches what an independent client signer builds, for both algorithms', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const keys = verificationKeys([
+      { keyId: 'h', alg: 'hmac-sha256', secret: 'a-secret-of-16-bytes-or-more' },
+      { keyId: 'e', alg: 'ed25519', publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString() },
+    ]);
+    const body = Buffer.from('{"a":"ş"}');
+    for (const key of [{ keyId: 'h', alg: 'hmac-sha256' as const, secret: 'a-secret-of-16-bytes-or-more' }, { keyId: 'e', alg: 'ed25519' as const, privateKey }]) {
+      const headers = signedHeaders('POST', '/v1/x?b=2&a=1', { key, body, bearer: 'abc.def.ghi' });
+      const signed = await verifyRequestSignature({ method: 'POST', target: '/v1/x?b=2&a=1', authority: 'gw', headers }, body, { keys, maxSkewS: 300 });
+      assert.equal(signed.keyId, key.keyId);
+    }
+  });
+});
+
+describe('Signature-Input parsing', () => {
+  it('names what is missing or malformed', () => {
+    assert.equal(fault(() => readSignature({ signature: 'sig1=:AA==:' }, 'sig1')), 'Signature-Input header missing');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("@method")' }, 'sig1')), 'Signature header missing');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=(', signature: 'sig1=:AA==:' }, 'sig1')), 'Signature-Input is not a structured dictionary');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig2=("@method")', signature: 'sig2=:AA==:' }, 'sig1')), 'Signature-Input has no sig1');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig1="@method"', signature: 'sig1=:AA==:' }, 'sig1')), 'Signature-Input sig1 is not an inner list');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("@method")', signature: 'sig1="AA"' }, 'sig1')), 'Signature sig1 is not a byte sequence');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("@method" "@method")', signature: 'sig1=:AA==:' }, 'sig1')), 'Signature-Input sig1 covers a component twice');
+    assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("Date")', signature: 'sig1=:AA==:' }, 'sig1')), 'component "Date" is not lower case');
+  });
+
+  it('lists only parameterless components as covering a required one', () => {
+    const entry = readSignature({ 'signature-input': 'sig1=("@method" "@query";req "x-a";sf);created=1', signature: 'sig1=:AA==:' }, 'sig1');
+    assert.deepEqual(entry.bareComponents, ['@method']);
+  });
+});
+
+describe('signature parameters', () => {
+  const parse = (input: string) => readSignature({ 'signature-input': `sig1=()${input}`, signature: 'sig1=:AA==:' }, 'sig1').params;
+  const now = 1_700_000_000;
+
+  it('accepts created at both edges of the window and returns keyid, nonce and alg', () => {
+    for (const created of [now - 300, now + 300]) {
+      assert.deepEqual(checkParams(parse(`;created=${created};keyid="k";nonce="${'n'.repeat(16)}";alg="ed25519"`), now, 300), {
+        keyId: 'k',
+        nonce: 'n'.repeat(16),
+        created,
+        alg: 'ed25519',
+      });
+    }
+  });
+
+  it('refuses each broken parameter with its own reason', () => {
+    const ok = `keyid="k";nonce="${'n'.repeat(16)}"`;
+    const cases: Array<[string, string]> = [
+      [`;created=${now}`, 'keyid parameter missing or not a string'],
+      [`;created=${now};keyid="k"`, 'nonce parameter missing or not a string'],
+      [`;created=${now};keyid="k";nonce="short"`, 'nonce must be 16-128 characters of [A-Za-z0-9_-]'],
+      [`;created=${now};keyid="k";nonce="${'n'.repeat(129)}"`, 'nonce must be 16-128 characters of [A-Za-z0-9_-]'],
+      [`;created=${now};keyid="k";nonce="${'n'.repeat(15)}+"`, 'nonce must be 16-128 characters of [A-Za-z0-9_-]'],
+      [`;${ok}`, 'created parameter missing or not an integer'],
+      [`;created="${now}";${ok}`, 'created parameter missing or not an integer'],
+      [`;created=${now - 301};${ok}`, 'created is 301 s old'],
+      [`;created=${now + 301};${ok}`, 'created is 301 s in the future'],
+      [`;created=${now};expires=${now - 1};${ok}`, 'signature expired 1 s ago'],
+      [`;created=${now};alg=ed25519;${ok}`, 'alg parameter is not a string'],
+    ];
+    for (const [input, reason] of cases) assert.equal(fault(() => checkParams(parse(input), now, 300)), reason, input);
+  });
+
+  it('requires content-digest with a body and authorization when that header is sent', () => {
+    assert.deepEqual(requiredComponents({ hasBody: false, hasAuthorization: false }), ['@method', '@path', '@query', 'x-idempotency-key']);
+    assert.deepEqual(requiredComponents({ hasBody: true, hasAuthorization: true }), ['@method', '@path', '@query', 'x-idempotency-key', 'content-digest', 'authorization']);
+  });
+});
+
+describe('Content-Digest', () => {
+  const body = Buffer.from('{"hello": "world"}');
+
+  it('is sha-256 of the exact bytes, as the RFC 9530 example gives it', () => {
+    // RFC 9530 section 2 example: the body {"hello": "world"} with a trailing newline.
+    assert.equal(contentDigestOf(Buffer.from('{"hello": "world"}\n')), 'sha-256=:RK/0qy18MlBSVnWgjwz6lZEWjP/lF5HF9bvEF8FabDg=:');
+    assert.equal(contentDigestOf(body), digestOf(body));
+  });
+
+  it('accepts a matching sha-256 beside other algorithms, and names every other problem', () => {
+    assert.equal(contentDigestProblem(`sha-512=:AAAA:, ${contentDigestOf(body)}`, body), undefined);
+    assert.equal(contentDigestProblem(undefined, body), 'Content-Digest header missing');
+    assert.equal(contentDigestProblem('sha-256=', body), 'Content-Digest is not a structured dictionary');
+    assert.equal(contentDigestProblem('sha-512=:AAAA:', body), 'Content-Digest has no sha-256 entry');
+    assert.equal(contentDigestProblem('sha-256="abc"', body), 'Content-Digest sha-256 is not a byte sequence');
+    assert.equal(contentDigestProblem(contentDigestOf(body), Buffer.from('{"hello": "World"}')), 'Content-Digest does not match the body');
+  });
+});

@@ -1,0 +1,119 @@
+import { type KeyObject, generateKeyPairSync } from 'node:crypto';
+import { type IncomingHttpHeaders, request } from 'node:http';
+import { type TestIssuer, createTestIssuer } from '@platform/auth/testing';
+import { type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
+import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
+import { type Gateway, createGateway } from '../../src/app.ts';
+import { gatewayConfigSpec } from '../../src/config.ts';
+import type { OpenApiDocument } from '../../src/docs/openapi-merge.ts';
+import { type FakeUpstream, deadUrl, startUpstream } from './fake-upstream.ts';
+import type { TestSigningKey } from './signing-client.ts';
+
+/** The client keys every test gateway knows: one of each algorithm. */
+export interface TestKeys {
+  hmac: TestSigningKey & { alg: 'hmac-sha256' };
+  ed25519: TestSigningKey & { alg: 'ed25519' };
+  ed25519Public: KeyObject;
+}
+
+/** Makes the test client keys (an Ed25519 pair is generated per call). */
+export function testKeys(): TestKeys {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return {
+    hmac: { keyId: 'test-hmac', alg: 'hmac-sha256', secret: 'test-hmac-secret-0123456789' },
+    ed25519: { keyId: 'test-ed25519', alg: 'ed25519', privateKey },
+    ed25519Public: publicKey,
+  };
+}
+
+export interface TestGateway {
+  url: string;
+  keys: TestKeys;
+  issuer: TestIssuer;
+  identity: FakeUpstream;
+  risk: FakeUpstream;
+  logs: CapturedLogger;
+  close: () => Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  redis: Redis;
+  /** Extra or overriding environment, e.g. `{ UPSTREAM_TIMEOUT_MS: '300' }`. */
+  env?: Record<string, string>;
+  identity?: FakeUpstream;
+  risk?: FakeUpstream;
+  /** Point the identity route at a port where nothing listens. */
+  identityDown?: boolean;
+  apiDocument?: OpenApiDocument;
+}
+
+/** A real gateway on 127.0.0.1:0 with fake upstreams, a JWKS issuer and the given Redis. */
+export async function startGateway(options: TestGatewayOptions): Promise<TestGateway> {
+  const keys = testKeys();
+  const issuer = createTestIssuer();
+  const jwks = await issuer.serveJwks();
+  const identity = options.identity ?? (await startUpstream());
+  const risk = options.risk ?? (await startUpstream());
+  const config = loadConfig(gatewayConfigSpec, {
+    APP_ENV: 'local',
+    IDENTITY_URL: options.identityDown ? await deadUrl() : identity.url,
+    RISK_URL: risk.url,
+    IDENTITY_JWKS_URL: jwks.url,
+    JWT_ISSUER: issuer.issuer,
+    JWT_AUDIENCE: issuer.audience,
+    GATEWAY_CLIENT_KEYS: JSON.stringify([
+      { keyId: keys.hmac.keyId, alg: 'hmac-sha256', secret: keys.hmac.secret },
+      { keyId: keys.ed25519.keyId, alg: 'ed25519', publicKey: keys.ed25519Public.export({ type: 'spki', format: 'pem' }).toString() },
+    ]),
+    ...options.env,
+  });
+  const logs = captureLogger('gateway');
+  const gateway: Gateway = createGateway({
+    config,
+    logger: logs.logger,
+    redis: options.redis,
+    metrics: createMetrics('gateway'),
+    lifecycle: { draining: false },
+    apiDocument: options.apiDocument,
+  });
+  const server = await listen(gateway.app, 0, '127.0.0.1');
+  return {
+    url: server.url,
+    keys,
+    issuer,
+    identity,
+    risk,
+    logs,
+    close: async () => {
+      await server.close(1000);
+      gateway.close();
+      await Promise.all([jwks.close(), options.identity ? undefined : identity.close(), options.risk ? undefined : risk.close()]);
+    },
+  };
+}
+
+/** An answer as the client saw it. */
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The body parsed as JSON. */
+  json: () => Record<string, unknown>;
+}
+
+/** Sends one request with exactly these headers and body bytes (node:http, a fresh connection). */
+export function send(base: string, method: string, target: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${target}`, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const buffer = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: buffer, json: () => JSON.parse(buffer.toString('utf8')) as Record<string, unknown> });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
