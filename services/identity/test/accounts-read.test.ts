@@ -11,7 +11,7 @@ describe('GET /v1/accounts/{userId}', () => {
 
   before(async () => {
     identity = await startIdentity();
-    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+    adminToken = await identity.tokenFor(['ADMIN']);
   });
   after(async () => {
     await identity.close();

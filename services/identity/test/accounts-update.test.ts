@@ -12,7 +12,7 @@ describe('PATCH /v1/accounts/update', () => {
 
   before(async () => {
     identity = await startIdentity();
-    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+    adminToken = await identity.tokenFor(['ADMIN']);
   });
   after(async () => {
     await identity.close();

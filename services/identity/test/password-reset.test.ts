@@ -70,7 +70,7 @@ describe('POST /v1/users/password-reset-request', () => {
 
   before(async () => {
     identity = await startIdentity();
-    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+    adminToken = await identity.tokenFor(['ADMIN']);
   });
   after(async () => {
     await identity.close();
@@ -201,7 +201,7 @@ describe('POST /v1/users/password-reset', () => {
 
   before(async () => {
     identity = await startIdentity();
-    adminToken = (await identity.login(await identity.createUser({ roles: ['ADMIN'] }))).accessToken;
+    adminToken = await identity.tokenFor(['ADMIN']);
   });
   after(async () => {
     await identity.close();

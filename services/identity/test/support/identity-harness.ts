@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Role } from '@platform/auth';
 import type { Express } from 'express';
 import request from 'supertest';
 import { type Knex, type Redis, createMetrics, loadConfig } from '@platform/service-kit';
@@ -35,6 +36,8 @@ export interface IdentityHarness {
   createUser(fields?: Partial<Omit<TestUser, 'id' | 'passwordHash' | 'failedLoginCount'>>): Promise<TestUser>;
   /** Logs the user in through the API and returns the authentication result. */
   login(user: { username: string; password: string }): Promise<{ accessToken: string; refreshToken: string }>;
+  /** An access token of a new ACTIVE user with these roles. */
+  tokenFor(roles: Role[]): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -80,7 +83,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
     mailer,
     sms: createSmsSender({ provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger),
   });
-  return {
+  const harness: IdentityHarness = {
     app,
     config,
     db: database.db,
@@ -111,6 +114,9 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
       if (res.status !== 200) throw new Error(`login failed with ${res.status}: ${JSON.stringify(res.body)}`);
       return res.body as { accessToken: string; refreshToken: string };
     },
+    async tokenFor(roles) {
+      return (await harness.login(await harness.createUser({ roles }))).accessToken;
+    },
     async close() {
       await hasher.close();
       await mail.close();
@@ -119,4 +125,5 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
       await database.drop();
     },
   };
+  return harness;
 }
