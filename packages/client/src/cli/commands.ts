@@ -1,0 +1,132 @@
+import type { Client } from '../client.ts';
+import type { CreateAccountRequest, CreateUserRequest, UpdateAccountRequest, UpdateUserRequest } from '../types.ts';
+import { type Flags, UsageError } from './settings.ts';
+
+/** What a command gets: the client (holding the saved tokens), its arguments and flags. */
+export interface CommandContext {
+  client: Client;
+  args: string[];
+  flags: Flags;
+  tokenFile: string;
+  /** The password of `login`, asked for only when that command runs. */
+  password: () => Promise<string>;
+}
+
+type Command = (ctx: CommandContext) => Promise<unknown>;
+
+/** One line per command, printed by `--help` and after a usage error. */
+export const USAGE = `usage: pnpm cli [global flags] <command>
+
+commands:
+  login <username> [--password <p>]      password also from PASSWORD, else prompted
+  logout
+  users create --username <e-mail> --first-name <n> --last-name <n> --locale <ll_CC> --timezone <tz>
+               --roles <R1,R2> --status <S> [--password <p>] [--mid-name <n>] [--data <json>]
+  users update <userId> [--username … --password … --first-name … --mid-name … --last-name …
+               --locale … --timezone … --roles … --status …] [--data <json>]
+  users unblock <userId>
+  accounts get <userId>
+  accounts create <userId> --type INDIVIDUAL|ORGANIZATION [--plan <plan>] [--phone <n>] [--location …]
+               [--company …] [--industry …] [--picture-url …] [--data <json>]
+  accounts update <accountId> [--type … --phone … --location … --company … --industry … --picture-url …]
+  stations cities | districts <city> | by-id <id> | by-city-district <city> <district> [--limit n]
+           | nearest <latitude> <longitude> [--limit n]
+
+global flags:
+  --env local|test|prod (PLATFORM_ENV)     --base-url (PLATFORM_BASE_URL)  --risk-base-url (PLATFORM_RISK_BASE_URL)
+  --key-id (PLATFORM_KEY_ID)               --secret (PLATFORM_KEY_SECRET)  --private-key-file <ed25519 PKCS#8 PEM>
+  --token-file <path> (default ~/.config/identity-risk-platform/<env>.json)  --output json|table  -h, --help
+  local defaults: --base-url http://127.0.0.1:8080 --key-id local-dev --secret local-dev-secret`;
+
+function arg(ctx: CommandContext, index: number, name: string): string {
+  const value = ctx.args[index];
+  if (value === undefined || value === '') throw new UsageError(`missing <${name}>`);
+  return value;
+}
+
+function numberArg(value: string | undefined, name: string, integer: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed) || (integer && !Number.isInteger(parsed))) throw new UsageError(`${name} must be ${integer ? 'an integer' : 'a number'}, not ${value}`);
+  return parsed;
+}
+
+/** The request body: `--data` JSON first, then each given flag under its field name. */
+function body(flags: Flags, fields: Record<string, keyof Flags>): Record<string, unknown> {
+  let out: Record<string, unknown> = {};
+  if (flags.data !== undefined) {
+    try {
+      out = JSON.parse(flags.data) as Record<string, unknown>;
+    } catch {
+      throw new UsageError('--data must be a JSON object');
+    }
+  }
+  for (const [field, flag] of Object.entries(fields)) {
+    const value = flags[flag];
+    if (typeof value === 'string') out[field] = field === 'roles' ? value.split(',').map((r) => r.trim()) : value;
+  }
+  return out;
+}
+
+const userFields = {
+  username: 'username',
+  password: 'password',
+  firstName: 'first-name',
+  midName: 'mid-name',
+  lastName: 'last-name',
+  locale: 'locale',
+  timezone: 'timezone',
+  roles: 'roles',
+  status: 'status',
+} as const;
+const accountFields = {
+  type: 'type',
+  mobilePhoneNumber: 'phone',
+  location: 'location',
+  company: 'company',
+  industry: 'industry',
+  profilePictureUrl: 'picture-url',
+} as const;
+
+/** Every command, by its words. The server validates bodies; the CLI only shapes them. */
+export const COMMANDS: Record<string, Command> = {
+  login: async (ctx) => {
+    const username = arg(ctx, 0, 'username');
+    const result = await ctx.client.auth.login({ username, password: await ctx.password() });
+    return { username: result.username, tokenFile: ctx.tokenFile };
+  },
+  logout: async (ctx) => {
+    if (ctx.client.getTokens() === undefined) throw new UsageError(`not logged in (no tokens in ${ctx.tokenFile})`);
+    await ctx.client.auth.logout();
+    return undefined;
+  },
+  'users create': (ctx) => ctx.client.users.create(body(ctx.flags, userFields) as CreateUserRequest),
+  'users update': (ctx) => ctx.client.users.update({ ...body(ctx.flags, userFields), userId: arg(ctx, 0, 'userId') } as UpdateUserRequest),
+  'users unblock': (ctx) => ctx.client.users.unblock(arg(ctx, 0, 'userId')),
+  'accounts get': (ctx) => ctx.client.accounts.get(arg(ctx, 0, 'userId')),
+  'accounts create': (ctx) =>
+    ctx.client.accounts.create({ ...body(ctx.flags, { ...accountFields, subscriptionPlan: 'plan' }), userId: arg(ctx, 0, 'userId') } as CreateAccountRequest),
+  'accounts update': (ctx) =>
+    ctx.client.accounts.update({ ...body(ctx.flags, accountFields), accountId: arg(ctx, 0, 'accountId') } as UpdateAccountRequest),
+  'stations cities': (ctx) => ctx.client.stations.cities(),
+  'stations districts': (ctx) => ctx.client.stations.districtsOf(arg(ctx, 0, 'city')),
+  'stations by-id': (ctx) => ctx.client.stations.byId(numberArg(arg(ctx, 0, 'id'), '<id>', true) ?? 0),
+  'stations by-city-district': (ctx) =>
+    ctx.client.stations.byCityDistrict({ city: arg(ctx, 0, 'city'), district: arg(ctx, 1, 'district'), limit: numberArg(ctx.flags.limit, '--limit', true) }),
+  'stations nearest': (ctx) =>
+    ctx.client.stations.nearest({
+      latitude: numberArg(arg(ctx, 0, 'latitude'), '<latitude>', false) ?? 0,
+      longitude: numberArg(arg(ctx, 1, 'longitude'), '<longitude>', false) ?? 0,
+      limit: numberArg(ctx.flags.limit, '--limit', true),
+    }),
+};
+
+/** Finds the command named by the leading positionals (one word or two) and returns it with the rest. */
+export function findCommand(positionals: string[]): { command: Command; args: string[] } {
+  const [first = '', second = ''] = positionals;
+  const two = COMMANDS[`${first} ${second}`];
+  if (two !== undefined) return { command: two, args: positionals.slice(2) };
+  const one = COMMANDS[first];
+  if (one !== undefined) return { command: one, args: positionals.slice(1) };
+  throw new UsageError(first === '' ? 'no command given' : `unknown command: ${positionals.slice(0, 2).join(' ')}`);
+}

@@ -1,0 +1,44 @@
+import { createClient } from '../client.ts';
+import { ApiError, NetworkError } from '../errors.ts';
+import { USAGE, findCommand } from './commands.ts';
+import { render } from './output.ts';
+import { promptPassword } from './password.ts';
+import { UsageError, parseCommandLine, resolveSettings } from './settings.ts';
+import { readTokens, writeTokens } from './token-file.ts';
+
+/** Runs one command line; returns the exit code (0 ok, 1 the API or network failed, 2 usage). */
+export async function run(argv: string[], vars: NodeJS.ProcessEnv): Promise<number> {
+  try {
+    const { values: flags, positionals } = parseCommandLine(argv);
+    if (flags.help === true || positionals.length === 0) {
+      process.stdout.write(`${USAGE}\n`);
+      return flags.help === true ? 0 : 2;
+    }
+    const { command, args } = findCommand(positionals);
+    const settings = resolveSettings(flags, vars);
+    // Refresh tokens rotate, so every change (login, automatic refresh, logout) is saved at once.
+    // `login` replaces whatever the file holds, so a damaged file must not stop it.
+    const saved = positionals[0] === 'login' ? undefined : readTokens(settings.tokenFile);
+    const client = createClient({ ...settings.client, tokens: saved, onTokens: (t) => writeTokens(settings.tokenFile, t) });
+    const password = async (): Promise<string> => flags.password ?? vars.PASSWORD ?? (await promptPassword('Password: '));
+    const result = await command({ client, args, flags, tokenFile: settings.tokenFile, password });
+    const text = render(result, settings.output);
+    if (text !== '') process.stdout.write(`${text}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof ApiError) {
+      process.stderr.write(`${JSON.stringify(err.body, null, 2)}\n`);
+      return 1;
+    }
+    if (err instanceof NetworkError) {
+      process.stderr.write(`${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      process.stderr.write(`${err.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

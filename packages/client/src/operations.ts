@@ -1,0 +1,139 @@
+// One method per operation of the two OpenAPI documents. Each returns the typed success body or throws
+// ApiError (an error answer) or NetworkError (no answer).
+import type { ApiRequest, CallOptions, Transport } from './transport.ts';
+import type {
+  Account,
+  AuthenticationResult,
+  CityDistrictQuery,
+  CreateAccountRequest,
+  CreateUserRequest,
+  LoginRequest,
+  NearestQuery,
+  PasswordResetBody,
+  PasswordResetOutcome,
+  PasswordResetRequestBody,
+  PasswordResetTicket,
+  PhoneActivationBody,
+  PhoneActivationRequestBody,
+  PhoneActivationTicket,
+  Station,
+  StationWithDistance,
+  UpdateAccountRequest,
+  UpdateUserRequest,
+  User,
+  UserWithFullAccount,
+} from './types.ts';
+
+/** What the operation groups need from the client besides the transport. */
+export interface TokenAccess {
+  get: () => AuthenticationResult | undefined;
+  set: (tokens: AuthenticationResult | undefined) => void;
+}
+
+type Call = Omit<ApiRequest, 'options'>;
+
+const segment = (value: string | number): string => encodeURIComponent(String(value));
+
+async function call<T>(transport: Transport, request: Call, options: CallOptions | undefined): Promise<T> {
+  return (await transport.send({ ...request, options })).body as T;
+}
+
+/** `/v1/auth/**`: login, refresh and logout; the client keeps the tokens they return. */
+export function authOperations(transport: Transport, tokens: TokenAccess) {
+  return {
+    /** Logs in and stores the tokens in the client; later calls send `Authorization: Bearer`. */
+    async login(credentials: LoginRequest, options?: CallOptions): Promise<AuthenticationResult> {
+      const result = await call<AuthenticationResult>(transport, { service: 'identity', method: 'POST', path: '/v1/auth/login', body: credentials, bearer: false }, options);
+      tokens.set(result);
+      return result;
+    },
+    /** Exchanges a refresh token (default: the stored one) for new tokens, and stores them. */
+    async refresh(refreshToken?: string, options?: CallOptions): Promise<AuthenticationResult> {
+      const token = refreshToken ?? tokens.get()?.refreshToken;
+      if (token === undefined) throw new TypeError('no refresh token: log in first or pass one');
+      const result = await call<AuthenticationResult>(transport, { service: 'identity', method: 'POST', path: '/v1/auth/refresh', body: { refreshToken: token }, bearer: false }, options);
+      tokens.set(result);
+      return result;
+    },
+    /** Blacklists an access token (default: the stored one) and ends its session; forgets the stored tokens if they were that session's. */
+    async logout(jwtToken?: string, options?: CallOptions): Promise<void> {
+      const stored = tokens.get();
+      const token = jwtToken ?? stored?.accessToken;
+      if (token === undefined) throw new TypeError('no access token: log in first or pass one');
+      await call<undefined>(transport, { service: 'identity', method: 'POST', path: '/v1/auth/logout', body: { jwtToken: token }, bearer: false }, options);
+      if (stored !== undefined && stored.accessToken === token) tokens.set(undefined);
+    },
+  };
+}
+
+/** `/v1/users/**`. */
+export function userOperations(transport: Transport) {
+  return {
+    /** Creates a user (ADMIN). */
+    create: (body: CreateUserRequest, options?: CallOptions): Promise<User> =>
+      call(transport, { service: 'identity', method: 'POST', path: '/v1/users/create', body, bearer: true }, options),
+    /** Changes the fields present in `body` of user `body.userId`. */
+    update: (body: UpdateUserRequest, options?: CallOptions): Promise<User> =>
+      call(transport, { service: 'identity', method: 'PATCH', path: '/v1/users/update', body, bearer: true }, options),
+    /** Lifts the brute-force block of a user (ADMIN). */
+    unblock: (userId: string, options?: CallOptions): Promise<UserWithFullAccount> =>
+      call(transport, { service: 'identity', method: 'GET', path: `/v1/users/unblock/${segment(userId)}`, bearer: true }, options),
+    /**
+     * Asks for a password reset token. Anonymous (or non-ADMIN) callers get `null` (202: an e-mail is
+     * sent if the user exists); an ADMIN caller gets the ticket itself (201).
+     */
+    async requestPasswordReset(body: PasswordResetRequestBody, options?: CallOptions): Promise<PasswordResetTicket | null> {
+      const res = await transport.send({ service: 'identity', method: 'POST', path: '/v1/users/password-reset-request', body, bearer: true, options });
+      return res.status === 201 ? (res.body as PasswordResetTicket) : null;
+    },
+    /** Sets a new password with a reset token. With `loginPageLink` the 303 is not followed: its target is returned. */
+    async resetPassword(body: PasswordResetBody, options?: CallOptions): Promise<PasswordResetOutcome> {
+      const res = await transport.send({ service: 'identity', method: 'POST', path: '/v1/users/password-reset', body, bearer: false, redirect: 'manual', options });
+      const location = res.headers.get('location');
+      if (res.status >= 300 && res.status < 400 && location !== null) return { redirectTo: location };
+      return res.body as PasswordResetOutcome;
+    },
+  };
+}
+
+/** `/v1/accounts/**`. */
+export function accountOperations(transport: Transport) {
+  return {
+    /** Creates the one account of a user. */
+    create: (body: CreateAccountRequest, options?: CallOptions): Promise<Account> =>
+      call(transport, { service: 'identity', method: 'POST', path: '/v1/accounts/create', body, bearer: true }, options),
+    /** Changes the fields present in `body` of account `body.accountId`. */
+    update: (body: UpdateAccountRequest, options?: CallOptions): Promise<Account> =>
+      call(transport, { service: 'identity', method: 'PATCH', path: '/v1/accounts/update', body, bearer: true }, options),
+    /** Reads the account of a user. */
+    get: (userId: string, options?: CallOptions): Promise<Account> =>
+      call(transport, { service: 'identity', method: 'GET', path: `/v1/accounts/${segment(userId)}`, bearer: true }, options),
+    /** Sends a 6-digit activation code by SMS to the account's phone. */
+    requestPhoneActivation: (body: PhoneActivationRequestBody, options?: CallOptions): Promise<PhoneActivationTicket> =>
+      call(transport, { service: 'identity', method: 'POST', path: '/v1/accounts/phone-number-activation-request', body, bearer: true }, options),
+    /** Confirms the phone number with the code from the SMS. */
+    activatePhone: (body: PhoneActivationBody, options?: CallOptions): Promise<Account> =>
+      call(transport, { service: 'identity', method: 'POST', path: '/v1/accounts/phone-number-activation', body, bearer: true }, options),
+  };
+}
+
+/** `/v1/weather-stations/**`, under the risk base URL. */
+export function stationOperations(transport: Transport) {
+  return {
+    /** The stations that serve a district, ordered by id. */
+    byCityDistrict: (body: CityDistrictQuery, options?: CallOptions): Promise<Station[]> =>
+      call(transport, { service: 'risk', method: 'POST', path: '/v1/weather-stations/by/city-district', body, bearer: true }, options),
+    /** One station by its MGM number. */
+    byId: (stationId: number, options?: CallOptions): Promise<Station> =>
+      call(transport, { service: 'risk', method: 'GET', path: `/v1/weather-stations/by/id/${segment(stationId)}`, bearer: true }, options),
+    /** The official districts of a city (any case, with or without Turkish diacritics). */
+    districtsOf: (city: string, options?: CallOptions): Promise<string[]> =>
+      call(transport, { service: 'risk', method: 'GET', path: `/v1/weather-stations/get-districts-of/${segment(city)}`, bearer: true }, options),
+    /** The 81 official cities, in Turkish alphabetical order. */
+    cities: (options?: CallOptions): Promise<string[]> =>
+      call(transport, { service: 'risk', method: 'GET', path: '/v1/weather-stations/get-cities', bearer: true }, options),
+    /** The stations nearest to a point, nearest first, with their distance. */
+    nearest: (query: NearestQuery, options?: CallOptions): Promise<StationWithDistance[]> =>
+      call(transport, { service: 'risk', method: 'GET', path: '/v1/weather-stations/nearest', query, bearer: true }, options),
+  };
+}

@@ -1,0 +1,175 @@
+import { ApiError, NetworkError, errorBodyOf } from './errors.ts';
+import { utf8Bytes } from './signing/encoding.ts';
+import { signRequest } from './signing/sign-request.ts';
+import type { Signer } from './signing/signer.ts';
+import type { AuthenticationResult } from './types.ts';
+
+/** Which base URL a path lives under (SPEC.md: `{base_url}` and `{risk_base_url}`). */
+export type Service = 'identity' | 'risk';
+
+
+/** Per-call options of every operation. */
+export interface CallOptions {
+  /**
+   * The `X-Idempotency-Key` of this call. Leave it out and each call gets a fresh one; pass the same
+   * key again to retry a POST whose outcome is unknown (NetworkError, 5xx) without doing it twice.
+   */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/** One API call, before signing. */
+export interface ApiRequest {
+  service: Service;
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  /** The path with its parameters already percent-encoded. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Sent as JSON. */
+  body?: unknown;
+  /**
+   * Send the stored access token (when the client holds one) and, on a 401, refresh it once and retry
+   * once. False for login, refresh, logout and password reset, which never carry a bearer token.
+   */
+  bearer: boolean;
+  /** `manual` returns a 3xx answer instead of following it. */
+  redirect?: 'follow' | 'manual';
+  options?: CallOptions;
+}
+
+/** A successful (2xx, or 3xx with `redirect: 'manual'`) answer. */
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  /** The parsed JSON body; `undefined` when the body is empty. */
+  body: unknown;
+}
+
+/** What the transport needs from the client. */
+export interface TransportConfig {
+  baseUrls: Record<Service, string>;
+  signer: Signer;
+  fetch: typeof fetch;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+  timeoutMs: number;
+  getTokens: () => AuthenticationResult | undefined;
+  setTokens: (tokens: AuthenticationResult | undefined) => void;
+}
+
+/** Sends signed API calls and owns the refresh-once-on-401 rule. */
+export interface Transport {
+  send(request: ApiRequest): Promise<ApiResponse>;
+  /** Exchanges the stored refresh token once, however many calls ask at the same time. */
+  refreshStoredTokens(): Promise<boolean>;
+}
+
+const SIGNATURE_FAULT = 'Invalid request signature';
+const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/;
+
+interface Attempt {
+  status: number;
+  statusText: string;
+  headers: Headers;
+  text: string;
+  url: URL;
+}
+
+/** Builds the transport of one client. */
+export function createTransport(config: TransportConfig): Transport {
+  let refreshing: Promise<boolean> | undefined;
+
+  function urlOf(request: ApiRequest): URL {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(request.query ?? {})) if (value !== undefined) search.append(name, String(value));
+    const query = search.toString();
+    return new URL(`${config.baseUrls[request.service].replace(/\/+$/, '')}${request.path}${query === '' ? '' : `?${query}`}`);
+  }
+
+  async function attempt(request: ApiRequest, accessToken: string | undefined, idempotencyKey: string): Promise<Attempt> {
+    const url = urlOf(request);
+    const body = request.body === undefined ? undefined : utf8Bytes(JSON.stringify(request.body));
+    const signed = await signRequest(
+      {
+        method: request.method,
+        url,
+        idempotencyKey,
+        body,
+        authorization: accessToken === undefined ? undefined : `Bearer ${accessToken}`,
+        created: Math.floor(config.clock() / 1000),
+      },
+      config.signer,
+    );
+    const headers: Record<string, string> = { accept: 'application/json', ...signed };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const timeout = AbortSignal.timeout(config.timeoutMs);
+    const signal = request.options?.signal ? AbortSignal.any([request.options.signal, timeout]) : timeout;
+    try {
+      const res = await config.fetch(url, { method: request.method, headers, body, redirect: request.redirect ?? 'follow', signal });
+      return { status: res.status, statusText: res.statusText, headers: res.headers, text: await res.text(), url };
+    } catch (err) {
+      // The caller's own abort is theirs to handle; everything else means "no answer".
+      if (request.options?.signal?.aborted) throw request.options.signal.reason;
+      throw new NetworkError(request.method, url.href, err);
+    }
+  }
+
+  function apiError(request: ApiRequest, answer: Attempt, message?: string): ApiError {
+    const body = errorBodyOf(answer.status, answer.statusText, answer.text, answer.url.pathname + answer.url.search);
+    if (message !== undefined) body.message = message;
+    return new ApiError(answer.status, body, { method: request.method, url: answer.url.href, headers: answer.headers });
+  }
+
+  function result(request: ApiRequest, answer: Attempt): ApiResponse {
+    const redirected = request.redirect === 'manual' && answer.status >= 300 && answer.status < 400;
+    if ((answer.status < 200 || answer.status >= 300) && !redirected) throw apiError(request, answer);
+    if (answer.text === '') return { status: answer.status, headers: answer.headers, body: undefined };
+    try {
+      return { status: answer.status, headers: answer.headers, body: JSON.parse(answer.text) as unknown };
+    } catch {
+      throw apiError(request, answer, 'The answer is not valid JSON');
+    }
+  }
+
+  async function refreshStoredTokens(): Promise<boolean> {
+    const stored = config.getTokens();
+    if (stored?.refreshToken === undefined) return false;
+    const request: ApiRequest = { service: 'identity', method: 'POST', path: '/v1/auth/refresh', body: { refreshToken: stored.refreshToken }, bearer: false };
+    const answer = await attempt(request, undefined, crypto.randomUUID()).catch(() => undefined);
+    if (answer === undefined) return false;
+    if (answer.status === 200) {
+      config.setTokens(result(request, answer).body as AuthenticationResult);
+      return true;
+    }
+    // A refused refresh token means the session is over (rotated, revoked or expired): forget it, unless
+    // the refusal was about our signature or someone stored other tokens meanwhile.
+    const refused = answer.status === 401 && errorBodyOf(401, '', answer.text, '').message !== SIGNATURE_FAULT;
+    if (refused && config.getTokens()?.refreshToken === stored.refreshToken) config.setTokens(undefined);
+    return false;
+  }
+
+  function refreshOnce(): Promise<boolean> {
+    refreshing ??= refreshStoredTokens().finally(() => {
+      refreshing = undefined;
+    });
+    return refreshing;
+  }
+
+  async function send(request: ApiRequest): Promise<ApiResponse> {
+    const explicitKey = request.options?.idempotencyKey;
+    if (explicitKey !== undefined && !VISIBLE_ASCII.test(explicitKey)) throw new TypeError('idempotencyKey must be 1-255 visible ASCII characters');
+    const token = request.bearer ? config.getTokens()?.accessToken : undefined;
+    const first = await attempt(request, token, explicitKey ?? crypto.randomUUID());
+    const retryable =
+      first.status === 401 && token !== undefined && errorBodyOf(401, '', first.text, '').message !== SIGNATURE_FAULT;
+    if (!retryable) return result(request, first);
+    // Another call may already have refreshed while this one was in flight; then its token is used.
+    const current = config.getTokens()?.accessToken;
+    const fresh = current !== undefined && current !== token ? current : (await refreshOnce()) ? config.getTokens()?.accessToken : undefined;
+    if (fresh === undefined) return result(request, first);
+    // The gateway keeps an idempotency key claimed after a 401, so the retry needs a new one (and a new nonce).
+    return result(request, await attempt(request, fresh, crypto.randomUUID()));
+  }
+
+  return { send, refreshStoredTokens: refreshOnce };
+}

@@ -1,0 +1,42 @@
+// The SDK's types, all taken from the generated OpenAPI types so they cannot drift from the documents.
+import type { components as IdentityComponents, operations as IdentityOperations } from './generated/identity.ts';
+import type { components as RiskComponents, operations as RiskOperations } from './generated/risk.ts';
+
+type Identity = IdentityComponents['schemas'];
+type Risk = RiskComponents['schemas'];
+
+/** SPEC.md part 2's error body (`messages` always present on station errors). */
+export type ErrorBody = Identity['ErrorBody'];
+
+export type LoginRequest = Identity['LoginRequest'];
+/** The authentication result of login and refresh; the client keeps it as its tokens. */
+export type AuthenticationResult = Identity['AuthenticationResult'];
+export type CreateUserRequest = Identity['CreateUserRequest'];
+export type UpdateUserRequest = Identity['UpdateUserRequest'];
+export type User = Identity['User'];
+export type UserWithFullAccount = Identity['UserWithFullAccount'];
+export type PasswordResetRequestBody = Identity['PasswordResetRequestBody'];
+export type PasswordResetTicket = Identity['PasswordResetTicket'];
+export type PasswordResetBody = Identity['PasswordResetBody'];
+export type PasswordResetResult = Identity['PasswordResetResult'];
+export type CreateAccountRequest = Identity['CreateAccountRequest'];
+export type UpdateAccountRequest = Identity['UpdateAccountRequest'];
+export type Account = Identity['Account'];
+export type PhoneActivationRequestBody = Identity['PhoneActivationRequestBody'];
+export type PhoneActivationTicket = Identity['PhoneActivationTicket'];
+export type PhoneActivationBody = Identity['PhoneActivationBody'];
+export type Role = Identity['Role'];
+export type UserStatus = Identity['UserStatus'];
+export type AccountType = Identity['AccountType'];
+export type SubscriptionPlan = Identity['SubscriptionPlan'];
+
+export type CityDistrictQuery = Risk['CityDistrictQuery'];
+export type Station = Risk['Station'];
+export type StationWithDistance = Risk['StationWithDistance'];
+export type NearestQuery = RiskOperations['findNearestStations']['parameters']['query'];
+
+/** `resetPassword` without `loginPageLink`: the service's message; with it: where the 303 points. */
+export type PasswordResetOutcome = PasswordResetResult | { redirectTo: string };
+
+/** The operation ids of both documents, for tooling that wants to enumerate them. */
+export type OperationId = keyof IdentityOperations | keyof RiskOperations;
