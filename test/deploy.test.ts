@@ -1,56 +1,88 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { composeProblems, composeSchemaProblems } from './deploy-support/compose-checks.ts';
+import { DEPLOYABLES, REPO_ROOT } from './deploy-support/deployables.ts';
+import { dockerfileProblems } from './deploy-support/dockerfile-checks.ts';
+import { schemaProblems } from './deploy-support/k8s-schema.ts';
+import { overlayProblems } from './deploy-support/k8s-checks.ts';
+import { kustomizeBuild, readManifests } from './deploy-support/kustomize.ts';
+import { secretProblems } from './deploy-support/secret-scan.ts';
 
-// No Docker engine runs here: the deployment files are checked statically.
-const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
-
-interface ComposeService {
-  image?: string;
-  build?: { dockerfile: string; args: Record<string, string> };
-  ports?: string[];
-  healthcheck?: unknown;
-  environment?: Record<string, string>;
-  depends_on?: Record<string, { condition: string }>;
-}
+// No Docker engine and no cluster here: the deployment files are checked statically, against the
+// code they deploy (each deployable's config.ts, package.json and scripts).
+const ENVS = ['local', 'test', 'prod'] as const;
+const overlay = (...path: string[]) => join(REPO_ROOT, 'deploy', 'k8s', 'overlays', ...path);
+// {base_url} and {risk_base_url} of each environment (test and prod: the presets of packages/client).
+const PUBLIC_HOSTS = {
+  local: ['api.localhost', 'risk.localhost'],
+  test: ['api.test.example.com', 'risk.test.example.com'],
+  prod: ['api.example.com', 'risk.example.com'],
+};
+const publicHosts = (env: (typeof ENVS)[number]) => PUBLIC_HOSTS[env];
 
 describe('deployment files', () => {
-  const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService> };
-  const apps = ['identity', 'risk', 'gateway'];
-
-  it('images start from node:24, run as a non-root user in production mode, with a health check', () => {
-    const dockerfile = read('deploy/Dockerfile');
-    const bases = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
-    assert.ok(bases.length >= 2 && bases.every((b) => b?.startsWith('node:24')), bases.join(', '));
-    assert.match(dockerfile, /^USER node$/m);
-    assert.match(dockerfile, /NODE_ENV=production/);
-    assert.match(dockerfile, /^HEALTHCHECK .*\n.*\/health\/live/m);
-  });
-
-  it('compose publishes only the gateway, on 8080', () => {
-    const published = Object.entries(compose.services).filter(([, s]) => s.ports !== undefined);
-    assert.deepEqual(published, [['gateway', compose.services.gateway]]);
-    assert.deepEqual(compose.services.gateway?.ports, ['8080:8080']);
-  });
-
-  it('every piece has a health check or waits on healthy dependencies, in the right order', () => {
-    assert.ok(compose.services.postgres?.healthcheck && compose.services.redis?.healthcheck);
-    for (const app of apps) {
-      const service = compose.services[app]!;
-      assert.equal(service.build?.dockerfile, 'deploy/Dockerfile');
-      assert.equal(service.build?.args.DEPLOYABLE, app);
-      assert.ok(Object.values(service.depends_on ?? {}).every((d) => d.condition === 'service_healthy'), app);
-      assert.equal(service.environment?.HOST, '0.0.0.0');
+  describe('Dockerfiles', () => {
+    for (const d of DEPLOYABLES) {
+      it(`deploy/${d.name}/Dockerfile: multi-stage on the catalog's Node, only ${d.name} via pnpm deploy, non-root, production, health check on /health/live`, () => {
+        assert.deepEqual(dockerfileProblems(REPO_ROOT, d), []);
+      });
     }
-    assert.deepEqual(Object.keys(compose.services.gateway?.depends_on ?? {}).sort(), ['identity', 'redis', 'risk']);
   });
 
-  it('compose uses the environment names the services read', () => {
-    const names = new Set(apps.flatMap((app) => Object.keys(compose.services[app]?.environment ?? {})));
-    const configs = read('services/identity/src/config.ts') + read('services/risk/src/config.ts') + read('gateway/src/config.ts');
-    for (const name of names) {
-      if (name === 'APP_ENV') continue;
-      assert.match(configs, new RegExp(`^  ${name}: env\\.`, 'm'), `${name} is read by no service`);
+  describe('docker-compose.yml', () => {
+    it('is valid against the Compose specification schema', () => {
+      assert.deepEqual(composeSchemaProblems(REPO_ROOT), []);
+    });
+
+    it('runs the local environment: settings each config.ts accepts, only the gateway published, migrations and seed once before the services', () => {
+      assert.deepEqual(composeProblems(REPO_ROOT), []);
+    });
+  });
+
+  describe('Kubernetes (deploy/k8s)', () => {
+    it('every manifest and kustomization parses as YAML', () => {
+      const walk = (dir: string): string[] =>
+        readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
+      const files = walk(join(REPO_ROOT, 'deploy', 'k8s'));
+      assert.ok(files.length > 20, `only ${files.length} files`);
+      for (const file of files) assert.doesNotThrow(() => readManifests(file), relative(REPO_ROOT, file));
+    });
+
+    for (const env of ENVS) {
+      it(`overlay ${env}: every object is valid for its kind, and each deployable would start with its settings`, () => {
+        const objects = kustomizeBuild(overlay(env));
+        assert.deepEqual(schemaProblems(objects), []);
+        assert.deepEqual(overlayProblems(env, objects, REPO_ROOT, publicHosts(env)), []);
+        assert.ok(objects.every((o) => o.metadata.namespace === `platform-${env}`));
+      });
+
+      for (const d of DEPLOYABLES) {
+        it(`overlay ${env}/${d.name} deploys ${d.name} on its own`, () => {
+          const objects = kustomizeBuild(overlay(env, d.name));
+          assert.deepEqual(schemaProblems(objects), []);
+          assert.deepEqual(overlayProblems(env, objects, REPO_ROOT, d.name === 'gateway' ? publicHosts(env) : undefined), []);
+          const others = new Set<string>(DEPLOYABLES.filter((x) => x.name !== d.name).map((x) => x.name));
+          assert.ok(!objects.some((o) => others.has(o.metadata.labels?.['app.kubernetes.io/name'] ?? '')), 'contains another deployable');
+        });
+      }
     }
+
+    it('scales the risk service on its own, within bounds that grow from local to prod', () => {
+      const bounds = ENVS.map((env) => {
+        const hpa = kustomizeBuild(overlay(env, 'risk')).find((o) => o.kind === 'HorizontalPodAutoscaler')!;
+        const spec = hpa.spec as { minReplicas: number; maxReplicas: number };
+        return [spec.minReplicas, spec.maxReplicas];
+      });
+      assert.deepEqual(bounds, [
+        [1, 2],
+        [2, 4],
+        [3, 20],
+      ]);
+    });
+  });
+
+  it('no secret value is committed: no keys, passwords, tokens or Secret objects with data', () => {
+    assert.deepEqual(secretProblems(REPO_ROOT), []);
   });
 });

@@ -4,6 +4,7 @@ import { type Knex, type Migration, createDatabase, databaseName, ensureDatabase
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { safeUrl } from './paths.ts';
+import { processHost } from './process-host.ts';
 import { listen, stopOnSignals } from './server.ts';
 
 export interface ConnectDatabaseOptions {
@@ -60,5 +61,12 @@ export async function serveUntilStopped(options: ServeOptions): Promise<void> {
     servers: [server],
     drainTimeoutMs: options.drainTimeoutMs,
     closers: options.closers,
+    exit: hostedExit(options.service),
   });
+}
+
+/** With several deployables in one process (the embedded stack), the host ends the process, not each of them. */
+function hostedExit(service: string): ((code: number) => void) | undefined {
+  const exit = processHost().exit;
+  return exit === undefined ? undefined : (code) => exit(service, code);
 }

@@ -8,5 +8,6 @@ export * from './logger.ts';
 export * from './metrics.ts';
 export * from './openapi.ts';
 export * from './paths.ts';
+export * from './process-host.ts';
 export * from './redis.ts';
 export * from './server.ts';

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { redisBlacklist } from '@platform/auth';
+import { closeRedis, redisCheck } from '@platform/service-kit';
+// The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
+import { createReplayGuard } from '../../../gateway/src/idempotency/replay-guard.ts';
+import { inProcessRedis } from '../src/in-process-redis.ts';
+
+// Every test names its own prefix, as the deployables of one environment share REDIS_KEY_PREFIX.
+const prefix = () => `test-${randomUUID()}:`;
+
+describe('the in-process Redis stand-in (embedded fallback)', () => {
+  it('is ready for the readiness check, and ends on closeRedis', async () => {
+    const redis = inProcessRedis({ keyPrefix: prefix() });
+    await redisCheck(redis).check();
+    await closeRedis(redis);
+    assert.equal(redis.status, 'end');
+  });
+
+  it('shares one key space between the clients of the process, under each client\'s prefix', async () => {
+    const keyPrefix = prefix();
+    const identity = inProcessRedis({ keyPrefix });
+    const gateway = inProcessRedis({ keyPrefix });
+    const other = inProcessRedis({ keyPrefix: prefix() });
+    await identity.set('k', 'v');
+    assert.equal(await gateway.get('k'), 'v');
+    assert.equal(await other.get('k'), null);
+  });
+
+  it('runs the gateway claim script with its per-call key count: nonce, idempotency key, then revoked token', async () => {
+    const redis = inProcessRedis({ keyPrefix: prefix() });
+    const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
+    const request = { keyId: 'k', nonce: 'n1', idempotencyKey: 'i1', method: 'POST', token: undefined, owner: 'a' };
+    assert.equal(await guard.claim(request), 'claimed');
+    assert.equal(await guard.claim({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
+    assert.equal(await guard.claim({ ...request, nonce: 'n2' }), 'key-reused');
+    // A 5xx releases the key for a retry, but only for the request that owns it.
+    await guard.release({ keyId: 'k', idempotencyKey: 'i1', owner: 'someone else' });
+    assert.equal(await guard.claim({ ...request, nonce: 'n3' }), 'key-reused');
+    await guard.release({ keyId: 'k', idempotencyKey: 'i1', owner: 'a' });
+    assert.equal(await guard.claim({ ...request, nonce: 'n4' }), 'claimed');
+
+    const token = { tokenId: randomUUID(), sessionId: randomUUID() };
+    const withToken = { ...request, idempotencyKey: 'i5', token };
+    assert.equal(await guard.claim({ ...withToken, nonce: 'n5' }), 'claimed');
+    await redisBlacklist(redis).revokeSessions([token.sessionId], Date.now() / 1000 + 60);
+    assert.equal(await guard.claim({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
+  });
+
+  it('keeps the blacklist with EXAT and finds a token by either of its keys (EXISTS with several keys)', async () => {
+    const redis = inProcessRedis({ keyPrefix: prefix() });
+    const blacklist = redisBlacklist(redis);
+    const token = { tokenId: randomUUID(), sessionId: randomUUID() };
+    assert.equal(await blacklist.isRevoked(token), false);
+    await blacklist.revoke(token.tokenId, Math.floor(Date.now() / 1000) + 60);
+    assert.equal(await blacklist.isRevoked(token), true);
+    const ttl = await redis.ttl(`auth:blacklist:${token.tokenId}`);
+    assert.ok(ttl > 50 && ttl <= 61, `ttl ${ttl}`);
+  });
+
+  it('answers the identity service\'s commands as Redis does: SET NX EX/PX, TTL, MULTI INCR EXPIRE, MGET, DECR', async () => {
+    const redis = inProcessRedis({ keyPrefix: prefix() });
+    assert.equal(await redis.set('cooldown', '1', 'EX', 60, 'NX'), 'OK');
+    assert.equal(await redis.set('cooldown', '1', 'EX', 60, 'NX'), null);
+    assert.equal(await redis.ttl('cooldown'), 60);
+    assert.deepEqual(await redis.multi().incr('a').expire('a', 120).incr('b').expire('b', 120).exec(), [
+      [null, 1],
+      [null, 1],
+      [null, 1],
+      [null, 1],
+    ]);
+    assert.deepEqual(await redis.mget('a', 'b', 'c'), ['1', '1', null]);
+    assert.equal(await redis.decr('a'), 0);
+    assert.equal(await redis.set('short', '1', 'PX', 30, 'NX'), 'OK');
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(await redis.get('short'), null, 'PX expiry');
+  });
+});

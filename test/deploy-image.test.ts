@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { dropDatabase } from '@platform/service-kit';
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
+import { signedHeaders } from '../gateway/test/support/signing-client.ts';
+import { DEPLOYABLES, type DeployableName, REPO_ROOT, imageEnv, parseDockerfile, readDockerfile } from './deploy-support/deployables.ts';
+
+// Without a Docker engine, each image is laid out as its Dockerfile's runtime stage does it: the
+// `pnpm deploy` output of its package, plus the runtime stage's other COPY lines, with the image's ENV.
+// Run after `pnpm build` (as `pnpm test` does): pnpm deploy copies the compiled dist/.
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `/app/…` of the image, in the folder standing in for it. */
+const inApp = (app: string, path: string) => (path.startsWith('/app/') ? join(app, path.slice('/app/'.length)) : path);
+
+async function layOutImage(work: string, name: DeployableName): Promise<string> {
+  const out = join(work, name, 'out');
+  await promisify(execFile)('pnpm', ['--filter', `@platform/${name}`, 'deploy', '--prod', '--legacy', out], { cwd: REPO_ROOT });
+  const app = join(work, name, 'app');
+  for (const { op, args } of parseDockerfile(readDockerfile(REPO_ROOT, DEPLOYABLES.find((d) => d.name === name)!)).at(-1)!.instructions) {
+    if (op !== 'COPY') continue;
+    const [, source, destination] = /^--from=build\s+(\S+)\s+(\S+)$/.exec(args) ?? [];
+    assert.ok(source && destination, `unexpected COPY ${args}`);
+    const target = destination === './' ? app : inApp(app, destination);
+    mkdirSync(dirname(target), { recursive: true });
+    cpSync(source === '/out' ? out : join(REPO_ROOT, source.slice('/repo/'.length)), target, { recursive: true });
+  }
+  return app;
+}
+
+describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime stage)', function () {
+  this.timeout(120_000);
+  let work = '';
+  const apps = new Map<DeployableName, string>();
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'images-'));
+    const laidOut = await Promise.all(DEPLOYABLES.map(async (d) => [d.name, await layOutImage(work, d.name)] as const));
+    for (const [name, app] of laidOut) apps.set(name, app);
+  });
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  it('each holds its entry point, its scripts and the files it reads at run time, and no dev dependencies', () => {
+    const expected: Record<DeployableName, string[]> = {
+      gateway: ['dist/src/index.js', 'openapi/identity.yaml', 'openapi/risk.yaml'],
+      identity: ['dist/src/index.js', 'dist/src/migrate.js', 'dist/src/auth/password-worker.js', 'openapi.yaml'],
+      risk: ['dist/src/index.js', 'dist/src/migrate.js', 'dist/src/seed.js', 'openapi.yaml', 'data/stations.csv', 'data/mgm_centers.csv', 'data/provinces_districts.csv'],
+    };
+    for (const d of DEPLOYABLES) {
+      const app = apps.get(d.name)!;
+      for (const file of expected[d.name]) assert.ok(existsSync(join(app, file)), `${d.name} image lacks ${file}`);
+      const store = readdirSync(join(app, 'node_modules', '.pnpm'));
+      for (const dev of ['typescript@', 'mocha@', 'supertest@', 'eslint@', 'openapi-typescript@']) {
+        assert.ok(!store.some((p) => p.startsWith(dev)), `${d.name} image holds ${dev}`);
+      }
+      assert.ok(!existsSync(join(app, 'test')) && !existsSync(join(app, 'src')), `${d.name} image holds sources or tests`);
+    }
+  });
+
+  it('started as their CMD with their image ENV, all three get ready and a signed login passes through the gateway', async () => {
+    const ports = { gateway: await freePort(), identity: await freePort(), risk: await freePort() };
+    const databases = { identity: uniqueName('image_identity'), risk: uniqueName('image_risk') };
+    const url = (name: string) => Object.assign(new URL(TEST_POSTGRES_URL), { pathname: `/${name}` }).toString();
+    // Only what a container would get: its image ENV, then what compose or the Deployment sets.
+    const shared = {
+      PATH: process.env.PATH ?? '',
+      APP_ENV: 'local',
+      HOST: '127.0.0.1',
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_KEY_PREFIX: `${uniqueName('image')}:`,
+      IDENTITY_URL: `http://127.0.0.1:${ports.identity}`,
+      RISK_URL: `http://127.0.0.1:${ports.risk}`,
+      IDENTITY_JWKS_URL: `http://127.0.0.1:${ports.identity}/.well-known/jwks.json`,
+      IDENTITY_DATABASE_URL: url(databases.identity),
+      RISK_DATABASE_URL: url(databases.risk),
+      BCRYPT_COST: '4',
+      LOG_LEVEL: 'warn',
+    };
+    const children: ChildProcess[] = [];
+    let output = '';
+    try {
+      for (const d of DEPLOYABLES) {
+        const app = apps.get(d.name)!;
+        const env: Record<string, string> = {};
+        for (const [name, value] of imageEnv(REPO_ROOT, d)) if ('literal' in value) env[name] = inApp(app, value.literal);
+        Object.assign(env, shared, { [d.portKey]: String(ports[d.name]) });
+        const child = spawn(process.execPath, ['dist/src/index.js'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+        children.push(child);
+      }
+      const deadline = Date.now() + 60_000;
+      for (const port of Object.values(ports)) {
+        let status = 0;
+        while (status !== 200 && Date.now() < deadline) {
+          status = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+            (r) => r.status,
+            () => 0,
+          );
+          if (status !== 200) await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.equal(status, 200, `port ${port} never ready:\n${output}`);
+      }
+      const gateway = `http://127.0.0.1:${ports.gateway}`;
+      // The documents the gateway image was given by IDENTITY_OPENAPI_PATH and RISK_OPENAPI_PATH.
+      assert.equal((await fetch(`${gateway}/openapi.json`)).status, 200);
+      const body = Buffer.from(JSON.stringify({ username: 'admin@example.com', password: 'local-admin-password' }));
+      const headers = signedHeaders('POST', '/v1/auth/login', { key: { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' }, body });
+      const login = await fetch(`${gateway}/v1/auth/login`, { method: 'POST', headers, body });
+      assert.equal(login.status, 200, await login.text());
+
+      const exits = children.map((c) => new Promise<number | null>((resolve) => c.once('exit', (code) => resolve(code))));
+      for (const child of children) child.kill('SIGTERM');
+      assert.deepEqual(await Promise.all(exits), [0, 0, 0], output);
+    } finally {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      for (const name of Object.values(databases)) await dropDatabase(url(name));
+    }
+  });
+});

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { composeProblems, composeSchemaProblems } from './deploy-support/compose-checks.ts';
+import { REPO_ROOT, deployable } from './deploy-support/deployables.ts';
+import { dockerfileProblems } from './deploy-support/dockerfile-checks.ts';
+import { schemaProblems } from './deploy-support/k8s-schema.ts';
+import { overlayProblems } from './deploy-support/k8s-checks.ts';
+import { kustomizeBuild } from './deploy-support/kustomize.ts';
+import { secretProblems } from './deploy-support/secret-scan.ts';
+
+// Each test breaks one thing in a copy of the deployment files and expects the checks of
+// deploy.test.ts to say so: a check that never fails proves nothing.
+describe('deployment checks on a broken copy', () => {
+  let root = '';
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'deploy-copy-'));
+    for (const path of ['deploy', 'docker-compose.yml', '.dockerignore']) cpSync(join(REPO_ROOT, path), join(root, path), { recursive: true });
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  /** Replaces text in a copied file; the text must be there, so a changed manifest fails loudly here. */
+  function mutate(path: string, from: string | RegExp, to: string): void {
+    const file = join(root, path);
+    const text = readFileSync(file, 'utf8');
+    assert.match(text, typeof from === 'string' ? new RegExp(from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : from, `${path} no longer contains ${from}`);
+    writeFileSync(file, text.replace(from, to));
+  }
+
+  const built = (...path: string[]) => kustomizeBuild(join(root, 'deploy', 'k8s', 'overlays', ...path));
+  const includes = (problems: string[], fragment: string) =>
+    assert.ok(problems.some((p) => p.includes(fragment)), `expected a problem with "${fragment}", got:\n${problems.join('\n')}`);
+
+  it('rejects a manifest field of the wrong type (the Kubernetes schema)', () => {
+    mutate('deploy/k8s/base/identity/deployment.yaml', 'containerPort: 8081', 'containerPort: "8081"');
+    includes(schemaProblems(built('test', 'identity')), 'containerPort must be integer');
+  });
+
+  it('rejects a setting that config.ts requires in prod and the overlay forgot', () => {
+    mutate('deploy/k8s/overlays/prod/identity/kustomization.yaml', /\s+- BOOTSTRAP_ADMIN_USERNAME=\S+/, '');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'BOOTSTRAP_ADMIN_USERNAME is required in APP_ENV=prod');
+  });
+
+  it('rejects a setting that config.ts refuses in prod (a cross-key rule)', () => {
+    mutate('deploy/k8s/overlays/prod/identity/kustomization.yaml', 'MAIL_PROVIDER=http', 'MAIL_PROVIDER=log');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'MAIL_PROVIDER=log is not allowed in prod');
+  });
+
+  it('rejects a secret written into a manifest instead of referenced', () => {
+    mutate(
+      'deploy/k8s/base/identity/deployment.yaml',
+      /- name: JWT_PRIVATE_KEY\n(\s+)valueFrom:\n\s+secretKeyRef:\n\s+name: identity-secrets\n\s+key: JWT_PRIVATE_KEY/,
+      '- name: JWT_PRIVATE_KEY\n$1value: "-----BEGIN PRIVATE KEY-----MC4CAQAwBQYDK2VwBCIEIAx-----END PRIVATE KEY-----"',
+    );
+    includes(secretProblems(root), 'a private key');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'JWT_PRIVATE_KEY is a secret');
+  });
+
+  it('rejects a password in a URL anywhere in the deployment files', () => {
+    mutate('docker-compose.yml', 'postgres://postgres@postgres:5432/identity', 'postgres://postgres:hunter2@postgres:5432/identity');
+    includes(secretProblems(root), 'a URL with a password');
+  });
+
+  it('rejects a readiness probe on the wrong path and a grace period shorter than the drain', () => {
+    mutate('deploy/k8s/base/risk/deployment.yaml', /readinessProbe:\n(\s+)httpGet:\n(\s+)path: \/health\/ready/, 'readinessProbe:\n$1httpGet:\n$2path: /health/live');
+    mutate('deploy/k8s/base/gateway/deployment.yaml', 'terminationGracePeriodSeconds: 30', 'terminationGracePeriodSeconds: 10');
+    includes(overlayProblems('prod', built('prod'), root), 'readinessProbe must GET /health/ready');
+    includes(overlayProblems('prod', built('prod'), root), 'terminationGracePeriodSeconds 10');
+  });
+
+  it('rejects a NetworkPolicy that lets any pod reach the risk service', () => {
+    mutate('deploy/k8s/base/risk/network-policy.yaml', '    - from:\n', '    - from:\n        - podSelector: {}\n');
+    includes(overlayProblems('test', built('test'), root), 'NetworkPolicy for risk: lets in {"podSelector":{}}');
+  });
+
+  it('rejects a kustomization feature the resolver does not implement, rather than skipping it', () => {
+    mutate('deploy/k8s/overlays/test/risk/kustomization.yaml', 'patches:', 'namePrefix: blue-\npatches:');
+    assert.throws(() => built('test', 'risk'), /does not implement namePrefix/);
+  });
+
+  it('rejects a compose file the Compose specification does not allow', () => {
+    mutate('docker-compose.yml', 'identity-migrate: { condition: service_completed_successfully }', 'identity-migrate: { condition: service_done }');
+    includes(composeSchemaProblems(root), '/services/identity/depends_on');
+  });
+
+  it('rejects a compose variable that no config.ts reads (a typo)', () => {
+    mutate('docker-compose.yml', '      IDENTITY_DATABASE_URL: postgres://postgres@postgres:5432/identity\n    volumes', '      IDENTITY_DATABSE_URL: postgres://postgres@postgres:5432/identity\n    volumes');
+    includes(composeProblems(root), 'IDENTITY_DATABSE_URL is set but read by no config.ts');
+  });
+
+  it('rejects an image that runs as root or on a port the code does not use', () => {
+    mutate('deploy/risk/Dockerfile', 'USER node\n', '');
+    mutate('deploy/risk/Dockerfile', 'EXPOSE 8082', 'EXPOSE 8083');
+    const problems = dockerfileProblems(root, deployable('risk'));
+    includes(problems, 'must end as USER node');
+    includes(problems, 'EXPOSE 8083 is not the port 8082');
+  });
+});

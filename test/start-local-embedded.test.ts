@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { signedHeaders } from '../gateway/test/support/signing-client.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const LOCAL_KEY = { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } as const;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function waitReady(url: string, deadline: number): Promise<number> {
+  while (Date.now() < deadline) {
+    const status = await fetch(url).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return status;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return -1;
+}
+
+/** A request through the gateway, signed with the local client key (CONTRACT.md part 2). */
+async function signed(gateway: string, method: string, path: string, options: { body?: unknown; bearer?: string } = {}): Promise<Response> {
+  const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
+  const headers = signedHeaders(method, path, { key: LOCAL_KEY, body, bearer: options.bearer });
+  return fetch(`${gateway}${path}`, { method, headers, body });
+}
+
+describe('pnpm start with Postgres and Redis unreachable (embedded fallback)', function () {
+  this.timeout(90_000);
+
+  it('starts on PGlite and an in-process Redis shared by the three apps, says so first, and a signed login succeeds', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'embedded-stack-'));
+    const ports = { GATEWAY_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
+    const child = spawn(process.execPath, ['scripts/start-local.ts'], {
+      cwd: root,
+      env: {
+        ...process.env,
+        APP_ENV: 'local',
+        ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+        // Port 1: nothing listens there, so both probes fail at once.
+        IDENTITY_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/identity',
+        RISK_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/risk',
+        REDIS_URL: 'redis://127.0.0.1:1/0',
+        EMBEDDED_DATA_DIR: join(dataDir, 'pglite'),
+        JWT_LOCAL_KEY_FILE: join(dataDir, 'jwt-signing-key.pem'),
+        BCRYPT_COST: '4',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const deadline = Date.now() + 75_000;
+      for (const port of Object.values(ports)) {
+        assert.equal(await waitReady(`http://127.0.0.1:${port}/health/ready`, deadline), 200, `port ${port} never ready:\n${output}`);
+      }
+      const firstLine = output.split('\n')[0] ?? '';
+      assert.match(firstLine, /EMBEDDED FALLBACK/);
+      assert.match(firstLine, /postgres unreachable at 127\.0\.0\.1:1, 127\.0\.0\.1:1: embedded PGlite/);
+      assert.match(firstLine, /redis unreachable at 127\.0\.0\.1:1: in-process stand-in/);
+      assert.match(output, /"service":"embedded".*EMBEDDED FALLBACK: gateway, identity and risk run in this one process/);
+
+      const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
+      const login = await signed(gateway, 'POST', '/v1/auth/login', { body: { username: 'admin@example.com', password: 'local-admin-password' } });
+      assert.equal(login.status, 200, await login.clone().text());
+      const tokens = (await login.json()) as { type: string; accessToken: string };
+      assert.equal(tokens.type, 'Bearer');
+
+      // One store for all three: the risk service and the gateway see identity's logout at once.
+      const cities = await signed(gateway, 'GET', '/v1/weather-stations/get-cities', { bearer: tokens.accessToken });
+      assert.equal(cities.status, 200);
+      assert.ok(((await cities.json()) as string[]).includes('İstanbul'));
+      assert.equal((await signed(gateway, 'POST', '/v1/auth/logout', { body: { jwtToken: tokens.accessToken } })).status, 200);
+      assert.equal((await signed(gateway, 'GET', '/v1/weather-stations/get-cities', { bearer: tokens.accessToken })).status, 401);
+
+      child.kill('SIGINT');
+      assert.equal(await exited, 0, output);
+      // The embedded databases live on disk, in the folder they were given.
+      assert.ok(existsSync(join(dataDir, 'pglite', 'identity', 'PG_VERSION')));
+      assert.ok(existsSync(join(dataDir, 'pglite', 'risk', 'PG_VERSION')));
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
