@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,18 +8,11 @@ import { dropDatabase } from '@platform/service-kit';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
 import { DEPLOYABLES, type DeployableName, REPO_ROOT, imageEnv, parseDockerfile, readDockerfile } from './deploy-support/deployables.ts';
+import { freePort } from './support/processes.ts';
 
 // Without a Docker engine, each image is laid out as its Dockerfile's runtime stage does it: the
 // `pnpm deploy` output of its package, plus the runtime stage's other COPY lines, with the image's ENV.
 // Run after `pnpm build` (as `pnpm test` does): pnpm deploy copies the compiled dist/.
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** `/app/…` of the image, in the folder standing in for it. */
 const inApp = (app: string, path: string) => (path.startsWith('/app/') ? join(app, path.slice('/app/'.length)) : path);

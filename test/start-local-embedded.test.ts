@@ -1,34 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
+import { freePort, waitUntilOk } from './support/processes.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const LOCAL_KEY = { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } as const;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function waitReady(url: string, deadline: number): Promise<number> {
-  while (Date.now() < deadline) {
-    const status = await fetch(url).then(
-      (r) => r.status,
-      () => 0,
-    );
-    if (status === 200) return status;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return -1;
-}
 
 /** A request through the gateway, signed with the local client key (CONTRACT.md part 2). */
 async function signed(gateway: string, method: string, path: string, options: { body?: unknown; bearer?: string } = {}): Promise<Response> {
@@ -67,7 +47,7 @@ describe('pnpm start with Postgres and Redis unreachable (embedded fallback)', f
     try {
       const deadline = Date.now() + 75_000;
       for (const port of Object.values(ports)) {
-        assert.equal(await waitReady(`http://127.0.0.1:${port}/health/ready`, deadline), 200, `port ${port} never ready:\n${output}`);
+        assert.ok(await waitUntilOk(`http://127.0.0.1:${port}/health/ready`, deadline), `port ${port} never ready:\n${output}`);
       }
       const firstLine = output.split('\n')[0] ?? '';
       assert.match(firstLine, /EMBEDDED FALLBACK/);

@@ -1,44 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dropDatabase } from '@platform/service-kit';
-import { TEST_POSTGRES_URL, uniqueName } from '@platform/service-kit/testing';
+import { uniqueName } from '@platform/service-kit/testing';
+import { freePort, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function databaseUrl(name: string): string {
-  const url = new URL(TEST_POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function waitReady(url: string, deadline: number): Promise<number> {
-  while (Date.now() < deadline) {
-    const status = await fetch(url).then(
-      (r) => r.status,
-      () => 0,
-    );
-    if (status === 200) return status;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return -1;
-}
 
 describe('pnpm start (scripts/start-local.ts)', function () {
   this.timeout(60_000);
 
   it('brings up gateway, identity and risk with local defaults, all ready, and stops all three on Ctrl-C with exit 0', async () => {
     const ports = { GATEWAY_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
-    const databases = { IDENTITY_DATABASE_URL: databaseUrl(uniqueName('start_identity')), RISK_DATABASE_URL: databaseUrl(uniqueName('start_risk')) };
+    const databases = { IDENTITY_DATABASE_URL: testDatabaseUrl(uniqueName('start_identity')), RISK_DATABASE_URL: testDatabaseUrl(uniqueName('start_risk')) };
     const child = spawn(process.execPath, ['scripts/start-local.ts'], {
       cwd: root,
       env: { ...process.env, APP_ENV: 'local', ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...databases },
@@ -51,7 +25,7 @@ describe('pnpm start (scripts/start-local.ts)', function () {
     try {
       const deadline = Date.now() + 45_000;
       for (const port of Object.values(ports)) {
-        assert.equal(await waitReady(`http://127.0.0.1:${port}/health/ready`, deadline), 200, `port ${port} never ready:\n${output}`);
+        assert.ok(await waitUntilOk(`http://127.0.0.1:${port}/health/ready`, deadline), `port ${port} never ready:\n${output}`);
       }
       // The first lines say where each piece listens and what it connected to.
       assert.match(output, new RegExp(`gateway listening on http://127\\.0\\.0\\.1:${ports.GATEWAY_PORT}`));

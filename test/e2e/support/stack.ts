@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closeRedis, createLogger, createRedis, dropDatabase, waitForRedis } from '@platform/service-kit';
-import { TEST_POSTGRES_URL, TEST_REDIS_URL } from '@platform/service-kit/testing';
+import { TEST_REDIS_URL } from '@platform/service-kit/testing';
+import { freePort, testDatabaseUrl } from '../../support/processes.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -17,20 +17,6 @@ export interface Stack {
   /** What the processes wrote, for a failing test's message. */
   output: () => string;
   stop: () => Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function databaseUrl(name: string): string {
-  const url = new URL(TEST_POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
 }
 
 async function untilReady(url: string, child: ChildProcess, deadlineMs: number): Promise<void> {
@@ -65,8 +51,8 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string })
     IDENTITY_URL: `http://127.0.0.1:${identityPort}`,
     RISK_URL: `http://127.0.0.1:${riskPort}`,
     IDENTITY_JWKS_URL: `http://127.0.0.1:${identityPort}/.well-known/jwks.json`,
-    IDENTITY_DATABASE_URL: databaseUrl(`${run}_identity`),
-    RISK_DATABASE_URL: databaseUrl(`${run}_risk`),
+    IDENTITY_DATABASE_URL: testDatabaseUrl(`${run}_identity`),
+    RISK_DATABASE_URL: testDatabaseUrl(`${run}_risk`),
     REDIS_URL: TEST_REDIS_URL,
     REDIS_KEY_PREFIX: `${run}:`,
     BOOTSTRAP_ADMIN_USERNAME: admin.username,
