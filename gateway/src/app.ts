@@ -36,7 +36,13 @@ export interface Gateway {
  */
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
-  const app = createBaseApp({ logger, metrics: deps.metrics, checks: [redisCheck(deps.redis)], lifecycle: deps.lifecycle });
+  const app = createBaseApp({
+    logger,
+    metrics: deps.metrics,
+    checks: [redisCheck(deps.redis)],
+    lifecycle: deps.lifecycle,
+    requestDeadlineMs: config.REQUEST_DEADLINE_MS,
+  });
   const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL }).map((route) => ({
     route,
     proxy: createUpstreamProxy({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS }),

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type ConfigOf, env, packageRoot } from '@platform/service-kit';
+import { type ConfigOf, env, httpLimitsSpec, packageRoot } from '@platform/service-kit';
 import { LOCAL_CLIENT_KEYS, parseClientKeys } from './signing/client-keys.ts';
 
 // The services' OpenAPI documents beside the gateway in the repository (from src/ and from dist/ alike).
@@ -50,6 +50,8 @@ export const gatewayConfigSpec = {
     default: join(repoRoot, 'services', 'risk', 'openapi.yaml'),
   }),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
+  // The gateway's deadline is a backstop above UPSTREAM_TIMEOUT_MS, so an upstream's own 504 comes first.
+  ...httpLimitsSpec({ requestDeadlineMs: 15_000 }),
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewayConfigSpec>;

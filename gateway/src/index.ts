@@ -8,7 +8,9 @@ import type { OpenApiDocument } from './docs/openapi-merge.ts';
 const config = loadConfigOrExit(gatewayConfigSpec, process.env);
 const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const lifecycle = { draining: false };
-const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
+// No auto-pipelining: with a frozen Redis it queues each claim behind the previous one's timeout, past
+// the 1 s in which the gateway must fail closed (CONTRACT.md part 3).
+const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger, autoPipelining: false });
 const metrics = createMetrics('gateway', { collectDefault: true });
 
 // The API documents are a convenience, not the gateway's job: without them it still serves the API.
@@ -37,6 +39,7 @@ await serveUntilStopped({
   logger,
   lifecycle,
   drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+  limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
   appEnv: config.APP_ENV,
   connections: {
     redis: config.REDIS_URL,

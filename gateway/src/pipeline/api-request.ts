@@ -79,13 +79,22 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
   } catch (err) {
     // Fail closed: without Redis no replay can be ruled out, so nothing is proxied.
     deps.metrics.rejected('redis-unavailable');
+    // A frozen Redis still runs the claim once it resumes, which would keep the key of a request
+    // answered 503. The release is queued on the same connection behind the claim, so it undoes it.
+    deps.guard.release({ keyId, idempotencyKey, owner }).catch(() => undefined);
     throw new ServiceUnavailableError(undefined, { cause: err });
   }
   assertAdmitted(outcome, bearer, deps);
+  let releasing: Promise<void> | undefined;
   const release = () =>
-    deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
+    (releasing ??= deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
       logOf(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
-    });
+    }));
+  // The proxy releases before it answers a 5xx; any other 5xx (the request deadline answering while
+  // the upstream is still busy) releases once it has been sent.
+  res.once('finish', () => {
+    if (res.statusCode >= 500) void release();
+  });
   try {
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);
     const headers = upstreamRequestHeaders(req.headers, {

@@ -1,4 +1,5 @@
 import express, { type RequestHandler, type Router } from 'express';
+import { NotFoundError } from '@platform/errors';
 import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
 import { type UpstreamRoute, routePatterns } from '../proxy/routes.ts';
 import type { UpstreamProxy } from '../proxy/upstream-proxy.ts';
@@ -16,6 +17,11 @@ export interface ApiRouterOptions extends ApiRequestDeps {
  */
 export function apiRouter(options: ApiRouterOptions): Router {
   const router = express.Router({ caseSensitive: true, strict: true });
+  // The proxy joins paths by collapsing `//`, so such a path would reach the upstream as another path
+  // than the one signed and checked here. No operation has an empty segment: it is no route.
+  router.use((req, _res, next) => {
+    next(req.path.includes('//') ? new NotFoundError(`No route for ${req.method} ${req.path}`) : undefined);
+  });
   const requireIdempotencyKey: RequestHandler = (req, _res, next) => {
     try {
       idempotencyKeyOf(req.headers['x-idempotency-key']);

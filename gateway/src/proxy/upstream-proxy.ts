@@ -67,6 +67,11 @@ async function relay(proxyRes: IncomingMessage, res: ServerResponse, job: InFlig
   const status = proxyRes.statusCode ?? 502;
   job.answered = true;
   job.done(String(status));
+  if (res.headersSent) {
+    // The request deadline answered first: drain the late answer so its pooled socket is freed.
+    proxyRes.resume();
+    return;
+  }
   if (status >= 500) await job.release();
   const contentType = String(proxyRes.headers['content-type'] ?? '');
   if (status >= 400 && !/^application\/(.+\+)?json\b/i.test(contentType)) {

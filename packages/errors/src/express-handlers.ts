@@ -20,6 +20,11 @@ export interface ErrorHandlerOptions {
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
   const always = options.messages === 'always';
   return (err: unknown, req, res, next) => {
+    if (res.writableEnded) {
+      // The answer is already complete (the request deadline answered first): there is nothing left to
+      // tell the client, and cutting the socket would only break the next request on a kept-alive one.
+      return;
+    }
     if (res.headersSent) {
       // Too late for a body: log it with the request, and let Express end the connection.
       (res as { err?: unknown }).err = err;

@@ -3,3 +3,4 @@ export * from './http-errors.ts';
 export { type RequestLine, toHttpError } from './to-http-error.ts';
 export { type ErrorHandlerOptions, errorHandler, methodNotAllowedHandler, notFoundHandler } from './express-handlers.ts';
 export { parseUpstreamError } from './parse-upstream-error.ts';
+export { isDependencyUnavailable } from './dependency-unavailable.ts';

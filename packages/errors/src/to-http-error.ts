@@ -5,8 +5,11 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
+  ServiceUnavailableError,
   UnsupportedMediaTypeError,
 } from './http-errors.ts';
+import { isDependencyUnavailable } from './dependency-unavailable.ts';
+import { reasonPhrase } from './error-body.ts';
 
 /** The part of the request an error message may name. */
 export interface RequestLine {
@@ -104,6 +107,21 @@ function fromBodyParser(err: BodyParserError): HttpError | undefined {
 }
 
 /**
+ * Client errors raised by Express itself: its router throws a URIError with status 400 for a path that
+ * is not valid percent-encoding, and http-errors marks 4xx errors meant for the client with `expose`.
+ * Any other error with a `status` field (an HTTP client's, about some other server) stays a 500. Their
+ * messages are not ours, so the client reads fixed text.
+ */
+function fromStatusError(err: unknown): HttpError | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { status, statusCode, expose } = err as { status?: unknown; statusCode?: unknown; expose?: unknown };
+  const code = typeof status === 'number' ? status : statusCode;
+  if (typeof code !== 'number' || !Number.isInteger(code) || code < 400 || code > 499) return undefined;
+  if (err instanceof URIError) return new BadRequestError('The request path is not valid percent-encoding', { cause: err });
+  return expose === true ? new HttpError(code, reasonPhrase(code), { cause: err }) : undefined;
+}
+
+/**
  * Maps anything thrown during a request onto the `HttpError` that answers it. This is the one place
  * where faults become statuses: our own errors pass through, validator and body-parser errors become
  * 4xx with fixed wording, and everything else is a 500 whose cause is kept for the log only.
@@ -115,5 +133,9 @@ export function toHttpError(err: unknown, req: RequestLine = { method: 'GET', pa
     const mapped = fromBodyParser(err);
     if (mapped) return mapped;
   }
+  const flagged = fromStatusError(err);
+  if (flagged) return flagged;
+  // A database or Redis that is down or frozen is an outage the client may retry through, not a bug.
+  if (isDependencyUnavailable(err)) return new ServiceUnavailableError(undefined, { cause: err });
   return new InternalServerError({ cause: err });
 }

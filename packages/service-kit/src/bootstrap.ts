@@ -5,7 +5,7 @@ import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { safeUrl } from './paths.ts';
 import { processHost } from './process-host.ts';
-import { listen, stopOnSignals } from './server.ts';
+import { type ServerLimits, listen, stopOnSignals } from './server.ts';
 
 export interface ConnectDatabaseOptions {
   appEnv: AppEnv;
@@ -15,6 +15,10 @@ export interface ConnectDatabaseOptions {
   logger: Logger;
   /** Apply pending migrations now; defaults to `appEnv === 'local'` (elsewhere a migration Job does it). */
   migrate?: boolean;
+  /** How long a new connection may take before the attempt fails. */
+  connectTimeoutMs?: number;
+  /** Server-side limit of one statement (the client gives up one second later). */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -24,7 +28,12 @@ export interface ConnectDatabaseOptions {
 export async function connectDatabase(options: ConnectDatabaseOptions): Promise<Knex> {
   const local = options.appEnv === 'local';
   if (local) await ensureDatabaseExists(options.url, options.logger);
-  const db = createDatabase({ url: options.url, applicationName: options.applicationName });
+  const db = createDatabase({
+    url: options.url,
+    applicationName: options.applicationName,
+    connectTimeoutMs: options.connectTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs,
+  });
   if (options.migrate ?? local) {
     const applied = await migrateToLatest(db, options.migrations);
     options.logger.info({ database: databaseName(options.url), applied }, 'migrations up to date');
@@ -41,6 +50,8 @@ export interface ServeOptions {
   logger: Logger;
   lifecycle: Lifecycle;
   drainTimeoutMs: number;
+  /** How long a client may take to send its request (slow-loris protection). */
+  limits?: ServerLimits;
   /** What the process is connected to, logged with the listen line (passwords removed from URLs). */
   connections: Record<string, string>;
   /** Closed in order after the server drained. */
@@ -49,7 +60,7 @@ export interface ServeOptions {
 
 /** Listens, says where and on what, and drains then closes everything on SIGTERM/SIGINT. */
 export async function serveUntilStopped(options: ServeOptions): Promise<void> {
-  const server = await listen(options.app, options.port, options.host);
+  const server = await listen(options.app, options.port, options.host, options.limits);
   const connections = Object.fromEntries(Object.entries(options.connections).map(([k, v]) => [k, safeUrl(v)]));
   options.logger.info(
     { url: server.url, appEnv: options.appEnv, ...connections },

@@ -1,6 +1,7 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
+import { rejectNulCharacters, requestDeadline, securityHeaders } from './http-guards.ts';
 import { httpLogger } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
@@ -12,11 +13,14 @@ export interface BaseAppOptions {
   /** What `/health/ready` checks. */
   checks: readonly ReadinessCheck[];
   lifecycle: Lifecycle;
+  /** The outer deadline of every request, after which it answers 503 (REQUEST_DEADLINE_MS); none when omitted. */
+  requestDeadlineMs?: number;
 }
 
 /**
  * The Express app every process starts from: request ids and one log line per request, metrics,
- * `/health/live`, `/health/ready` and `/metrics`. The caller adds its own routes, then `finishApp`.
+ * security headers, the request deadline, `/health/live`, `/health/ready` and `/metrics`. The caller
+ * adds its own routes, then `finishApp`.
  */
 export function createBaseApp(options: BaseAppOptions): Express {
   const app = express();
@@ -24,6 +28,8 @@ export function createBaseApp(options: BaseAppOptions): Express {
   app.disable('etag');
   app.use(httpLogger(options.logger));
   app.use(options.metrics.middleware);
+  app.use(securityHeaders);
+  if (options.requestDeadlineMs !== undefined) app.use(requestDeadline(options.requestDeadlineMs, options.logger));
   app.use((_req, res, next) => {
     // While draining, tell keep-alive clients to reconnect elsewhere instead of reusing this socket.
     if (options.lifecycle.draining) res.setHeader('Connection', 'close');
@@ -53,13 +59,14 @@ export interface ApiAppOptions extends BaseAppOptions {
 }
 
 /**
- * A service app whose API is an OpenAPI document: the base app, JSON bodies up to 100 kB, the
- * validator, the component routers, 501 for documented operations no router handles yet, then the
- * 404 and error handlers.
+ * A service app whose API is an OpenAPI document: the base app, JSON bodies up to 100 kB, no NUL
+ * characters, the validator, the component routers, 501 for documented operations no router handles
+ * yet, then the 404 and error handlers.
  */
 export function createApiApp(options: ApiAppOptions): Express {
   const app = createBaseApp(options);
   app.use(express.json({ limit: '100kb' }));
+  app.use(rejectNulCharacters);
   app.use(openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }));
   for (const router of options.routers) app.use(router);
   app.use(operationNotBuilt);

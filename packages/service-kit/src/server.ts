@@ -1,5 +1,7 @@
 import { type RequestListener, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { errorBody, reasonPhrase } from '@platform/errors';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 
@@ -12,9 +14,52 @@ export interface ServerHandle {
   close: (drainTimeoutMs?: number) => Promise<void>;
 }
 
+/** How long a client may take to send a request; a slow-loris client is cut when these run out. */
+export interface ServerLimits {
+  /** Time to receive the complete header section (Node's `headersTimeout`). */
+  headersTimeoutMs?: number;
+  /** Time to receive the complete request, body included (Node's `requestTimeout`). */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * An answer in the error shape for a request Node's parser refused before any middleware ran (header
+ * section too large, malformed request line, headers not received in time), so even these carry
+ * SPEC.md's body instead of Node's bare status line.
+ */
+function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+  // A reset peer hears nothing; a socket whose answer has begun cannot take another status line.
+  const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (err.code === 'ECONNRESET' || !socket.writable || answering) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
+  const target = /^[A-Z]+ (\S+) HTTP\//.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 2048) : '')?.[1];
+  const message = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request not received in time' : 'Malformed HTTP request';
+  const body = JSON.stringify(errorBody(status, message, target ?? '/'));
+  socket.end(
+    `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
 /** Starts an HTTP server for `app` on `host:port` (port 0 picks a free one). */
-export async function listen(app: RequestListener, port: number, host = '127.0.0.1'): Promise<ServerHandle> {
-  const server = createServer(app);
+export async function listen(app: RequestListener, port: number, host = '127.0.0.1', limits: ServerLimits = {}): Promise<ServerHandle> {
+  const headersTimeout = limits.headersTimeoutMs ?? 10_000;
+  const requestTimeout = limits.requestTimeoutMs ?? 30_000;
+  const server = createServer(
+    {
+      headersTimeout,
+      // Node never lets requestTimeout be below headersTimeout.
+      requestTimeout: Math.max(requestTimeout, headersTimeout),
+      // Node checks these limits only this often (30 s by default), which would let a slow client stay far past them.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
+    },
+    app,
+  );
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -80,6 +80,7 @@ export function createApp(deps: IdentityDeps): Express {
     metrics: deps.metrics,
     checks: [databaseCheck(db), redisCheck(deps.redis)],
     lifecycle: deps.lifecycle,
+    requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     apiSpec: OPENAPI_PATH,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type ConfigOf, env } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec } from '@platform/service-kit';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -23,6 +23,9 @@ export const identityConfigSpec = {
   REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
   OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
+  // Below the gateway's UPSTREAM_TIMEOUT_MS (10 s), so the client reads this service's 503, not a 504.
+  ...httpLimitsSpec({ requestDeadlineMs: 8000 }),
+  ...databaseLimitsSpec,
 
   BOOTSTRAP_ADMIN_USERNAME: env.string('ADMIN created at start when missing, never overwritten', {
     localDefault: 'admin@example.com',

@@ -32,6 +32,8 @@ const db = await connectDatabase({
   applicationName: 'identity',
   migrations,
   logger,
+  connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+  statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
 });
 const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
 const metrics = createMetrics('identity', { collectDefault: true });
@@ -55,6 +57,7 @@ await serveUntilStopped({
   logger,
   lifecycle,
   drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+  limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
   appEnv: config.APP_ENV,
   connections: { postgres: config.IDENTITY_DATABASE_URL, redis: config.REDIS_URL },
   closers: [

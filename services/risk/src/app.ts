@@ -48,6 +48,7 @@ export function createApp(deps: RiskDeps): Express {
     // token can be checked, so no station request could succeed.
     checks: [stationIndexCheck(deps.stations), redisCheck(deps.redis)],
     lifecycle: deps.lifecycle,
+    requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     apiSpec: OPENAPI_PATH,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [weatherStationsRouter({ stations: deps.stations, verifier })],

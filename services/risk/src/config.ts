@@ -1,4 +1,4 @@
-import { type ConfigOf, env } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec } from '@platform/service-kit';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -31,6 +31,9 @@ export const riskConfigSpec = {
   ),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
   OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
+  // Below the gateway's UPSTREAM_TIMEOUT_MS (10 s), so the client reads this service's 503, not a 504.
+  ...httpLimitsSpec({ requestDeadlineMs: 8000 }),
+  ...databaseLimitsSpec,
 };
 
 export type RiskConfig = ConfigOf<typeof riskConfigSpec>;

@@ -23,6 +23,8 @@ const db = await connectDatabase({
   applicationName: 'risk',
   migrations,
   logger,
+  connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+  statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
 });
 // CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
 if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
@@ -41,6 +43,7 @@ await serveUntilStopped({
   logger,
   lifecycle,
   drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+  limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
   appEnv: config.APP_ENV,
   connections: { postgres: config.RISK_DATABASE_URL, redis: config.REDIS_URL },
   closers: [

@@ -312,7 +312,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The station data has not been loaded yet (the service has just started); retry shortly. */
+        /** @description The station data has not been loaded yet (the service has just started), Redis (the token blacklist) is not answering, or the request outlived the service's deadline; retry shortly. */
         ServiceUnavailable: {
             headers: {
                 [name: string]: unknown;

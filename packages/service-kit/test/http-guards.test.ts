@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isErrorBody } from '@platform/errors';
+import { type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { captureLogger } from '../src/testing/index.ts';
+
+/** GET over `agent`, so a test can see whether a kept-alive socket survives. */
+function get(url: string, agent: Agent): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, { agent }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+/** Writes raw bytes and returns everything read until the server closes. */
+function raw(url: string, bytes: string, keepWriting?: () => string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    let text = '';
+    const timer = keepWriting ? setInterval(() => socket.writable && socket.write(keepWriting()), 50) : undefined;
+    socket.on('data', (c) => (text += c.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve(text);
+    });
+  });
+}
+
+describe('request guards of every process (service-kit)', () => {
+  let server: ServerHandle;
+  let lateErrors = 0;
+
+  before(async () => {
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false }, requestDeadlineMs: 150 });
+    app.get('/fast', (_req, res) => {
+      res.json({ ok: true });
+    });
+    app.get('/cacheable', (_req, res) => {
+      res.set('Cache-Control', 'public, max-age=60').json({ ok: true });
+    });
+    app.get('/hang', async (_req, res) => {
+      await sleep(400);
+      try {
+        res.json({ late: true });
+      } catch (err) {
+        lateErrors += 1;
+        throw err;
+      }
+    });
+    finishApp(app);
+    server = await listen(app, 0, '127.0.0.1', { headersTimeoutMs: 300, requestTimeoutMs: 600 });
+  });
+  after(async () => {
+    await server.close(100);
+  });
+
+  it('when anything answers, sets nosniff, no-store, a deny-all CSP and DENY framing; a route may loosen caching', async () => {
+    const agent = new Agent();
+    for (const path of ['/fast', '/nowhere', '/health/live']) {
+      const res = await get(`${server.url}${path}`, agent);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff', path);
+      assert.equal(res.headers['cache-control'], 'no-store', path);
+      assert.match(String(res.headers['content-security-policy']), /^default-src 'none'/, path);
+      assert.equal(res.headers['x-frame-options'], 'DENY', path);
+    }
+    assert.equal((await get(`${server.url}/cacheable`, agent)).headers['cache-control'], 'public, max-age=60');
+  });
+
+  it('when a handler outlives the deadline, answers 503 in the error shape, drops the late answer, and keeps the connection usable', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    // The handler would answer 200 after 400 ms: a 503 can only come from the 150 ms deadline.
+    const res = await get(`${server.url}/hang`, agent);
+    assert.equal(res.status, 503);
+    const body = JSON.parse(res.body) as unknown;
+    assert.ok(isErrorBody(body));
+    assert.deepEqual((body as { messages?: string[] }).messages, [(body as { message: string }).message]);
+    await sleep(350);
+    assert.equal(lateErrors, 1, 'the late answer was attempted');
+    assert.equal((await get(`${server.url}/fast`, agent)).status, 200, 'the kept-alive socket still serves');
+    agent.destroy();
+  });
+
+  it('when the header section is too large, answers 431 in the error shape', async () => {
+    const text = await raw(server.url, `GET /fast HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.match(text, /^HTTP\/1\.1 431 /);
+    assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+  });
+
+  it('when the headers trickle in past headersTimeoutMs, answers 408 in the error shape and closes', async () => {
+    let n = 0;
+    const started = performance.now();
+    const text = await raw(server.url, 'GET /fast HTTP/1.1\r\nHost: x\r\n', () => `x-${n++}: 1\r\n`);
+    // The client never stops sending: only the server's timeout can end this, well before mocha's.
+    assert.ok(performance.now() - started < 5000);
+    assert.match(text, /^HTTP\/1\.1 408 /);
+    assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+  });
+});

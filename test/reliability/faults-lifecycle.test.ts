@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isErrorBody } from '@platform/errors';
+import { dropDatabase } from '@platform/service-kit';
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
+import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
+import { send } from '../../gateway/test/support/gateway-harness.ts';
+import { type TestSigningKey, newIdempotencyKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
+import { eventually } from './support/ports.ts';
+import { type ServiceProcess, startProcess } from './support/service-process.ts';
+import { type TcpProxy, startTcpProxy } from './support/tcp-proxy.ts';
+
+const KEY: TestSigningKey = { keyId: 'lifecycle-hmac', alg: 'hmac-sha256', secret: 'lifecycle-hmac-secret-0123456789' };
+const CLIENT_KEYS = JSON.stringify([{ keyId: KEY.keyId, alg: KEY.alg, secret: KEY.secret }]);
+const admin = { username: 'lifecycle-admin@example.com', password: 'lifecycle-admin-password' };
+const loginBody = Buffer.from(JSON.stringify(admin));
+
+const signedLogin = (gatewayUrl: string, idempotencyKey = newIdempotencyKey()) =>
+  send(gatewayUrl, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: KEY, body: loginBody, idempotencyKey }), loginBody);
+
+/** True once a new connection to `url` is refused: the process stopped accepting. */
+const refusesConnections = (url: string) =>
+  eventually(
+    () =>
+      fetch(`${url}/health/live`).then(
+        () => false,
+        () => true,
+      ),
+    2000,
+    20,
+  );
+
+describe('processes under faults of their own (real processes)', function () {
+  this.timeout(90_000);
+  const shared = new URL(TEST_POSTGRES_URL);
+  let proxy: TcpProxy;
+  let keyDir: string;
+  let riskStub: FakeUpstream;
+  const databases: string[] = [];
+  const started: ServiceProcess[] = [];
+
+  /** An identity process on a fresh database behind the proxy; `port` restarts it where it was. */
+  let identityEnv: Record<string, string>;
+  const startIdentity = async (extra: Record<string, string> = {}, port?: number) => {
+    const service = await startProcess('identity', { ...identityEnv, ...extra }, port);
+    started.push(service);
+    return service;
+  };
+
+  before(async () => {
+    proxy = await startTcpProxy({ host: shared.hostname, port: Number(shared.port || 5432) });
+    keyDir = await mkdtemp(join(tmpdir(), 'lifecycle-'));
+    riskStub = await startUpstream();
+    const direct = new URL(TEST_POSTGRES_URL);
+    direct.pathname = `/${uniqueName('lifecycle_identity')}`;
+    databases.push(direct.toString());
+    const viaProxy = new URL(direct);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    identityEnv = {
+      IDENTITY_DATABASE_URL: viaProxy.toString(),
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_KEY_PREFIX: `${uniqueName('lifecycle')}:`,
+      BOOTSTRAP_ADMIN_USERNAME: admin.username,
+      BOOTSTRAP_ADMIN_PASSWORD: admin.password,
+      BCRYPT_COST: '4',
+      PASSWORD_HASH_THREADS: '1',
+      JWT_LOCAL_KEY_FILE: join(keyDir, 'jwt.pem'),
+    };
+  });
+  after(async () => {
+    for (const service of started) await service.kill();
+    await proxy?.close();
+    await riskStub?.close();
+    for (const url of databases) await dropDatabase(url);
+    if (keyDir) await rm(keyDir, { recursive: true, force: true });
+  });
+
+  const startGateway = async (identityUrl: string, risk = riskStub) => {
+    const gateway = await startProcess('gateway', {
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_KEY_PREFIX: identityEnv.REDIS_KEY_PREFIX!,
+      IDENTITY_URL: identityUrl,
+      RISK_URL: risk.url,
+      IDENTITY_JWKS_URL: `${identityUrl}/.well-known/jwks.json`,
+      GATEWAY_CLIENT_KEYS: CLIENT_KEYS,
+    });
+    started.push(gateway);
+    return gateway;
+  };
+
+  it('when the upstream is killed mid-request, the gateway answers 502 and releases the idempotency key', async () => {
+    const identity = await startIdentity();
+    const gateway = await startGateway(identity.url);
+    assert.equal((await signedLogin(gateway.url)).status, 200);
+
+    // A frozen database holds the login inside identity, so it is surely in flight when identity dies.
+    proxy.freeze();
+    const idempotencyKey = newIdempotencyKey();
+    const pending = signedLogin(gateway.url, idempotencyKey);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await identity.kill();
+    const answer = await pending;
+    assert.equal(answer.status, 502, answer.body.toString());
+    assert.ok(isErrorBody(answer.json()));
+    await proxy.restore();
+
+    await startIdentity({}, identity.port);
+    const retry = await signedLogin(gateway.url, idempotencyKey);
+    assert.equal(retry.status, 200, `the key was not released: ${retry.body.toString()}`);
+  });
+
+  it('when the gateway gets SIGTERM under load, finishes the requests in flight, accepts no new ones, and exits 0', async () => {
+    const slow = await startUpstream((req, res) => {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url })), 800);
+    });
+    try {
+      // The slow stub stands in for identity: every login stays in flight for 800 ms.
+      const gateway = await startGateway(slow.url);
+      const inFlight = Array.from({ length: 8 }, () => signedLogin(gateway.url));
+      assert.ok(await eventually(async () => slow.received.length === 8, 5000, 10), 'the load never reached the upstream');
+      gateway.child.kill('SIGTERM');
+      assert.ok(await refusesConnections(gateway.url), 'still accepting connections after SIGTERM');
+      const answers = await Promise.all(inFlight);
+      assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
+      assert.equal(await gateway.exited, 0, gateway.output());
+      assert.equal(slow.received.length, 8);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('when identity gets SIGTERM under login load, finishes the logins in flight, accepts no new ones, and exits 0', async () => {
+    // A realistic hash cost on one worker thread keeps the logins queued for about a second.
+    const identity = await startIdentity({ BCRYPT_COST: '11' }, undefined);
+    const logins = Array.from({ length: 8 }, () =>
+      fetch(`${identity.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: loginBody }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    identity.child.kill('SIGTERM');
+    assert.ok(await refusesConnections(identity.url), 'still accepting connections after SIGTERM');
+    const answers = await Promise.all(logins);
+    assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
+    assert.equal(await identity.exited, 0, identity.output());
+  });
+});

@@ -1,0 +1,226 @@
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { parse } from 'yaml';
+
+/** The part of JSON Schema (OpenAPI 3.1) the services' documents use. */
+export interface Schema {
+  $ref?: string;
+  type?: string | string[];
+  enum?: unknown[];
+  const?: unknown;
+  format?: string;
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  items?: Schema;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean | Schema;
+}
+
+interface Parameter {
+  name: string;
+  in: 'path' | 'query' | 'header' | 'cookie';
+  required?: boolean;
+  schema: Schema;
+  $ref?: string;
+}
+
+/** One documented operation: what the sampler needs to build requests for it. */
+export interface Operation {
+  id: string;
+  method: string;
+  /** The path template, e.g. `/v1/accounts/{userId}`. */
+  path: string;
+  pathParams: Record<string, Schema>;
+  queryParams: Record<string, { schema: Schema; required: boolean }>;
+  /** The JSON body's schema, when the operation takes one. */
+  body: Schema | undefined;
+  /** True when the operation is open to anonymous callers (`security: []`). */
+  anonymous: boolean;
+}
+
+type Document = Record<string, unknown>;
+
+function resolve<T extends { $ref?: string }>(doc: Document, node: T): T {
+  let current: T = node;
+  while (current.$ref !== undefined) {
+    const path = current.$ref.replace(/^#\//, '').split('/');
+    current = path.reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], doc) as T;
+  }
+  return current;
+}
+
+/** Every operation under /v1 of an OpenAPI document, with its `$ref`s resolved at the top level. */
+export function operationsOf(file: string): { doc: Document; operations: Operation[] } {
+  const doc = parse(readFileSync(file, 'utf8')) as Document;
+  const operations: Operation[] = [];
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Record<string, unknown>>>)) {
+    if (!path.startsWith('/v1/')) continue;
+    for (const [method, op] of Object.entries(item)) {
+      const params = ((op.parameters ?? []) as Parameter[]).map((p) => resolve(doc, p));
+      const content = (op.requestBody as { content?: Record<string, { schema: Schema }> } | undefined)?.content;
+      operations.push({
+        id: op.operationId as string,
+        method: method.toUpperCase(),
+        path,
+        pathParams: Object.fromEntries(params.filter((p) => p.in === 'path').map((p) => [p.name, p.schema])),
+        queryParams: Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, { schema: p.schema, required: p.required === true }])),
+        body: content?.['application/json']?.schema,
+        anonymous: Array.isArray(op.security) && op.security.length === 0,
+      });
+    }
+  }
+  return { doc, operations };
+}
+
+function stringOf(schema: Schema): fc.Arbitrary<string> {
+  const minLength = schema.minLength ?? 0;
+  const maxLength = Math.min(schema.maxLength ?? 40, 300);
+  const fit = (arb: fc.Arbitrary<string>) => arb.filter((s) => s.length >= minLength && s.length <= (schema.maxLength ?? Infinity));
+  switch (schema.format) {
+    case 'email':
+      return fit(fc.emailAddress());
+    case 'uuid':
+      return fc.uuid();
+    case 'uri':
+      return fit(fc.webUrl());
+    case 'date-time':
+      return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
+  }
+  if (schema.pattern !== undefined) return fit(fc.stringMatching(new RegExp(schema.pattern)));
+  return fc.string({ minLength, maxLength, unit: 'grapheme' });
+}
+
+/** Values that satisfy `schema` (on-schema input). */
+export function valid(doc: Document, node: Schema, depth = 0): fc.Arbitrary<unknown> {
+  const schema = resolve(doc, node);
+  if (schema.enum !== undefined) return fc.constantFrom(...schema.enum);
+  if (schema.const !== undefined) return fc.constant(schema.const);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case 'string':
+      return stringOf(schema);
+    case 'integer':
+      return fc.integer({ min: schema.minimum ?? -1_000_000, max: schema.maximum ?? 1_000_000 });
+    case 'number':
+      return fc.double({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6, noNaN: true, noDefaultInfinity: true });
+    case 'boolean':
+      return fc.boolean();
+    case 'array': {
+      const items = valid(doc, schema.items ?? {}, depth + 1);
+      const constraints = { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 5, 5) };
+      return schema.uniqueItems ? fc.uniqueArray(items, { ...constraints, selector: (v) => JSON.stringify(v) }) : fc.array(items, constraints);
+    }
+    case 'object': {
+      const properties = schema.properties ?? {};
+      const model = Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, valid(doc, v, depth + 1)]));
+      return fc.record(model, { requiredKeys: (schema.required ?? []).filter((k) => k in properties) });
+    }
+    default:
+      return fc.jsonValue({ maxDepth: 2 });
+  }
+}
+
+const SQL = ["' OR '1'='1", "'; DROP TABLE users; --", '1; SELECT pg_sleep(5)', "admin'--", '%', '_', '\\', "\\'; --"];
+const UNICODE = ['İstanbul', 'ŞANLIURFA', '\u202eevil', 'a\u200bb', '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', '😀👍🏽', 'e\u0301', '\ud800', '\uffff', 'ﷺ'.repeat(50)];
+const NUL = ['\u0000', 'a\u0000b', 'admin@example.com\u0000.evil', '%00'];
+const POLLUTION_KEYS = ['__proto__', 'constructor', 'prototype'];
+const POLLUTION_VALUE = { isAdmin: true, roles: ['ADMIN'], polluted: 'yes', prototype: { polluted: 'yes' } };
+
+/** JSON text spliced into a body as it is: values too deep for this process's own JSON.stringify. */
+export class RawJson {
+  readonly text: string;
+  readonly label: string;
+
+  constructor(text: string, label: string) {
+    this.text = text;
+    this.label = label;
+  }
+
+  /** How fast-check prints it in a counterexample. */
+  [fc.toStringMethod](): string {
+    return `<${this.label}>`;
+  }
+}
+
+/** JSON bytes of a generated value, with every RawJson spliced in verbatim. */
+export function jsonBytes(value: unknown): Buffer {
+  const raws: string[] = [];
+  const text = JSON.stringify(value, (_key, v: unknown) => {
+    if (!(v instanceof RawJson)) return v;
+    raws.push(v.text);
+    return `\u0000raw:${raws.length - 1}\u0000`;
+  });
+  return Buffer.from((text ?? 'null').replace(/"\\u0000raw:(\d+)\\u0000"/g, (_m, i: string) => raws[Number(i)] ?? 'null'));
+}
+
+/** Arrays or objects nested `depth` deep: cheap to send, costly for a naive recursive walker. */
+const nested = fc
+  .tuple(fc.integer({ min: 20, max: 5000 }), fc.constantFrom('array', 'object'))
+  .map(([depth, kind]) =>
+    kind === 'array'
+      ? new RawJson(`${'['.repeat(depth)}${']'.repeat(depth)}`, `array nested ${depth} deep`)
+      : new RawJson(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`, `object nested ${depth} deep`),
+  );
+
+/** A value of the wrong kind for anything: types, sizes, encodings and payloads a parser or a query may trip on. */
+export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, -0, 1e308, 2 ** 53 + 1, '', ' ', [], {}, [null], '0', 'null', 'NaN', 'true'),
+  fc.constantFrom(...SQL, ...UNICODE, ...NUL),
+  fc.integer({ min: 256, max: 60_000 }).map((n) => 'A'.repeat(n)),
+  fc.string({ unit: 'binary', maxLength: 80 }),
+  fc.constant(Object.fromEntries(POLLUTION_KEYS.map((k) => [k, POLLUTION_VALUE]))),
+  nested,
+  fc.jsonValue({ maxDepth: 3 }),
+);
+
+/** Adds a key that no schema allows, including the prototype-pollution ones, as an own property. */
+function withExtraKey(value: Record<string, unknown>, key: string, extra: unknown): Record<string, unknown> {
+  const copy = { ...value };
+  Object.defineProperty(copy, key, { value: extra, enumerable: true, configurable: true, writable: true });
+  return copy;
+}
+
+/** Input off `schema`: one property hostile, a required one missing, an extra key, or the whole body hostile. */
+export function mutated(doc: Document, node: Schema): fc.Arbitrary<unknown> {
+  const schema = resolve(doc, node);
+  const base = valid(doc, schema);
+  const keys = Object.keys(schema.properties ?? {});
+  if (keys.length === 0) return fc.oneof(hostileValue, base);
+  const asObject = base.map((v) => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {}));
+  const stringKeys = keys.filter((k) => resolve(doc, schema.properties?.[k] ?? {}).type === 'string');
+  const replaced = (key: fc.Arbitrary<string>, bad: fc.Arbitrary<unknown>) => fc.tuple(asObject, key, bad).map(([v, k, b]) => ({ ...v, [k]: b }));
+  return fc.oneof(
+    // Text that is the right type but hostile content reaches the code past the validator: the likeliest place for a 500.
+    ...(stringKeys.length > 0 ? [{ weight: 3, arbitrary: replaced(fc.constantFrom(...stringKeys), fc.constantFrom(...SQL, ...UNICODE, ...NUL)) }] : []),
+    { weight: 2, arbitrary: replaced(fc.constantFrom(...keys), hostileValue) },
+    { weight: 1, arbitrary: fc.tuple(asObject, fc.constantFrom(...keys)).map(([v, k]) => Object.fromEntries(Object.entries(v).filter(([key]) => key !== k))) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(asObject, fc.constantFrom(...POLLUTION_KEYS, 'id', 'passwordHash', 'failedLoginCount', 'isAdmin'), fc.oneof(hostileValue, fc.constant(POLLUTION_VALUE)))
+        .map(([v, k, extra]) => withExtraKey(v, k, extra)),
+    },
+    { weight: 1, arbitrary: hostileValue },
+  );
+}
+
+/** A path parameter value: a valid one, or hostile text (still a single, percent-encoded segment). */
+export function pathValue(doc: Document, schema: Schema): fc.Arbitrary<string> {
+  const text = fc.oneof(
+    valid(doc, schema).map(String),
+    hostileValue.map((v) => (typeof v === 'string' ? v : jsonBytes(v).toString()).slice(0, 1000)),
+  );
+  return fc.oneof(
+    // A lone surrogate cannot be percent-encoded as UTF-8; its raw bytes are among the oddities below.
+    { weight: 4, arbitrary: text.map((t) => encodeURIComponent(t.toWellFormed())) },
+    // Already encoded oddities: broken escapes, encoded slashes and dots, an encoded NUL, overlong and surrogate UTF-8.
+    { weight: 1, arbitrary: fc.constantFrom('%', '%E0%A4%A', '%ZZ', '..%2F..%2Fetc%2Fpasswd', '%2e%2e', '%00', 'a%2Fb', '%C0%AF', '%ED%A0%80') },
+  );
+}
