@@ -25,7 +25,7 @@ export interface ApiRequestDeps {
 
 const EMPTY = Buffer.alloc(0);
 
-/** The request's own child logger (pino-http puts it on `req.log`, with the request id). */
+/** The request's own child logger (httpLogger puts it on `req.log`, with the request id). */
 function logOf(req: Request, fallback: Logger): Logger {
   return (req as Request & { log?: Logger }).log ?? fallback;
 }

@@ -68,41 +68,82 @@ async function isRevoked(blacklist: TokenBlacklist, principal: Principal): Promi
   }
 }
 
+/** How many verified tokens a verifier remembers (about 1 kB each). */
+const VERIFIED_TOKENS = 2048;
+
+/** A token that passed every check but the blacklist, and the key object that verified it. */
+interface VerifiedToken {
+  principal: Principal;
+  kid: string;
+  key: KeyObject;
+}
+
 /**
  * A verifier for CONTRACT.md part 4 access tokens: the header's `kid` picks a key, the key fixes the
  * algorithm, then signature, `iss`, `aud`, `exp` and the claims are checked, and last the blacklist.
+ *
+ * A client sends the same token with every request, and its signature check (ES256: ~100 µs) would
+ * cost more than everything else a station lookup does. So a token that verified is remembered (the
+ * last VERIFIED_TOKENS, by the exact token text) and, until its `exp`, accepted again without the
+ * signature check while its `kid` still names the very key object that verified it: a JWKS refresh
+ * makes new key objects, so a key withdrawn by the issuer stops its tokens within one refresh.
+ * The blacklist is asked on every request all the same.
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const clockTolerance = options.clockToleranceS ?? 5;
+  const verified = new Map<string, VerifiedToken>();
+  const remembered = async (token: string): Promise<Principal | undefined> => {
+    const hit = verified.get(token);
+    if (hit === undefined) return undefined;
+    // The rule of jsonwebtoken's own `exp` check, with the same tolerance.
+    if (Math.floor(Date.now() / 1000) >= hit.principal.expiresAt + clockTolerance || (await options.keys.get(hit.kid)) !== hit.key) {
+      verified.delete(token);
+      return undefined;
+    }
+    return hit.principal;
+  };
+  const remember = (token: string, entry: VerifiedToken): void => {
+    // Oldest first out: a Map iterates in insertion order.
+    if (verified.size >= VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
+    verified.set(token, entry);
+  };
+  const verifySignature = async (token: string, allowExpired: boolean): Promise<Principal> => {
+    let decoded: jwt.Jwt | null;
+    try {
+      decoded = jwt.decode(token, { complete: true });
+    } catch {
+      // jws parses the payload of a `typ: JWT` token with a bare JSON.parse: garbage must be a 401, not a 500.
+      decoded = null;
+    }
+    if (decoded === null || typeof decoded.payload === 'string') reject('not a JWT');
+    const kid = decoded.header.kid;
+    if (typeof kid !== 'string' || kid === '') reject('token has no kid');
+    const key = await options.keys.get(kid);
+    if (key === undefined) reject('unknown kid');
+    const algorithm = algorithmOf(key);
+    if (algorithm === undefined) reject('key has an unsupported type');
+    let claims: jwt.JwtPayload;
+    try {
+      claims = jwt.verify(token, key, {
+        algorithms: [algorithm],
+        issuer: options.issuer,
+        audience: options.audience,
+        clockTolerance,
+        ignoreExpiration: allowExpired,
+      }) as jwt.JwtPayload;
+    } catch (err) {
+      reject(err instanceof Error ? err.message : 'verification failed');
+    }
+    // Frozen: one principal may now serve many requests at once.
+    const principal = Object.freeze(principalOfClaims(claims));
+    Object.freeze(principal.roles);
+    // Only what passed the `exp` check too: an expired token accepted for logout is not remembered.
+    if (!allowExpired) remember(token, { principal, kid, key });
+    return principal;
+  };
   return {
     async verify(token, verifyOptions = {}) {
-      let decoded: jwt.Jwt | null;
-      try {
-        decoded = jwt.decode(token, { complete: true });
-      } catch {
-        // jws parses the payload of a `typ: JWT` token with a bare JSON.parse: garbage must be a 401, not a 500.
-        decoded = null;
-      }
-      if (decoded === null || typeof decoded.payload === 'string') reject('not a JWT');
-      const kid = decoded.header.kid;
-      if (typeof kid !== 'string' || kid === '') reject('token has no kid');
-      const key = await options.keys.get(kid);
-      if (key === undefined) reject('unknown kid');
-      const algorithm = algorithmOf(key);
-      if (algorithm === undefined) reject('key has an unsupported type');
-      let claims: jwt.JwtPayload;
-      try {
-        claims = jwt.verify(token, key, {
-          algorithms: [algorithm],
-          issuer: options.issuer,
-          audience: options.audience,
-          clockTolerance,
-          ignoreExpiration: verifyOptions.allowExpired === true,
-        }) as jwt.JwtPayload;
-      } catch (err) {
-        reject(err instanceof Error ? err.message : 'verification failed');
-      }
-      const principal = principalOfClaims(claims);
+      const principal = (await remembered(token)) ?? (await verifySignature(token, verifyOptions.allowExpired === true));
       if (options.blacklist !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.blacklist, principal))) {
         reject('token is revoked');
       }

@@ -119,6 +119,33 @@ describe('createTokenVerifier', () => {
     });
   });
 
+  describe('remembered tokens (verified once, then accepted without a signature check)', () => {
+    it('when the issuer withdraws the key, rejects a token verified with it before', async () => {
+      const keys = new Map([[issuer.kid, publicKeyOf(issuer)]]);
+      const remembering = createTokenVerifier({ keys: staticKeySource(keys), issuer: issuer.issuer, audience: issuer.audience });
+      const token = issuer.sign({});
+      await remembering.verify(token);
+      await remembering.verify(token);
+      keys.delete(issuer.kid);
+      await assertBadCredentials(remembering.verify(token));
+    });
+
+    it('when a token verified before reaches its exp, rejects it', async () => {
+      const strict = verifierFor(issuer, { clockToleranceS: 0 });
+      const exp = now() + 1;
+      const token = signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp }));
+      await strict.verify(token);
+      while (now() < exp) await new Promise((resolve) => setTimeout(resolve, 50));
+      await assertBadCredentials(strict.verify(token));
+    });
+
+    it('when an expired token was accepted with allowExpired, still rejects it without', async () => {
+      const token = issuer.sign({ expiresInS: -3600 });
+      await verifier.verify(token, { allowExpired: true });
+      await assertBadCredentials(verifier.verify(token));
+    });
+  });
+
   describe('signature and key choice', () => {
     it('when the token is signed by a different key under the same kid, rejects with 401', async () => {
       const other = createTestIssuer(issuer.issuer, issuer.audience);

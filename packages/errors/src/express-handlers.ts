@@ -14,7 +14,7 @@ export interface ErrorHandlerOptions {
 
 /**
  * The 4-argument Express error middleware every process mounts last. Renders SPEC.md's error body,
- * sets the error's headers, and hands 5xx causes to the request logger (pino-http reads `res.err`),
+ * sets the error's headers, and hands 5xx causes to the request logger (httpLogger reads `res.err`),
  * so the log carries the stack and the request id while the client gets fixed text.
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {

@@ -1,0 +1,113 @@
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+/** The scenario groups of one run, in the order they run. */
+export const GROUPS = ['limits', 'risk', 'gateway', 'latency', 'login', 'scale'] as const;
+/** One scenario group; `BENCH_ONLY` picks some of them. */
+export type Group = (typeof GROUPS)[number];
+
+/** Where a running stack is, when the benchmark should not start its own. */
+export interface ExternalStack {
+  gatewayUrl: string;
+  identityUrl: string;
+  riskUrl: string;
+  /** Process ids to read resident memory from; without them memory is not reported. */
+  riskPid: number | undefined;
+  gatewayPid: number | undefined;
+}
+
+/** Everything a run is told by its environment, parsed once. */
+export interface BenchConfig {
+  /** Measured seconds of each closed-loop or fixed-rate scenario. */
+  durationS: number;
+  /** Seconds of unmeasured load before each measured one, so the JIT and pools are warm. */
+  warmupS: number;
+  /** Concurrent connections of the throughput scenarios. */
+  connections: number;
+  /** The light fixed rate of the latency scenarios, requests per second. */
+  rate: number;
+  /** Concurrent logins in the login scenario. */
+  logins: number;
+  /** How many times the real station set the scale scenario loads. */
+  scale: number;
+  groups: ReadonlySet<Group>;
+  resultsDir: string;
+  /** Keep the started processes' logs after a successful run (they are kept after a failure anyway). */
+  keepLogs: boolean;
+  external: ExternalStack | undefined;
+  postgresUrl: string;
+  redisUrl: string;
+  keyId: string;
+  keySecret: string;
+  adminUsername: string;
+  adminPassword: string;
+  /** The bcrypt cost the identity service is started with (and the reference compare is timed at). */
+  bcryptCost: number;
+  cores: number;
+  /**
+   * How the services run: `dist` (default) as in production, from `pnpm build`'s output, which `pnpm bench`
+   * runs first; `ts` from the TypeScript sources as `pnpm start` does (type stripping costs memory).
+   */
+  sources: 'dist' | 'ts';
+  /** NODE_OPTIONS for the services the benchmark starts (V8 heap flags, say); none by default. */
+  nodeOptions: string | undefined;
+  /** Started processes (by name: identity, risk, gateway) to run under `--cpu-prof`, profiles kept in the log dir. */
+  cpuProf: ReadonlySet<string>;
+}
+
+/** The repository root. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+function number(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, not "${raw}"`);
+  return value;
+}
+
+function groupsOf(raw: string | undefined): Set<Group> {
+  if (raw === undefined || raw.trim() === '') return new Set(GROUPS);
+  const picked = raw.split(',').map((s) => s.trim());
+  for (const name of picked) {
+    if (!(GROUPS as readonly string[]).includes(name)) throw new Error(`BENCH_ONLY: unknown group "${name}" (known: ${GROUPS.join(', ')})`);
+  }
+  return new Set(picked as Group[]);
+}
+
+function externalOf(env: NodeJS.ProcessEnv): ExternalStack | undefined {
+  const { BENCH_GATEWAY_URL: gatewayUrl, BENCH_IDENTITY_URL: identityUrl, BENCH_RISK_URL: riskUrl } = env;
+  if (gatewayUrl === undefined && identityUrl === undefined && riskUrl === undefined) return undefined;
+  if (gatewayUrl === undefined || identityUrl === undefined || riskUrl === undefined) {
+    throw new Error('a running stack needs all three of BENCH_GATEWAY_URL, BENCH_IDENTITY_URL and BENCH_RISK_URL');
+  }
+  const pid = (name: string) => (env[name] === undefined ? undefined : number(env, name, 0, 1));
+  return { gatewayUrl, identityUrl, riskUrl, riskPid: pid('BENCH_RISK_PID'), gatewayPid: pid('BENCH_GATEWAY_PID') };
+}
+
+/** Reads the `BENCH_*` variables (bench/README.md lists them); throws naming a bad one. */
+export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
+  return {
+    durationS: number(env, 'BENCH_DURATION_S', 10, 1),
+    warmupS: number(env, 'BENCH_WARMUP_S', 3, 0),
+    connections: number(env, 'BENCH_CONNECTIONS', 50, 1),
+    rate: number(env, 'BENCH_RATE', 500, 1),
+    logins: number(env, 'BENCH_LOGINS', 10, 1),
+    scale: number(env, 'BENCH_SCALE', 100, 2),
+    groups: groupsOf(env.BENCH_ONLY),
+    resultsDir: env.BENCH_RESULTS_DIR ?? `${ROOT}bench/results`,
+    keepLogs: env.BENCH_KEEP_LOGS === '1',
+    external: externalOf(env),
+    postgresUrl: env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/0',
+    keyId: env.BENCH_KEY_ID ?? 'local-dev',
+    keySecret: env.BENCH_KEY_SECRET ?? 'local-dev-secret',
+    adminUsername: env.BENCH_ADMIN_USERNAME ?? 'admin@example.com',
+    adminPassword: env.BENCH_ADMIN_PASSWORD ?? 'local-admin-password',
+    bcryptCost: number(env, 'BCRYPT_COST', 10, 4),
+    cores: availableParallelism(),
+    nodeOptions: env.BENCH_NODE_OPTIONS,
+    sources: env.BENCH_SOURCES === 'ts' ? 'ts' : 'dist',
+    cpuProf: new Set((env.BENCH_CPU_PROF ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')),
+  };
+}

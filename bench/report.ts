@@ -1,0 +1,142 @@
+import { cpus, totalmem } from 'node:os';
+import type { ScenarioResult } from './context.ts';
+
+/** One target of issue 10 with what this run reached; `met` is undefined when its scenarios did not run. */
+export interface TargetCheck {
+  name: string;
+  reached: string;
+  goal: string;
+  met: boolean | undefined;
+}
+
+/** Everything a run prints and writes. */
+export interface Report {
+  machine: { cpu: string; cores: number; memoryGb: number; node: string; platform: string };
+  results: ScenarioResult[];
+  facts: Record<string, number | boolean | string>;
+  ratios: Record<string, number>;
+  targets: TargetCheck[];
+}
+
+/** The machine the figures belong to. */
+export function machine(cores: number): Report['machine'] {
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+  };
+}
+
+const fmt = (n: number | undefined, digits = 2): string => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(digits));
+const pct = (n: number | undefined): string => (n === undefined || Number.isNaN(n) ? '–' : `${(n * 100).toFixed(0)}%`);
+
+/** The ratios and target checks of the results at hand (scenarios not run are left out or undefined). */
+export function evaluate(results: readonly ScenarioResult[], facts: Report['facts'], cores: number): Pick<Report, 'ratios' | 'targets'> {
+  const by = (id: string) => results.find((r) => r.id === id)?.load;
+  const ratios: Record<string, number> = {};
+  const targets: TargetCheck[] = [];
+  const ratio = (name: string, a: number | undefined, b: number | undefined) => {
+    if (a !== undefined && b !== undefined) ratios[name] = a / b;
+    return a === undefined || b === undefined ? undefined : a / b;
+  };
+  const check = (name: string, reached: string, goal: string, met: boolean | undefined) => targets.push({ name, reached, goal, met });
+
+  for (const lookup of ['by-id', 'city-district']) {
+    const r = ratio(`risk ${lookup} / limit B`, by(`risk-${lookup}`)?.rps, by('limit-b')?.rps);
+    check(`risk direct ${lookup} vs limit B`, pct(r), '≥ 80%', r === undefined ? undefined : r >= 0.8);
+  }
+  for (const lookup of ['by-id', 'city-district']) {
+    const r = ratio(`gateway ${lookup} / risk direct`, by(`gateway-${lookup}`)?.rps, by(`risk-${lookup}`)?.rps);
+    check(`gateway ${lookup} vs risk direct`, pct(r), '≥ 60%', r === undefined ? undefined : r >= 0.6);
+  }
+  for (const lookup of ['by-id', 'city-district']) {
+    const direct = by(`latency-direct-${lookup}`);
+    const gateway = by(`latency-gateway-${lookup}`);
+    if (direct === undefined || gateway === undefined) continue;
+    const p50 = gateway.p50Ms - direct.p50Ms;
+    const p99 = gateway.p99Ms - direct.p99Ms;
+    ratios[`gateway added p50 ms, ${lookup}`] = p50;
+    ratios[`gateway added p99 ms, ${lookup}`] = p99;
+    check(`gateway added p50 at fixed rate, ${lookup}`, `${fmt(p50)} ms`, '≤ 1 ms', p50 <= 1);
+    check(`gateway added p99 at fixed rate, ${lookup}`, `${fmt(p99)} ms`, '≤ 4 ms', p99 <= 4);
+  }
+  if (typeof facts.gatewayConnectionClose === 'number') {
+    check('proxied answers with Connection: close', String(facts.gatewayConnectionClose), '0 of 50', facts.gatewayConnectionClose === 0);
+  }
+
+  const compareMs = typeof facts.bcryptCompareMs === 'number' ? facts.bcryptCompareMs : undefined;
+  const logins = by('login-concurrent');
+  if (compareMs !== undefined && logins !== undefined) {
+    const ceiling = cores / (compareMs / 1000);
+    ratios['login throughput / (cores ÷ compare)'] = logins.rps / ceiling;
+    check('login throughput', `${fmt(logins.rps, 1)}/s = ${pct(logins.rps / ceiling)} of ${fmt(ceiling, 1)}/s`, '≥ 80% of cores ÷ compare', logins.rps >= 0.8 * ceiling);
+  }
+  const unloaded = by('login-unloaded');
+  if (compareMs !== undefined && unloaded !== undefined) {
+    ratios['unloaded login p99 / compare'] = unloaded.p99Ms / compareMs;
+    check('unloaded login p99', `${fmt(unloaded.p99Ms, 1)} ms = ${fmt(unloaded.p99Ms / compareMs)}× compare (${fmt(compareMs, 1)} ms)`, '≤ 1.25× compare', unloaded.p99Ms <= 1.25 * compareMs);
+  }
+  const r = ratio('accounts p99 during logins / alone', by('accounts-during-logins')?.p99Ms, by('accounts-unloaded')?.p99Ms);
+  check('accounts p99 while logins run', r === undefined ? '–' : `${fmt(r)}×`, '≤ 2× alone', r === undefined ? undefined : r <= 2);
+
+  for (const lookup of ['nearest', 'city-district']) {
+    const s = ratio(`scaled ${lookup} p99 / real`, by(`scale-${lookup}-nx`)?.p99Ms, by(`scale-${lookup}-1x`)?.p99Ms);
+    check(`${lookup} p99, large set vs real`, s === undefined ? '–' : `${fmt(s)}×`, '≤ 1.2×', s === undefined ? undefined : s <= 1.2);
+  }
+  for (const [name, fact, limit] of [
+    ['risk', 'riskRssMb', 150],
+    ['gateway', 'gatewayRssMb', 120],
+  ] as const) {
+    const mb = facts[fact];
+    check(`${name} resident memory under load`, typeof mb === 'number' ? `${fmt(mb, 0)} MB` : '–', `≤ ${limit} MB`, typeof mb === 'number' ? mb <= limit : undefined);
+  }
+  return { ratios, targets };
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
+  return [line(rows[0] ?? []), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+/** The table of scenarios, the ratios and the targets, as printed at the end of a run. */
+export function formatReport(report: Report): string {
+  const m = report.machine;
+  const scenarios = table([
+    ['scenario', 'load', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'server CPU µs/req'],
+    ...report.results.map((r) => [
+      r.label,
+      r.mode === 'closed' ? `${r.connections} conn` : `${r.rate}/s`,
+      fmt(r.load.rps, 0),
+      fmt(r.load.p50Ms),
+      fmt(r.load.p99Ms),
+      String(r.load.non2xx),
+      String(r.load.errors),
+      Object.entries(r.cpuUsPerRequest ?? {})
+        .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+        .join(', '),
+    ]),
+  ]);
+  const facts = Object.entries(report.facts).map(([k, v]) => `  ${k}: ${typeof v === 'number' ? fmt(v, 1) : String(v)}`);
+  const ratios = Object.entries(report.ratios).map(([k, v]) => `  ${k}: ${k.includes(' ms') ? fmt(v) : pct(v)}`);
+  const targets = table([
+    ['target', 'reached', 'goal', 'met'],
+    ...report.targets.map((t) => [t.name, t.reached, t.goal, t.met === undefined ? 'not run' : t.met ? 'yes' : 'NO']),
+  ]);
+  return [
+    `machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB, Node ${m.node}, ${m.platform}`,
+    '',
+    scenarios,
+    '',
+    'facts:',
+    ...facts,
+    '',
+    'ratios:',
+    ...ratios,
+    '',
+    targets,
+    '',
+  ].join('\n');
+}

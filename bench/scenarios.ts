@@ -1,0 +1,84 @@
+import { request } from 'node:http';
+import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureFixedPair, needStack, signedTarget } from './context.ts';
+import { freePort, startNode, waitUntilOk } from './processes.ts';
+import type { RequestShape } from './signer.ts';
+
+const BY_ID = `/v1/weather-stations/by/id/${STATION_ID}`;
+
+function byId(bearer: string | undefined): RequestShape {
+  return { method: 'GET', target: BY_ID, bearer };
+}
+
+function cityDistrict(bearer: string): RequestShape {
+  return { method: 'POST', target: '/v1/weather-stations/by/city-district', body: CITY_DISTRICT_BODY, bearer };
+}
+
+/** Limits A and B: each started alone in its own process, measured, stopped. */
+export async function limitScenarios(ctx: RunContext): Promise<void> {
+  for (const [mode, id, label] of [
+    ['node', 'limit-a', 'limit A: bare node:http'],
+    ['express', 'limit-b', 'limit B: bare Express 5'],
+  ] as const) {
+    const port = await freePort();
+    const server = startNode({ name: id, entry: 'bench/limit-server.ts', args: [mode, String(port)], env: process.env, port, logDir: ctx.logDir });
+    try {
+      await waitUntilOk(`${server.url}${BY_ID}`, server, 15_000);
+      await measureClosed(ctx, id, label, directTarget(server.url, byId(undefined)), { servers: { [id]: server.pid } });
+    } finally {
+      await server.stop();
+    }
+  }
+}
+
+/** Risk direct: both lookups with a bearer token, closed loop. */
+export async function riskScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  const servers = { risk: stack.riskPid };
+  await measureClosed(ctx, 'risk-by-id', 'risk direct: by/id', directTarget(stack.riskUrl, byId(session.token)), { servers });
+  await measureClosed(ctx, 'risk-city-district', 'risk direct: by/city-district', directTarget(stack.riskUrl, cityDistrict(session.token)), { servers });
+}
+
+/** The same two lookups through the gateway, each request freshly signed. */
+export async function gatewayScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
+  await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', signedTarget(ctx, stack.gatewayUrl, byId(session.token)), { servers });
+  await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token)), { servers });
+  ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
+}
+
+/** p50/p99 at the fixed light rate, direct and through the gateway (alternating), for both lookups. */
+export async function latencyScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  for (const [lookup, shape] of [
+    ['by-id', byId(session.token)],
+    ['city-district', cityDistrict(session.token)],
+  ] as const) {
+    const name = lookup === 'by-id' ? 'by/id' : 'by/city-district';
+    await measureFixedPair(ctx, [
+      { id: `latency-direct-${lookup}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) },
+      { id: `latency-gateway-${lookup}`, label: `latency gateway: ${name}`, target: signedTarget(ctx, stack.gatewayUrl, shape) },
+    ]);
+  }
+}
+
+/**
+ * How many of 50 proxied answers carried `Connection: close` (must be none: the client's keep-alive
+ * connection would be dropped after every request). Read with node:http, which shows the header as sent.
+ */
+async function countConnectionClose(ctx: RunContext, origin: string, shape: RequestShape): Promise<number> {
+  const headers = ctx.signer.for(shape);
+  let closes = 0;
+  for (let i = 0; i < 50; i += 1) {
+    closes += await new Promise<number>((resolve, reject) => {
+      const req = request(new URL(shape.target, origin), { method: shape.method, headers: headers() }, (res) => {
+        res.resume();
+        if (res.statusCode !== 200) reject(new Error(`the gateway answered ${res.statusCode}`));
+        res.on('end', () => resolve(String(res.headers.connection).toLowerCase() === 'close' ? 1 : 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+  return closes;
+}
