@@ -3,21 +3,13 @@ import { type RunContext, CITY_DISTRICT_BODY, directTarget, measureFixedPair, ne
 import { freePort, memorySampler } from './processes.ts';
 import type { RequestShape } from './signer.ts';
 import { entryOf, riskEnv } from './stack.ts';
+import type { StationRow } from '../services/risk/src/weather-stations/weather-stations.repository.ts';
 
 // Real ids stay below these (station ids are 5 digits, centre ids too), so copy k of a row gets the
 // original id plus k times the stride and never meets another row's id.
 const STATION_STRIDE = 100_000;
 const CENTRE_STRIDE = 1_000_000;
 const CHUNK = 2000;
-
-interface StationRow {
-  station_id: number;
-  station_name: string;
-  latitude: number;
-  longitude: number;
-  city: string;
-  district: string;
-}
 
 type CentreRow = Record<string, unknown> & { merkez_id: number; observation_station_id: number | null };
 

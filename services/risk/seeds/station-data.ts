@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Knex, packageRoot } from '@platform/service-kit';
+import type { StationRow } from '../src/weather-stations/weather-stations.repository.ts';
 import { type CsvRecord, parseCsv } from './csv.ts';
 
 /** The project's copy of the MGM data (data/SOURCES.md says where each file comes from). */
@@ -16,15 +17,7 @@ export interface DistrictRow {
   mgm_merkez_id: number | null;
 }
 
-/** A row of `stations` (stations.csv). */
-export interface StationRow {
-  station_id: number;
-  station_name: string;
-  latitude: number;
-  longitude: number;
-  city: string;
-  district: string;
-}
+export type { StationRow } from '../src/weather-stations/weather-stations.repository.ts';
 
 /** A row of `mgm_centers`: which observation station serves which district (mgm_centers.csv). */
 export interface CentreRow {

@@ -1,7 +1,8 @@
 import type { Knex } from '@platform/service-kit';
 import type { Station, StationData } from './station-index.ts';
 
-interface StationRow {
+/** A row of `stations` as stored (stations.csv). */
+export interface StationRow {
   station_id: number;
   station_name: string;
   latitude: number;
