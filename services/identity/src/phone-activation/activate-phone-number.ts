@@ -1,7 +1,7 @@
 import type { Principal } from '@platform/auth';
 import { BadRequestError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import { type AccountResponse, toAccountResponse } from '../accounts/account.ts';
+import { type AccountRecord, type AccountResponse, toAccountResponse } from '../accounts/account.ts';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById } from '../accounts/accounts.repository.ts';
 import type { components } from '../generated/openapi.ts';
@@ -30,24 +30,20 @@ export async function activatePhoneNumber(
   if (account === undefined) throw new NotFoundError('Account not found');
   assertMayUseAccountOf(principal, account.userId);
 
-  const outcome = await deps.db.transaction(async (trx) => {
+  const outcome = await deps.db.transaction(async (trx): Promise<{ ok: false; refused: string } | { ok: true; activated: AccountRecord }> => {
     const code = await lockOpenActivationCode(trx, account.id);
-    if (code === undefined) return 'No activation code is pending; request a new one';
-    if (code.expiresAt.getTime() <= Date.now()) return 'The activation code has expired; request a new one';
+    if (code === undefined) return { ok: false, refused: 'No activation code is pending; request a new one' };
+    if (code.expiresAt.getTime() <= Date.now()) return { ok: false, refused: 'The activation code has expired; request a new one' };
     if (!sameHmac(code.codeHmac, activationCodeHmac(deps.codeKey, account.id, input.code))) {
       const attempts = await recordWrongCode(trx, code.id, MAX_WRONG_CODES);
-      return attempts >= MAX_WRONG_CODES ? 'The activation code is wrong and now void; request a new one' : 'The activation code is wrong';
+      return { ok: false, refused: attempts >= MAX_WRONG_CODES ? 'The activation code is wrong and now void; request a new one' : 'The activation code is wrong' };
     }
-    const current = await findAccountById(trx, account.id);
     // The number changed after the code went out: the code proves nothing about the new one.
-    if (current === undefined || current.mobilePhoneNumber === null || toE164(current.mobilePhoneNumber, deps.defaultRegion) !== code.phoneNumber) {
-      return 'The phone number changed since the code was sent; request a new one';
+    if (account.mobilePhoneNumber === null || toE164(account.mobilePhoneNumber, deps.defaultRegion) !== code.phoneNumber) {
+      return { ok: false, refused: 'The phone number changed since the code was sent; request a new one' };
     }
-    await consumeActivationCode(trx, code.id, account.id);
-    return undefined;
+    return { ok: true, activated: await consumeActivationCode(trx, code.id, account.id) };
   });
-  if (outcome !== undefined) throw refused(outcome);
-  const activated = await findAccountById(deps.db, account.id);
-  if (activated === undefined) throw new NotFoundError('Account not found');
-  return toAccountResponse(activated);
+  if (!outcome.ok) throw refused(outcome.refused);
+  return toAccountResponse(outcome.activated);
 }

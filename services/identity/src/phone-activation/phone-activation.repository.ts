@@ -1,4 +1,6 @@
 import type { Knex } from '@platform/service-kit';
+import type { AccountRecord } from '../accounts/account.ts';
+import { ACCOUNT_COLUMNS } from '../accounts/accounts.repository.ts';
 
 /** An activation code row, read under a lock. */
 export interface ActivationCodeRecord {
@@ -55,8 +57,11 @@ export async function recordWrongCode(trx: Knex.Transaction, id: string, maxAtte
   return row.failedAttempts;
 }
 
-/** Marks the code used and the account's phone verified, in the caller's transaction. */
-export async function consumeActivationCode(trx: Knex.Transaction, id: string, accountId: string): Promise<void> {
+/** Marks the code used and the account's phone verified, in the caller's transaction; returns the account. */
+export async function consumeActivationCode(trx: Knex.Transaction, id: string, accountId: string): Promise<AccountRecord> {
   await trx('phone_activation_codes').where({ id }).update({ used_at: trx.fn.now() });
-  await trx('accounts').where({ id: accountId }).update({ mobile_phone_number_verified: true });
+  const [account] = (await trx('accounts').where({ id: accountId }).update({ mobile_phone_number_verified: true }).returning(ACCOUNT_COLUMNS)) as [
+    AccountRecord,
+  ];
+  return account;
 }
