@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ROOT } from './config.ts';
+
+export { freePort } from '@platform/service-kit/testing';
 
 /** A process the benchmark started, its log file and how to stop it. */
 export interface Started {
@@ -14,15 +15,6 @@ export interface Started {
   child: ChildProcess;
   /** SIGTERM, then waits for the exit (SIGKILL after 10 s). */
   stop(): Promise<void>;
-}
-
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**

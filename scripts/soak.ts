@@ -4,10 +4,9 @@
 // SOAK_GATEWAY_URL points it at a running one instead (with SOAK_KEY_ID/SOAK_KEY_SECRET, SOAK_ADMIN_*).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dropDatabase } from '@platform/service-kit';
-import { TEST_POSTGRES_URL, uniqueName } from '@platform/service-kit/testing';
+import { TEST_POSTGRES_URL, freePort, uniqueName } from '@platform/service-kit/testing';
 // The hand-written RFC 9421 signer of the gateway tests: it shares no code with the gateway's verifier.
 import { type TestSigningKey, signedHeaders } from '../gateway/test/support/signing-client.ts';
 
@@ -21,14 +20,6 @@ const key: TestSigningKey = { keyId: env.SOAK_KEY_ID ?? 'local-dev', alg: 'hmac-
 const admin = { username: env.SOAK_ADMIN_USERNAME ?? 'admin@example.com', password: env.SOAK_ADMIN_PASSWORD ?? 'local-admin-password' };
 const root = fileURLToPath(new URL('..', import.meta.url));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The local stack, started by this script, with its own ports and databases. */
 async function startStack(): Promise<{ gateway: string; processes: Record<string, string>; stop: () => Promise<void> }> {

@@ -1,14 +1,6 @@
-import { createServer } from 'node:net';
 import { TEST_POSTGRES_URL } from '@platform/service-kit/testing';
 
-/** A TCP port free on 127.0.0.1 right now, for a process a test starts. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from '@platform/service-kit/testing';
 
 /** The URL of database `name` on the test Postgres server. */
 export function testDatabaseUrl(name: string): string {
