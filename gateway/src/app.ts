@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import { createTokenVerifier, jwksKeySource } from '@platform/auth';
-import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, finishApp, redisCheck } from '@platform/service-kit';
+import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
@@ -11,6 +11,9 @@ import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
 import { upstreamRoutes } from './proxy/routes.ts';
 import { createUpstreamProxy } from './proxy/upstream-proxy.ts';
 import { verificationKeys } from './signing/verification-keys.ts';
+
+/** The paths of the docs router (case-insensitive, as Express routes by default). */
+const DOCS_PATHS = /^\/(openapi\.json|docs)(\/|$)/i;
 
 /** Everything the gateway app needs, made by the composition root (or by a test). */
 export interface GatewayDeps {
@@ -53,7 +56,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     audience: config.JWT_AUDIENCE,
   });
   app.use(cors(config.CORS_ORIGINS));
-  app.use(docsRouter(deps.apiDocument));
+  app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
   app.use(
     apiRouter({
       routes,

@@ -26,18 +26,53 @@ export function createBaseApp(options: BaseAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(httpLogger(options.logger));
-  app.use(options.metrics.middleware);
-  app.use(securityHeaders);
-  if (options.requestDeadlineMs !== undefined) app.use(requestDeadline(options.requestDeadlineMs, options.logger));
-  app.use((_req, res, next) => {
+  const drainingCloses: RequestHandler = (_req, res, next) => {
     // While draining, tell keep-alive clients to reconnect elsewhere instead of reusing this socket.
     if (options.lifecycle.draining) res.setHeader('Connection', 'close');
     next();
-  });
-  app.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger }));
-  app.use(options.metrics.router);
+  };
+  app.use(
+    inSequence([
+      httpLogger(options.logger),
+      options.metrics.middleware,
+      securityHeaders,
+      ...(options.requestDeadlineMs === undefined ? [] : [requestDeadline(options.requestDeadlineMs, options.logger)]),
+      drainingCloses,
+    ]),
+  );
+  const operations = express.Router();
+  operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger }));
+  operations.use(options.metrics.router);
+  app.use(onlyUnder(OPERATIONS_PATHS, operations));
   return app;
+}
+
+/** The paths of the health and metrics routers (case-insensitive, as Express routes by default). */
+const OPERATIONS_PATHS = /^\/(health|metrics)(\/|$)/i;
+
+/**
+ * Middlewares that always call `next` synchronously, run as one router layer: every layer of an Express
+ * app costs a dispatch and a few allocations on every request, which for these few lines of work was
+ * most of their price. An error passed to `next` (or thrown) skips the rest and goes to the app's.
+ */
+export function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
+  return (req, res, next) => {
+    let at = 0;
+    const step = (err?: unknown): void => {
+      const handler = handlers[at++];
+      if (err !== undefined || handler === undefined) next(err);
+      else void handler(req, res, step);
+    };
+    step();
+  };
+}
+
+/** `handler` for requests whose path matches `paths`; every other request goes past it without a router dispatch. */
+export function onlyUnder(paths: RegExp, handler: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    if (paths.test(req.path)) void handler(req, res, next);
+    else next();
+  };
 }
 
 /** Mounts the 404 handler and the error handler; call after every route. */

@@ -7,18 +7,18 @@ import type { Logger } from './logger.ts';
  * be rendered, framed, sniffed or cached: a route that wants otherwise (the JWKS may be cached, the
  * docs page needs its inline style) sets its own value, which replaces these.
  */
-const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = Object.entries({
   'X-Content-Type-Options': 'nosniff',
   'Cache-Control': 'no-store',
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
   'X-Frame-Options': 'DENY',
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',
-};
+});
 
 /** Sets the security headers before any route runs, so error answers carry them too. */
 export const securityHeaders: RequestHandler = (_req, res, next) => {
-  for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+  for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
   next();
 };
 

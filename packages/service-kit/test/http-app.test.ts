@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
-import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { BadRequestError } from '@platform/errors';
+import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, inSequence, listen } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draining: false }) {
@@ -137,6 +138,49 @@ describe('GET /health/live and /health/ready', () => {
     const res = await request(app).post('/health/ready');
     assert.equal(res.status, 405);
     assert.equal(res.headers.allow, 'GET, HEAD');
+  });
+
+  it('match like any Express route (any case, a trailing slash), and leave look-alike paths to the app', async () => {
+    const { app } = buildApp();
+    const fresh = createBaseApp({ logger: captureLogger('test').logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    for (const path of ['/healthy', '/metrics-export', '/health-report']) fresh.get(path, (_req, res) => void res.json({ path }));
+    finishApp(fresh);
+    assert.deepEqual((await request(app).get('/HEALTH/Live').expect(200)).body, { status: 'live' });
+    assert.deepEqual((await request(app).get('/health/live/').expect(200)).body, { status: 'live' });
+    await request(app).get('/Metrics').expect(200).expect('content-type', /text\/plain/);
+    for (const path of ['/healthy', '/metrics-export', '/health-report']) assert.deepEqual((await request(fresh).get(path).expect(200)).body, { path });
+    assert.equal((await request(fresh).get('/health/nothing').expect(404)).body.error, 'Not Found');
+  });
+});
+
+describe('inSequence', () => {
+  it('runs each middleware in order as one layer; an error skips the rest and reaches the error handler', async () => {
+    const seen: string[] = [];
+    const app = createBaseApp({ logger: captureLogger('test').logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    app.use(
+      inSequence([
+        (_req, _res, next) => {
+          seen.push('first');
+          next();
+        },
+        (req, _res, next) => {
+          seen.push('second');
+          next(req.path === '/fail' ? new BadRequestError('refused by the second') : undefined);
+        },
+        (_req, _res, next) => {
+          seen.push('third');
+          next();
+        },
+      ]),
+    );
+    app.get('/ok', (_req, res) => void res.json({ seen }));
+    app.get('/fail', (_req, res) => void res.json({ reached: true }));
+    finishApp(app);
+    assert.deepEqual((await request(app).get('/ok').expect(200)).body, { seen: ['first', 'second', 'third'] });
+    seen.length = 0;
+    const res = await request(app).get('/fail').expect(400);
+    assert.equal(res.body.message, 'refused by the second');
+    assert.deepEqual(seen, ['first', 'second']);
   });
 });
 
