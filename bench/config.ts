@@ -49,8 +49,10 @@ export interface BenchConfig {
    * runs first; `ts` from the TypeScript sources as `pnpm start` does (type stripping costs memory).
    */
   sources: 'dist' | 'ts';
-  /** NODE_OPTIONS for the services the benchmark starts (V8 heap flags, say); none by default. */
+  /** NODE_OPTIONS for the services the benchmark starts; by default each gets its image's (deploy/<name>/Dockerfile), `''` for none. */
   nodeOptions: string | undefined;
+  /** Extra node arguments of the started services that NODE_OPTIONS refuses (`--trace-gc`, say); none by default. */
+  nodeArgs: readonly string[];
   /** Started processes (by name: identity, risk, gateway) to run under `--cpu-prof`, profiles kept in the log dir. */
   cpuProf: ReadonlySet<string>;
 }
@@ -107,6 +109,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     bcryptCost: number(env, 'BCRYPT_COST', 10, 4),
     cores: availableParallelism(),
     nodeOptions: env.BENCH_NODE_OPTIONS,
+    nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter((s) => s !== ''),
     sources: env.BENCH_SOURCES === 'ts' ? 'ts' : 'dist',
     cpuProf: new Set((env.BENCH_CPU_PROF ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')),
   };

@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, createRedis, closeRedis, dropDatabase } from '@platform/service-kit';
-import type { BenchConfig } from './config.ts';
+import { type BenchConfig, ROOT } from './config.ts';
 import { type Started, freePort, startNode, waitUntilOk } from './processes.ts';
 import { type RequestShape, createSigner } from './signer.ts';
 
@@ -31,6 +32,23 @@ export interface StartOptions {
 }
 
 const DIRS = { identity: 'services/identity', risk: 'services/risk', gateway: 'gateway' } as const;
+
+/**
+ * The NODE_OPTIONS a deployable's image sets (`ENV NODE_OPTIONS=...` in deploy/<name>/Dockerfile), so
+ * the benchmark measures the services as they are deployed; empty when the image sets none.
+ */
+export function imageNodeOptions(name: keyof typeof DIRS): string {
+  const dockerfile = readFileSync(join(ROOT, 'deploy', name, 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  return [...runtime.matchAll(/^ENV NODE_OPTIONS=(\S+)$/gm)].at(-1)?.[1] ?? '';
+}
+
+/** The deployable a started process is an instance of (`risk-scaled` is a risk). */
+function deployableOf(processName: string): keyof typeof DIRS {
+  const name = Object.keys(DIRS).find((d) => processName === d || processName.startsWith(`${d}-`));
+  if (name === undefined) throw new Error(`no deployable named like ${processName}`);
+  return name as keyof typeof DIRS;
+}
 
 /** The entry file of a deployable: its build output (as in production) or its TypeScript source. */
 export function entryOf(name: keyof typeof DIRS, config: BenchConfig): string {
@@ -72,8 +90,11 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
   };
   const start = async (options: StartOptions) => {
     // A profile is written when the process exits, so it covers the whole run.
-    const nodeArgs = config.cpuProf.has(options.name) ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`] : [];
-    const piece = startNode({ ...options, logDir, nodeArgs });
+    const profile = config.cpuProf.has(options.name) ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`] : [];
+    const nodeArgs = [...config.nodeArgs, ...profile];
+    const nodeOptions = config.nodeOptions ?? imageNodeOptions(deployableOf(options.name));
+    const env = { ...options.env, NODE_OPTIONS: nodeOptions };
+    const piece = startNode({ ...options, env, logDir, nodeArgs });
     started.push(piece);
     await waitUntilOk(`${piece.url}/health/ready`, piece);
     return piece;
@@ -111,7 +132,6 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     BCRYPT_COST: String(config.bcryptCost),
     // One token serves the whole run.
     ACCESS_TOKEN_TTL_S: '3600',
-    ...(config.nodeOptions === undefined ? {} : { NODE_OPTIONS: config.nodeOptions }),
   };
   try {
     // Identity first: the others fetch its JWKS.
@@ -151,7 +171,6 @@ export function riskEnv(stack: Stack, config: BenchConfig, port: number, databas
     IDENTITY_JWKS_URL: `${stack.identityUrl}/.well-known/jwks.json`,
     // The synthetic rows are inserted after the start's seed; the copy must be picked up quickly.
     RISK_INDEX_POLL_MS: '200',
-    ...(config.nodeOptions === undefined ? {} : { NODE_OPTIONS: config.nodeOptions }),
   };
 }
 

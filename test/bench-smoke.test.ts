@@ -49,3 +49,15 @@ describe('pnpm bench (bench/run.ts), smoke', function () {
     }
   });
 });
+
+describe('pnpm bench: the services run with their images NODE_OPTIONS', () => {
+  it('reads the same value from each Dockerfile as the deployment checks do', async () => {
+    const { imageNodeOptions } = await import('../bench/stack.ts');
+    const { DEPLOYABLES, imageEnv } = await import('./deploy-support/deployables.ts');
+    for (const d of DEPLOYABLES) {
+      const fromImage = imageEnv(root, d).get('NODE_OPTIONS');
+      assert.ok(fromImage !== undefined && 'literal' in fromImage, `${d.name}'s image sets no NODE_OPTIONS`);
+      assert.equal(imageNodeOptions(d.name as 'identity' | 'risk' | 'gateway'), fromImage.literal);
+    }
+  });
+});

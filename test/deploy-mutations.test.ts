@@ -97,4 +97,9 @@ describe('deployment checks on a broken copy', () => {
     includes(problems, 'must end as USER node');
     includes(problems, 'EXPOSE 8083 is not the port 8082');
   });
+
+  it('rejects NODE_OPTIONS in an image that does more than size the heap (a debugger port, a preloaded file)', () => {
+    mutate('deploy/gateway/Dockerfile', 'ENV NODE_OPTIONS=--max-semi-space-size=4', 'ENV NODE_OPTIONS=--inspect=0.0.0.0:9229');
+    includes(dockerfileProblems(root, deployable('gateway')), 'NODE_OPTIONS may only size the V8 heap');
+  });
 });

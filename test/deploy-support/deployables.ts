@@ -54,7 +54,7 @@ export function deployable(name: DeployableName): Deployable {
 export type EnvValue = { literal: string } | { secret: string };
 
 // Set by the images themselves or read by the scripts, not by config.ts.
-const NOT_IN_SPECS = new Set(['APP_ENV', 'NODE_ENV']);
+const NOT_IN_SPECS = new Set(['APP_ENV', 'NODE_ENV', 'NODE_OPTIONS']);
 
 /** The port a deployable listens on with this environment. */
 export function portOf(d: Deployable, env: ReadonlyMap<string, EnvValue>): number {
