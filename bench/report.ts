@@ -51,6 +51,9 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     const r = ratio(`gateway ${lookup} / risk direct`, by(`gateway-${lookup}`)?.rps, by(`risk-${lookup}`)?.rps);
     check(`gateway ${lookup} vs risk direct`, pct(r), '≥ 60%', r === undefined ? undefined : r >= 0.6);
   }
+  // No target: how far the bare proxying floor (limit C) already is from risk direct, and the gateway from it.
+  ratio('limit C / risk direct, by-id', by('limit-c')?.rps, by('risk-by-id')?.rps);
+  ratio('gateway by-id / limit C', by('gateway-by-id')?.rps, by('limit-c')?.rps);
   for (const lookup of ['by-id', 'city-district']) {
     const direct = by(`latency-direct-${lookup}`);
     const gateway = by(`latency-gateway-${lookup}`);

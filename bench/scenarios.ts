@@ -38,9 +38,21 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
   await measureClosed(ctx, 'risk-city-district', 'risk direct: by/city-district', directTarget(stack.riskUrl, cityDistrict(session.token)), { servers });
 }
 
-/** The same two lookups through the gateway, each request freshly signed. */
+/**
+ * The same two lookups through the gateway, each request freshly signed; and limit C: by/id through a
+ * bare Express + http-proxy-middleware proxy to the same risk service, unsigned (the proxying floor).
+ */
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
+  const port = await freePort();
+  const proxy = startNode({ name: 'limit-c', entry: 'bench/limit-server.ts', args: ['proxy', String(port), stack.riskUrl], env: process.env, port, logDir: ctx.logDir });
+  try {
+    await waitUntilOk(`${proxy.url}/health/live`, proxy, 15_000);
+    const label = 'limit C: bare Express proxy → risk by/id';
+    await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: { 'limit-c': proxy.pid, risk: stack.riskPid } });
+  } finally {
+    await proxy.stop();
+  }
   const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
   await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', signedTarget(ctx, stack.gatewayUrl, byId(session.token)), { servers });
   await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token)), { servers });
