@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createPublicKey, createSecretKey, generateKeyPairSync } from 'node:crypto';
 import { contentDigestOf, contentDigestProblem } from '../src/signing/content-digest.ts';
-import { type SignedRequest, signatureBase } from '../src/signing/signature-base.ts';
+import { type SignedRequest, librarySignatureBase, signatureBase } from '../src/signing/signature-base.ts';
 import { SignatureFault } from '../src/signing/signature-fault.ts';
 import { readSignature } from '../src/signing/signature-headers.ts';
 import { signatureMatches } from '../src/signing/signature-match.ts';
@@ -91,6 +91,46 @@ describe('signature base', () => {
     assert.deepEqual(base('/v1/a/../b?x=%20y&z'), ['"@path": /v1/a/../b', '"@query": ?x=%20y&z']);
     assert.deepEqual(base('/v1/a'), ['"@path": /v1/a', '"@query": ?']);
     assert.deepEqual(base('/v1/a?'), ['"@path": /v1/a', '"@query": ?']);
+  });
+
+  it('is built directly for plain components exactly as http-message-signatures builds it, on many requests', () => {
+    const headerValues: Array<string | string[]> = ['abc', '  padded value\t ', 'folded\n   over lines', ['first line', ' second line '], '', 'ş ü ğ', 'quote " and \\ backslash'];
+    const params = [
+      ';created=1618884473;keyid="test-key"',
+      ';created=1;keyid="a\\"b\\\\c";nonce="n-1";alg="hmac-sha256"',
+      ';created=1;keyid="k";tag=token-like;flag;bytes=:AQID:;ratio=1.5;expires=99',
+    ];
+    const componentSets = [
+      ['@method', '@path', '@query', 'x-idempotency-key'],
+      ['@method', '@path', '@query', 'x-idempotency-key', 'content-digest', 'authorization'],
+      ['x-custom_header.v1', '@query', '@method'],
+      ['@path'],
+    ];
+    let compared = 0;
+    for (const components of componentSets) {
+      for (const param of params) {
+        for (const value of headerValues) {
+          for (const [method, target] of [['GET', '/v1/a?x=1&y=%20'], ['post', '/v1/b/../c'], ['DELETE', '/v1/d?']] as const) {
+            const input = `sig1=(${components.map((c) => `"${c}"`).join(' ')})${param}`;
+            const headers: Record<string, string | string[]> = { 'signature-input': input, signature: 'sig1=:AAAA:' };
+            for (const name of components) if (!name.startsWith('@')) headers[name] = value;
+            const request = { method, target, authority: 'gw.example', headers };
+            const entry = readSignature(headers, 'sig1');
+            assert.equal(signatureBase(request, entry), librarySignatureBase(request, entry), `${input} with ${JSON.stringify(value)}`);
+            compared += 1;
+          }
+        }
+      }
+    }
+    assert.equal(compared, componentSets.length * params.length * headerValues.length * 3);
+  });
+
+  it('leaves other components, component parameters and missing headers to the library', () => {
+    const headers = { 'signature-input': 'sig1=("@authority" "@method" "x-a";sf);created=1;keyid="k"', signature: 'sig1=:AAAA:', 'x-a': '1,  2' };
+    const request = { method: 'GET', target: '/v1/x', authority: 'gw.example', headers };
+    assert.equal(signatureBase(request, readSignature(headers, 'sig1')), '"@authority": gw.example\n"@method": GET\n"x-a";sf: 1, 2\n"@signature-params": ("@authority" "@method" "x-a";sf);created=1;keyid="k"');
+    const missing = { 'signature-input': 'sig1=("@method" "x-absent");created=1;keyid="k"', signature: 'sig1=:AAAA:' };
+    assert.match(fault(() => signatureBase({ ...request, headers: missing }, readSignature(missing, 'sig1'))), /cannot build the signature base: No header "x-absent"/);
   });
 
   it('matches what an independent client signer builds, for both algorithms', async () => {

@@ -9,10 +9,15 @@ export interface SignatureEntry {
   input: InnerList;
   /** The covered component names, lower case, for those carrying no component parameters. */
   bareComponents: readonly string[];
+  /** Each covered component serialised (`"@method"`, `"content-digest";sf`), in order. */
+  fields: string[];
   /** The signature parameters (`created`, `keyid`, `nonce`, ...). */
   params: Parameters;
   signature: Buffer;
 }
+
+/** A component name that serialises as itself in quotes: token characters (and `@`), nothing to escape. */
+export const PLAIN_NAME = /^[@a-z0-9!#$%&'*+.^_`|~-]+$/;
 
 function headerText(value: string | string[] | undefined): string | undefined {
   // Several field lines of one header combine with ", " (RFC 9110 section 5.3).
@@ -48,9 +53,10 @@ export function readSignature(headers: Readonly<Record<string, string | string[]
     if (name !== name.toLowerCase()) throw new SignatureFault(`component "${name}" is not lower case`);
     if (componentParams.size === 0) names.push(name);
   }
-  const serialized = input[0].map((item) => serializeItem(item));
+  // A plain name (token characters, no parameters) serialises as itself in quotes.
+  const serialized = input[0].map((item) => (typeof item[0] === 'string' && item[1].size === 0 && PLAIN_NAME.test(item[0]) ? `"${item[0]}"` : serializeItem(item)));
   if (new Set(serialized).size !== serialized.length) throw new SignatureFault(`Signature-Input ${label} covers a component twice`);
-  return { label, input, bareComponents: names, params: input[1], signature: Buffer.from(signature[0]) };
+  return { label, input, bareComponents: names, fields: serialized, params: input[1], signature: Buffer.from(signature[0]) };
 }
 
 /** The parameter `name` when it is a string, else undefined. */
