@@ -59,8 +59,12 @@ export function inSequence(handlers: readonly RequestHandler[]): RequestHandler 
   return (req, res, next) => {
     let at = 0;
     const step = (err?: unknown): void => {
+      if (err !== undefined && err !== null) {
+        next(err);
+        return;
+      }
       const handler = handlers[at++];
-      if (err !== undefined || handler === undefined) next(err);
+      if (handler === undefined) next();
       else void handler(req, res, step);
     };
     step();

@@ -161,7 +161,8 @@ describe('inSequence', () => {
       inSequence([
         (_req, _res, next) => {
           seen.push('first');
-          next();
+          // null is no error to Express either: the sequence goes on.
+          next(null);
         },
         (req, _res, next) => {
           seen.push('second');
