@@ -154,7 +154,7 @@ describe('GET /health/live and /health/ready', () => {
 });
 
 describe('inSequence', () => {
-  it('runs each middleware in order as one layer; an error skips the rest and reaches the error handler', async () => {
+  it('runs each middleware in order as one layer; an error or a rejected promise skips the rest and reaches the error handler', async () => {
     const seen: string[] = [];
     const app = createBaseApp({ logger: captureLogger('test').logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
     app.use(
@@ -174,6 +174,14 @@ describe('inSequence', () => {
         },
       ]),
     );
+    app.use(
+      inSequence([
+        async (req, _res, next) => {
+          if (req.path === '/rejects') throw new BadRequestError('an async middleware failed');
+          next();
+        },
+      ]),
+    );
     app.get('/ok', (_req, res) => void res.json({ seen }));
     app.get('/fail', (_req, res) => void res.json({ reached: true }));
     finishApp(app);
@@ -182,6 +190,7 @@ describe('inSequence', () => {
     const res = await request(app).get('/fail').expect(400);
     assert.equal(res.body.message, 'refused by the second');
     assert.deepEqual(seen, ['first', 'second']);
+    assert.equal((await request(app).get('/rejects').expect(400)).body.message, 'an async middleware failed');
   });
 });
 
