@@ -3,7 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import type { Request, RequestHandler, Response } from 'express';
 import type { TokenVerifier } from '@platform/auth';
 import { ConflictError, ServiceUnavailableError, UnauthorizedError, toHttpError } from '@platform/errors';
-import type { Logger } from '@platform/service-kit';
+import { type Logger, requestLog } from '@platform/service-kit';
 import { type BearerVerdict, checkBearer, needsBearer } from '../bearer/bearer-check.ts';
 import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
 import type { ClaimOutcome, ReplayGuard } from '../idempotency/replay-guard.ts';
@@ -25,11 +25,6 @@ export interface ApiRequestDeps {
 
 const EMPTY = Buffer.alloc(0);
 
-/** The request's own child logger (httpLogger puts it on `req.log`, with the request id). */
-function logOf(req: Request, fallback: Logger): Logger {
-  return (req as Request & { log?: Logger }).log ?? fallback;
-}
-
 function pathOf(req: Request): string {
   const at = req.originalUrl.indexOf('?');
   return at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
@@ -41,7 +36,7 @@ async function verifySignature(req: Request, body: Buffer, deps: ApiRequestDeps)
   } catch (err) {
     if (!(err instanceof SignatureFault)) throw err;
     deps.metrics.rejected('signature');
-    logOf(req, deps.logger).warn({ reason: err.message }, 'request signature rejected');
+    requestLog(req, deps.logger).warn({ reason: err.message }, 'request signature rejected');
     throw new UnauthorizedError('Invalid request signature', { cause: err });
   }
 }
@@ -88,7 +83,7 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
   let releasing: Promise<void> | undefined;
   const release = () =>
     (releasing ??= deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
-      logOf(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
+      requestLog(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
     }));
   // The proxy releases before it answers a 5xx; any other 5xx (the request deadline answering while
   // the upstream is still busy) releases once it has been sent.

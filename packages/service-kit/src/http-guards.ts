@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { BadRequestError, errorBody } from '@platform/errors';
+import { requestLog } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 
 /**
@@ -36,7 +37,7 @@ export function requestDeadline(deadlineMs: number, logger: Logger): RequestHand
   return (req, res, next) => {
     const timer = setTimeout(() => {
       if (res.headersSent) return;
-      ((req as { log?: Logger }).log ?? logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
+      requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
       // `messages` always: the station operations require it, and it is optional everywhere else.
       res.status(503).json(errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
     }, deadlineMs);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import { BadRequestError } from '@platform/errors';
-import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, inSequence, listen } from '../src/index.ts';
+import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, inSequence, listen, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draining: false }) {
@@ -13,7 +13,7 @@ function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draini
     res.json({ ok: true });
   });
   app.post('/echo-secret', (req, res) => {
-    req.log.info({ password: 'hunter2-secret', nested: { token: 'tok-secret' } }, 'handling');
+    requestLog(req, log.logger).info({ password: 'hunter2-secret', nested: { token: 'tok-secret' } }, 'handling');
     res.status(204).end();
   });
   app.get('/slow', async (_req, res) => {
