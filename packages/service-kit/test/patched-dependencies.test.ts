@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Redis } from 'ioredis';
+
+// patches/ (package.json pnpm.patchedDependencies) carries measured hot-path fixes of dependencies
+// (bench/README.md, second pass). pnpm refuses to install when a patch no longer applies; these check
+// that the fixes are in effect, so dropping an entry does not silently bring the cost back.
+describe('patched dependencies', () => {
+  it('ioredis: a pipeline has no accessor of its own (its length is one getter on the prototype)', () => {
+    const redis = new Redis({ lazyConnect: true, enableOfflineQueue: false });
+    try {
+      const pipeline = redis.pipeline().set('a', '1').get('a');
+      assert.equal(Object.getOwnPropertyDescriptor(pipeline, 'length'), undefined);
+      assert.equal(pipeline.length, 2);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('express-openapi-validator: route regexps compiled once, url.parse only with a query, no promise hop once loaded', () => {
+    const dist = dirname(createRequire(import.meta.url).resolve('express-openapi-validator'));
+    const read = (file: string) => readFileSync(join(dist, file), 'utf8');
+    assert.match(read('middlewares/openapi.metadata.js'), /const regexpObj = compiledRoute\(expressRoute, pathOpts\);/);
+    assert.match(read('middlewares/parsers/req.parameter.mutator.js'), /req\.originalUrl\.includes\('\?'\) \? url\.parse/);
+    assert.match(read('openapi.validator.js'), /if \(reqmw\)\s+return reqmw\(req, res, next\);/);
+  });
+});
