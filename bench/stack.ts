@@ -40,7 +40,8 @@ const DIRS = { identity: 'services/identity', risk: 'services/risk', gateway: 'g
 export function imageNodeOptions(name: keyof typeof DIRS): string {
   const dockerfile = readFileSync(join(ROOT, 'deploy', name, 'Dockerfile'), 'utf8');
   const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
-  return [...runtime.matchAll(/^ENV NODE_OPTIONS=(\S+)$/gm)].at(-1)?.[1] ?? '';
+  const last = [...runtime.matchAll(/^ENV NODE_OPTIONS=(?:"([^"]*)"|(\S+))$/gm)].at(-1);
+  return last?.[1] ?? last?.[2] ?? '';
 }
 
 /** The deployable a started process is an instance of (`risk-scaled` is a risk). */

@@ -142,9 +142,9 @@ export function stageEnv(instructions: readonly DockerInstruction[]): Map<string
   const env = new Map<string, EnvValue>();
   for (const { op, args } of instructions) {
     if (op !== 'ENV') continue;
-    for (const pair of args.split(/\s+/)) {
-      const at = pair.indexOf('=');
-      if (at > 0) env.set(pair.slice(0, at), { literal: pair.slice(at + 1) });
+    // `A=1 B="two words"`: a value is a double-quoted string (quotes removed) or runs to the next space.
+    for (const [, name, quoted, plain] of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|(\S*))/g)) {
+      if (name !== undefined) env.set(name, { literal: quoted ?? plain ?? '' });
     }
   }
   return env;

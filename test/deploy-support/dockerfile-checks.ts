@@ -59,8 +59,8 @@ export function dockerfileProblems(root: string, d: Deployable): string[] {
   if (literal(d.portKey) !== port) problems.push(`${where}: ${d.portKey} must be ${port}, the default of config.ts`);
   // NODE_OPTIONS: V8 flags of the runtime (heap sizing), read by node, not by config.ts.
   const nodeOptions = literal('NODE_OPTIONS');
-  if (nodeOptions !== undefined && !/^--max-(semi|old)-space-size=\d+$/.test(nodeOptions)) {
-    problems.push(`${where}: NODE_OPTIONS may only size the V8 heap (one --max-semi-space-size or --max-old-space-size), got ${nodeOptions}`);
+  if (nodeOptions !== undefined && !/^--max-(semi|old)-space-size=\d+( --max-(semi|old)-space-size=\d+)*$/.test(nodeOptions)) {
+    problems.push(`${where}: NODE_OPTIONS may only size the V8 heap (--max-semi-space-size, --max-old-space-size), got ${nodeOptions}`);
   }
   for (const [name, value] of env) {
     if (name === 'NODE_ENV' || name === 'NODE_OPTIONS') continue;
