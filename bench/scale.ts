@@ -2,7 +2,7 @@ import { createDatabase } from '@platform/service-kit';
 import { type RunContext, CITY_DISTRICT_BODY, directTarget, measureFixedPair, needStack } from './context.ts';
 import { freePort, memorySampler } from './processes.ts';
 import type { RequestShape } from './signer.ts';
-import { entryOf, riskEnv } from './stack.ts';
+import { entryOf, imageNodeOptions, riskEnv } from './stack.ts';
 import type { StationRow } from '../services/risk/src/weather-stations/weather-stations.repository.ts';
 
 // Real ids stay below these (station ids are 5 digits, centre ids too), so copy k of a row gets the
@@ -77,7 +77,10 @@ export async function scaleScenarios(ctx: RunContext): Promise<void> {
   const port = await freePort();
   const databaseUrl = stack.database('risk_scaled');
   ctx.progress(`scale: starting a risk service and loading ${scale}× the station set`);
-  const scaled = await stack.start({ name: 'risk-scaled', entry: entryOf('risk', ctx.config), env: riskEnv(stack, ctx.config, port, databaseUrl), port });
+  // The image's heap flags without its old-space cap, which is sized for the real set: a deployment
+  // holding 100× the stations would size its heap for them, and this measures lookups, not memory.
+  const nodeOptions = imageNodeOptions('risk').replace(/\s*--max-old-space-size=\d+/, '').trim();
+  const scaled = await stack.start({ name: 'risk-scaled', entry: entryOf('risk', ctx.config), env: riskEnv(stack, ctx.config, port, databaseUrl), port, nodeOptions });
   try {
     ctx.facts.scaledStations = await loadCopies(databaseUrl, scale);
     await waitForCopies(scaled.url, session.token, scale);

@@ -29,6 +29,8 @@ export interface StartOptions {
   entry: string;
   env: NodeJS.ProcessEnv;
   port: number;
+  /** NODE_OPTIONS when not the image's (BENCH_NODE_OPTIONS still wins). */
+  nodeOptions?: string;
 }
 
 const DIRS = { identity: 'services/identity', risk: 'services/risk', gateway: 'gateway' } as const;
@@ -93,7 +95,7 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     // A profile is written when the process exits, so it covers the whole run.
     const profile = config.cpuProf.has(options.name) ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`] : [];
     const nodeArgs = [...config.nodeArgs, ...profile];
-    const nodeOptions = config.nodeOptions ?? imageNodeOptions(deployableOf(options.name));
+    const nodeOptions = config.nodeOptions ?? options.nodeOptions ?? imageNodeOptions(deployableOf(options.name));
     const env = { ...options.env, NODE_OPTIONS: nodeOptions };
     const piece = startNode({ ...options, env, logDir, nodeArgs });
     started.push(piece);
