@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, createRedis, closeRedis, dropDatabase } from '@platform/service-kit';
+import { type DeployableName, deployable, imageEnv } from '../test/deploy-support/deployables.ts';
 import { type BenchConfig, ROOT } from './config.ts';
 import { type Started, freePort, startNode, waitUntilOk } from './processes.ts';
 import { type RequestShape, createSigner } from './signer.ts';
@@ -36,14 +36,12 @@ export interface StartOptions {
 const DIRS = { identity: 'services/identity', risk: 'services/risk', gateway: 'gateway' } as const;
 
 /**
- * The NODE_OPTIONS a deployable's image sets (`ENV NODE_OPTIONS=...` in deploy/<name>/Dockerfile), so
- * the benchmark measures the services as they are deployed; empty when the image sets none.
+ * The NODE_OPTIONS a deployable's image sets (deploy/<name>/Dockerfile, read as the deployment checks
+ * read it), so the benchmark measures the services as they are deployed; empty when the image sets none.
  */
-export function imageNodeOptions(name: keyof typeof DIRS): string {
-  const dockerfile = readFileSync(join(ROOT, 'deploy', name, 'Dockerfile'), 'utf8');
-  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
-  const last = [...runtime.matchAll(/^ENV NODE_OPTIONS=(?:"([^"]*)"|(\S+))$/gm)].at(-1);
-  return last?.[1] ?? last?.[2] ?? '';
+export function imageNodeOptions(name: DeployableName): string {
+  const value = imageEnv(ROOT, deployable(name)).get('NODE_OPTIONS');
+  return value !== undefined && 'literal' in value ? value.literal : '';
 }
 
 /** The deployable a started process is an instance of (`risk-scaled` is a risk). */
