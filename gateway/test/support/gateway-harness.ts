@@ -1,5 +1,5 @@
 import { type KeyObject, generateKeyPairSync } from 'node:crypto';
-import { type IncomingHttpHeaders, request } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, type RequestOptions, request } from 'node:http';
 import { type TestIssuer, createTestIssuer } from '@platform/auth/testing';
 import { type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
@@ -101,10 +101,13 @@ export interface Answer {
   json: () => Record<string, unknown>;
 }
 
-/** Sends one request with exactly these headers and body bytes (node:http, a fresh connection). */
-export function send(base: string, method: string, target: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Answer> {
+/**
+ * One exchange on a fresh connection, the whole answer read: `url` (or the host, port and path in
+ * `options` when it is null) with exactly `options`' headers and `body`'s bytes.
+ */
+export function exchange(url: string | null, options: RequestOptions, body?: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${target}`, { method, headers, agent: false }, (res) => {
+    const onResponse = (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -112,8 +115,14 @@ export function send(base: string, method: string, target: string, headers: Reco
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: buffer, json: () => JSON.parse(buffer.toString('utf8')) as Record<string, unknown> });
       });
       res.on('error', reject);
-    });
+    };
+    const req = url === null ? request({ ...options, agent: false }, onResponse) : request(url, { ...options, agent: false }, onResponse);
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** Sends one request with exactly these headers and body bytes (node:http, a fresh connection). */
+export function send(base: string, method: string, target: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Answer> {
+  return exchange(`${base}${target}`, { method, headers }, body);
 }
