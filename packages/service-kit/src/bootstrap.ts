@@ -1,5 +1,6 @@
 import type { RequestListener } from 'node:http';
 import type { AppEnv } from './config.ts';
+import { exitOnUncaughtErrors } from './crash.ts';
 import { type Knex, type Migration, createDatabase, databaseName, ensureDatabaseExists, migrateToLatest } from './database.ts';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
@@ -58,8 +59,12 @@ export interface ServeOptions {
   closers: ReadonlyArray<{ name: string; close: () => Promise<void> }>;
 }
 
-/** Listens, says where and on what, and drains then closes everything on SIGTERM/SIGINT. */
+/**
+ * Listens, says where and on what, and drains then closes everything on SIGTERM/SIGINT; an error nothing
+ * caught is logged with its request id and ends the process with 1.
+ */
 export async function serveUntilStopped(options: ServeOptions): Promise<void> {
+  exitOnUncaughtErrors(options.logger);
   const server = await listen(options.app, options.port, options.host, options.limits);
   const connections = Object.fromEntries(Object.entries(options.connections).map(([k, v]) => [k, safeUrl(v)]));
   options.logger.info(

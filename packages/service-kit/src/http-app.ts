@@ -54,6 +54,10 @@ const OPERATIONS_PATHS = /^\/(health|metrics)(\/|$)/i;
  * Middlewares run in order as one router layer: every layer of an Express app costs a dispatch and a few
  * allocations on every request, which for small middlewares was most of their price. As in Express, an
  * error passed to `next`, thrown, or a rejected promise skips the rest and goes to the error handlers.
+ *
+ * The throw is caught inside `step` itself, not around the first call: a middleware that finishes
+ * asynchronously (a body parser) calls `step` from its own callback, where Express's layer no longer
+ * catches, and a throw of the next middleware there would otherwise be uncaught and stop the process.
  */
 export function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
   return (req, res, next) => {
@@ -68,8 +72,12 @@ export function inSequence(handlers: readonly RequestHandler[]): RequestHandler 
         next();
         return;
       }
-      const result: unknown = handler(req, res, step);
-      if (result instanceof Promise) result.catch((error: unknown) => step(error ?? new Error('Rejected promise')));
+      try {
+        const result: unknown = handler(req, res, step);
+        if (result instanceof Promise) result.catch((error: unknown) => step(error ?? new Error('Rejected promise')));
+      } catch (error) {
+        step(error ?? new Error('Thrown without a value'));
+      }
     };
     step();
   };

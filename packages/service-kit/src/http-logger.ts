@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
@@ -20,6 +21,24 @@ interface RequestLogState {
 }
 
 type WithRequestLog = IncomingMessage & { [REQUEST_LOG]?: RequestLogState };
+
+/** The request whose handling is running right now, wherever its callbacks and promises lead. */
+export interface RequestContext {
+  /** The request id (X-Request-Id). */
+  id: string;
+  /** The logger of the process (or, in the embedded stack, of the deployable) that took the request. */
+  logger: Logger;
+}
+
+const requestContext = new AsyncLocalStorage<RequestContext>();
+
+/**
+ * The request being handled where this is called (in any callback or promise descending from its
+ * middlewares), or undefined outside of one. The crash handler reads it to name the failed request.
+ */
+export function currentRequest(): RequestContext | undefined {
+  return requestContext.getStore();
+}
 
 /** What an incoming X-Request-Id must look like to be trusted and echoed; anything else gets a new id. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -89,6 +108,6 @@ export function httpLogger(logger: Logger): RequestHandler {
       res.once('finish', done);
       res.once('close', done);
     }
-    next();
+    requestContext.run({ id: fields.id, logger }, next);
   };
 }

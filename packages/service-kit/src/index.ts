@@ -1,5 +1,6 @@
 export * from './bootstrap.ts';
 export * from './config.ts';
+export * from './crash.ts';
 export * from './database.ts';
 export * from './health.ts';
 export * from './http-app.ts';

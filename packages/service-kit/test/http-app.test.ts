@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
-import { BadRequestError } from '@platform/errors';
+import type { RequestHandler } from 'express';
+import { BadRequestError, MethodNotAllowedError } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, inSequence, listen, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
@@ -191,6 +192,42 @@ describe('inSequence', () => {
     assert.equal(res.body.message, 'refused by the second');
     assert.deepEqual(seen, ['first', 'second']);
     assert.equal((await request(app).get('/rejects').expect(400)).body.message, 'an async middleware failed');
+  });
+
+  it('when a middleware throws, synchronously or after an earlier one finished asynchronously, answers in the error shape and keeps serving', async () => {
+    const app = createBaseApp({ logger: captureLogger('test').logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    const throwing: RequestHandler = (req) => {
+      if (req.path !== '/ok') throw new MethodNotAllowedError(req.method, ['POST']);
+    };
+    app.use(
+      inSequence([
+        // Like a body parser: the sequence goes on from a callback, outside Express's own try/catch.
+        (req, _res, next) => {
+          if (req.path === '/after-async') setImmediate(next);
+          else next();
+        },
+        (req, res, next) => {
+          if (req.path === '/ok') res.json({ ok: true });
+          else next();
+        },
+        throwing,
+      ]),
+    );
+    finishApp(app);
+    const server = await listen(app, 0);
+    try {
+      for (let round = 0; round < 2; round++) {
+        for (const path of ['/after-async', '/sync']) {
+          const res = await fetch(`${server.url}${path}`, { method: 'DELETE' });
+          assert.equal(res.status, 405);
+          assert.equal(res.headers.get('allow'), 'POST');
+          assert.equal(((await res.json()) as { status: number }).status, 405);
+        }
+      }
+      assert.equal((await fetch(`${server.url}/ok`)).status, 200);
+    } finally {
+      await server.close(1000);
+    }
   });
 });
 

@@ -19,11 +19,18 @@ describe('patched dependencies', () => {
     }
   });
 
-  it('express-openapi-validator: route regexps compiled once, url.parse only with a query, no promise hop once loaded', () => {
+  it('express-openapi-validator: route regexps compiled once, url.parse only with a query, no promise hop once loaded, throws still reach next', () => {
     const dist = dirname(createRequire(import.meta.url).resolve('express-openapi-validator'));
     const read = (file: string) => readFileSync(join(dist, file), 'utf8');
     assert.match(read('middlewares/openapi.metadata.js'), /const regexpObj = compiledRoute\(expressRoute, pathOpts\);/);
     assert.match(read('middlewares/parsers/req.parameter.mutator.js'), /req\.originalUrl\.includes\('\?'\) \? url\.parse/);
-    assert.match(read('openapi.validator.js'), /if \(reqmw\)\s+return reqmw\(req, res, next\);/);
+    const validator = read('openapi.validator.js');
+    assert.match(validator, /if \(reqmw\)\s+return runNow\(reqmw, req, res, next\);/);
+    // Every middleware run outside the promise chain goes through runNow, which hands a throw to next.
+    assert.match(validator, /const runNow = \(middleware, req, res, next\) => \{\s+try \{\s+return middleware\(req, res, next\);\s+\}\s+catch \(err\) \{\s+return next\(err\);/);
+    for (const name of ['metamw', 'fumw', 'reqmw', 'resmw']) {
+      assert.match(validator, new RegExp(`if \\(${name}\\)\\s+return runNow\\(${name}, req, res, next\\);`), `${name} runs without runNow`);
+    }
+    assert.match(validator, /scmw = scmw \|\| self\.securityMiddleware\(loaded\.context\.apiDoc\);\s+return runNow\(scmw, req, res, next\);/);
   });
 });
