@@ -5,6 +5,7 @@ import { rejectNulCharacters, requestDeadline, securityHeaders } from './http-gu
 import { httpLogger } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { strictNumericParameters } from './numeric-parameters.ts';
 import { openApiValidator, operationNotBuilt } from './openapi.ts';
 
 export interface BaseAppOptions {
@@ -111,7 +112,7 @@ export interface ApiAppOptions extends BaseAppOptions {
 
 /**
  * A service app whose API is an OpenAPI document: the base app, JSON bodies up to 100 kB, no NUL
- * characters, the validator, the component routers, 501 for documented operations no router handles
+ * characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
  * yet, then the 404 and error handlers.
  */
 export function createApiApp(options: ApiAppOptions): Express {
@@ -121,6 +122,7 @@ export function createApiApp(options: ApiAppOptions): Express {
       express.json({ limit: '100kb' }),
       rejectNulCharacters,
       ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),
+      strictNumericParameters(options.apiSpec),
     ]),
   );
   for (const router of options.routers) app.use(router);

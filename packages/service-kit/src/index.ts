@@ -9,6 +9,7 @@ export * from './http-logger.ts';
 export * from './limits-config.ts';
 export * from './logger.ts';
 export * from './metrics.ts';
+export * from './numeric-parameters.ts';
 export * from './openapi.ts';
 export * from './paths.ts';
 export * from './process-host.ts';

@@ -106,6 +106,20 @@ describe('GET /v1/weather-stations/nearest', () => {
     ['latitude=40&longitude=30&limit=0', 'limit'],
     ['latitude=40&longitude=30&limit=101', 'limit'],
     ['latitude=40&longitude=30&limit=2.5', 'limit'],
+    // Not finite, or not written as a decimal number: JavaScript's coercion would take each of these.
+    ['latitude=-Infinity&longitude=37.5&limit=3', 'latitude'],
+    ['latitude=Infinity&longitude=37.5', 'latitude'],
+    ['latitude=1e400&longitude=37.5', 'latitude'],
+    ['latitude=NaN&longitude=37.5', 'latitude'],
+    ['latitude=0x10&longitude=37.5', 'latitude'],
+    ['latitude=%20&longitude=37.5', 'latitude'],
+    ['latitude=4e1&longitude=37.5', 'latitude'],
+    ['latitude=40&longitude=+37.5', 'longitude'],
+    ['latitude=40&longitude=37.5&limit=Infinity', 'limit'],
+    ['latitude=40&longitude=37.5&limit=1e400', 'limit'],
+    ['latitude=40&longitude=37.5&limit=1e1', 'limit'],
+    ['latitude=40&longitude=37.5&limit=0x5', 'limit'],
+    ['latitude=40&longitude=37.5&limit=10.0', 'limit'],
   ] as const) {
     it(`when the query is "${query}", answers 400 naming query.${parameter}`, async () => {
       const res = await nearest(query);
@@ -115,4 +129,17 @@ describe('GET /v1/weather-stations/nearest', () => {
       assert.ok(res.body.messages[0].startsWith(`query.${parameter} `), res.body.messages[0]);
     });
   }
+
+  it('when a parameter is given twice and one value is not finite, answers 400', async () => {
+    const res = await nearest('latitude=40&latitude=Infinity&longitude=30');
+    assert.equal(res.status, 400);
+  });
+
+  it('when the numbers are written plainly at the edges of their bounds, answers 200', async () => {
+    for (const query of ['latitude=-90&longitude=-180&limit=1', 'latitude=90.0&longitude=180&limit=100', 'latitude=-0&longitude=0.000001&limit=007']) {
+      const res = await nearest(query);
+      assert.equal(res.status, 200, `${query}: ${JSON.stringify(res.body)}`);
+      for (const station of res.body as Answer[]) assert.ok(Number.isFinite(station.distanceKm), query);
+    }
+  });
 });

@@ -49,7 +49,7 @@ describe('GET /v1/weather-stations/by/id/{stationId}', () => {
     assert.equal(res.body.path, '/v1/weather-stations/by/id/99999');
   });
 
-  for (const id of ['abc', '1.5', '0', '-3', '17128x', '99999999999']) {
+  for (const id of ['abc', '1.5', '0', '-3', '17128x', '99999999999', 'Infinity', '1e400', '1e4', '0x10', '%2017128', '17128.0', '2147483648']) {
     it(`when the id is "${id}", answers 400 naming path.stationId`, async () => {
       const res = await get(id);
       assert.equal(res.status, 400);
