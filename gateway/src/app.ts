@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Express, Request } from 'express';
 import { createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
@@ -8,7 +8,8 @@ import type { OpenApiDocument } from './docs/openapi-merge.ts';
 import { createReplayGuard } from './idempotency/replay-guard.ts';
 import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
-import { upstreamRoutes } from './proxy/routes.ts';
+import { operationTable } from './proxy/operation-table.ts';
+import { type UpstreamRoute, isUnder, upstreamRoutes } from './proxy/routes.ts';
 import { createUpstreamProxy } from './proxy/upstream-proxy.ts';
 import { verificationKeys } from './signing/verification-keys.ts';
 
@@ -22,8 +23,8 @@ export interface GatewayDeps {
   redis: Redis;
   metrics: Metrics;
   lifecycle: Lifecycle;
-  /** The merged API document served at /openapi.json and /docs; without it both answer 503. */
-  apiDocument?: OpenApiDocument;
+  /** The merged API document: the operations the gateway proxies, served at /openapi.json and /docs. */
+  apiDocument: OpenApiDocument;
 }
 
 /** The gateway app and what must be closed with it. */
@@ -33,9 +34,15 @@ export interface Gateway {
   close: () => void;
 }
 
+function pathOf(req: Request): string {
+  const at = req.originalUrl.indexOf('?');
+  return at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
+}
+
 /**
  * Builds the gateway. It never listens: index.ts or a test does. Readiness follows Redis because the
- * gateway fails closed without it (CONTRACT.md part 3). Client keys become key objects here, once.
+ * gateway fails closed without it (CONTRACT.md part 3). Client keys become key objects here, once, and
+ * the API document becomes the table of the operations proxied (CONTRACT.md part 8).
  */
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
@@ -46,10 +53,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
   });
-  const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL }).map((route) => ({
-    route,
-    proxy: createUpstreamProxy({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS }),
-  }));
+  const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL });
+  // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
+  const proxyTo = (route: UpstreamRoute) =>
+    createUpstreamProxy({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS, alwaysMessages: route === routes.risk });
+  const proxies = { identity: proxyTo(routes.identity), risk: proxyTo(routes.risk) };
   const tokens = createTokenVerifier({
     keys: jwksKeySource({ url: config.IDENTITY_JWKS_URL, onError: (err) => logger.warn({ err }, 'could not fetch the token keys (JWKS)') }),
     issuer: config.JWT_ISSUER,
@@ -59,7 +67,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
   app.use(
     apiRouter({
-      routes,
+      operations: operationTable(deps.apiDocument, Object.values(routes)),
+      proxies,
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
       signatures: { keys: verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
       tokens,
@@ -74,9 +83,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     }),
   );
   return {
-    app: finishApp(app),
+    app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req)) }),
     close: () => {
-      for (const { proxy } of routes) proxy.close();
+      proxies.identity.close();
+      proxies.risk.close();
     },
   };
 }

@@ -43,10 +43,10 @@ export const gatewayConfigSpec = {
     { min: 0, max: 5 },
     { default: 0 },
   ),
-  IDENTITY_OPENAPI_PATH: env.string('The identity service\'s openapi.yaml, merged into GET /openapi.json', {
+  IDENTITY_OPENAPI_PATH: env.string('The identity service\'s openapi.yaml: its operations are proxied, and it is merged into GET /openapi.json', {
     default: join(repoRoot, 'services', 'identity', 'openapi.yaml'),
   }),
-  RISK_OPENAPI_PATH: env.string('The risk service\'s openapi.yaml, merged into GET /openapi.json', {
+  RISK_OPENAPI_PATH: env.string('The risk service\'s openapi.yaml: its operations are proxied, and it is merged into GET /openapi.json', {
     default: join(repoRoot, 'services', 'risk', 'openapi.yaml'),
   }),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),

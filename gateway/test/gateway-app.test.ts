@@ -4,12 +4,16 @@ import { closeRedis, createMetrics, loadConfig } from '@platform/service-kit';
 import { type TestRedis, captureLogger, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import { createApp } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
+import { loadApiDocumentFor } from '../src/docs/load-api-document.ts';
+import type { OpenApiDocument } from '../src/docs/openapi-merge.ts';
 
 describe('gateway app', () => {
   let testRedis: TestRedis;
+  let apiDocument: OpenApiDocument;
 
   before(async () => {
     testRedis = await createTestRedis('gateway');
+    apiDocument = await loadApiDocumentFor(loadConfig(gatewayConfigSpec, {}));
   });
   after(async () => {
     await testRedis.close();
@@ -17,7 +21,7 @@ describe('gateway app', () => {
 
   function build(redis = testRedis.redis) {
     const config = loadConfig(gatewayConfigSpec, {});
-    return createApp({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false } });
+    return createApp({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
   }
 
   it('GET /health/ready answers 200 while Redis answers, and 503 when it does not (the gateway fails closed)', async () => {

@@ -22,17 +22,20 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
 
   const stations = '/v1/weather-stations/get-cities';
 
-  async function expectBadCredentials(headers: Record<string, string>, target = stations): Promise<void> {
+  async function expectBadCredentials(headers: Record<string, string>, target = stations, method = 'GET', body?: Buffer): Promise<void> {
     const before = gw.risk.received.length + gw.identity.received.length;
-    const res = await send(gw.url, 'GET', target, headers);
+    const res = await send(gw.url, method, target, headers, body);
     assert.equal(res.status, 401, res.body.toString());
-    assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 401, error: 'Unauthorized', message: 'Bad Credentials', path: target });
+    // Station error bodies carry `messages`, the gateway's own too (CONTRACT.md part 7).
+    const messages = target.startsWith('/v1/weather-stations/') ? { messages: ['Bad Credentials'] } : {};
+    assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 401, error: 'Unauthorized', message: 'Bad Credentials', ...messages, path: target });
     assert.equal(gw.risk.received.length + gw.identity.received.length, before, 'reached an upstream');
   }
 
   it('when a protected route has no bearer token, answers 401 Bad Credentials', async () => {
     await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac }));
-    await expectBadCredentials(signedHeaders('GET', '/v1/users/update', { key: gw.keys.hmac }), '/v1/users/update');
+    const body = Buffer.from('{"userId":"00000000-0000-4000-8000-000000000000","firstName":"X"}');
+    await expectBadCredentials(signedHeaders('PATCH', '/v1/users/update', { key: gw.keys.hmac, body }), '/v1/users/update', 'PATCH', body);
   });
 
   it('when the token is from another issuer, expired or garbage, answers 401', async () => {

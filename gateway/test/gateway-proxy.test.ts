@@ -4,6 +4,9 @@ import { startUpstream } from './support/fake-upstream.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { signedHeaders } from './support/signing-client.ts';
 
+/** A well-formed user id for the path parameters of the documented operations. */
+const USER_ID = '3f1c2a4e-8b7d-4c6e-9a1f-2b3c4d5e6f70';
+
 describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
   let testRedis: TestRedis;
   let gw: TestGateway;
@@ -23,13 +26,14 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     send(gw.url, method, target, signedHeaders(method, target, { key: gw.keys.hmac, bearer: token, ...options }), options.body);
 
   it('routes /v1/auth, /v1/users and /v1/accounts to identity and /v1/weather-stations to risk, whatever the Host', async () => {
-    for (const [target, upstream] of [
-      ['/v1/users/update', gw.identity],
-      ['/v1/accounts/123', gw.identity],
-      ['/v1/auth/refresh', gw.identity],
-      ['/v1/weather-stations/by/id/17130', gw.risk],
+    const body = Buffer.from('{}');
+    for (const [method, target, upstream] of [
+      ['PATCH', '/v1/users/update', gw.identity],
+      ['GET', `/v1/accounts/${USER_ID}`, gw.identity],
+      ['POST', '/v1/auth/refresh', gw.identity],
+      ['GET', '/v1/weather-stations/by/id/17130', gw.risk],
     ] as const) {
-      const res = await signed('GET', target, { headers: { host: 'risk.example.com' } });
+      const res = await signed(method, target, { headers: { host: 'risk.example.com' }, ...(method === 'GET' ? {} : { body }) });
       assert.equal(res.status, 200, target);
       assert.equal(upstream.received.at(-1)?.url, target);
     }
@@ -87,18 +91,20 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
 
   it('passes the upstream error body through, and re-shapes one that is not JSON', async () => {
     const identity = await startUpstream((req, res) => {
-      if (req.url === '/v1/users/html') res.writeHead(503, { 'content-type': 'text/html' }).end('<html><body>Service Unavailable</body></html>');
+      if (req.url === `/v1/users/unblock/${USER_ID}`) res.writeHead(503, { 'content-type': 'text/html' }).end('<html><body>Service Unavailable</body></html>');
       else res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ timestamp: '2025-01-01T00:00:00.000Z', status: 404, error: 'Not Found', message: 'User not found', path: req.url }));
     });
     const local = await startGateway({ redis: testRedis.redis, identity });
     try {
       const localToken = local.issuer.sign();
-      const json = await send(local.url, 'GET', '/v1/users/x', signedHeaders('GET', '/v1/users/x', { key: local.keys.hmac, bearer: localToken }));
+      const account = `/v1/accounts/${USER_ID}`;
+      const json = await send(local.url, 'GET', account, signedHeaders('GET', account, { key: local.keys.hmac, bearer: localToken }));
       assert.equal(json.status, 404);
       assert.equal(json.json().message, 'User not found');
-      const html = await send(local.url, 'GET', '/v1/users/html', signedHeaders('GET', '/v1/users/html', { key: local.keys.hmac, bearer: localToken }));
+      const unblock = `/v1/users/unblock/${USER_ID}`;
+      const html = await send(local.url, 'GET', unblock, signedHeaders('GET', unblock, { key: local.keys.hmac, bearer: localToken }));
       assert.equal(html.status, 503);
-      assert.deepEqual(html.json(), { timestamp: html.json().timestamp, status: 503, error: 'Service Unavailable', message: 'Service Unavailable', path: '/v1/users/html' });
+      assert.deepEqual(html.json(), { timestamp: html.json().timestamp, status: 503, error: 'Service Unavailable', message: 'Service Unavailable', path: unblock });
     } finally {
       await local.close();
       await identity.close();
@@ -152,12 +158,20 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     const before = gw.identity.received.length + gw.risk.received.length;
     assert.equal((await send(gw.url, 'GET', '/health/live')).status, 200);
     assert.equal((await send(gw.url, 'GET', '/health/ready')).status, 200);
-    await send(gw.url, 'GET', '/v1/users/update', { 'x-idempotency-key': 'k1' });
+    await send(gw.url, 'PATCH', '/v1/users/update', { 'x-idempotency-key': 'k1' });
+    await send(gw.url, 'GET', '/v1/users/update', { 'x-idempotency-key': 'k2' });
+    await send(gw.url, 'GET', '/v1/users/nothing', { 'x-idempotency-key': 'k3' });
     const metrics = await send(gw.url, 'GET', '/metrics');
     assert.equal(metrics.status, 200);
-    assert.match(metrics.body.toString(), /^gateway_rejected_requests_total\{.*reason="signature".*\} [1-9]/m);
-    assert.match(metrics.body.toString(), /^gateway_upstream_duration_seconds_count\{.*upstream="risk",outcome="200".*\} [1-9]/m);
-    assert.match(metrics.body.toString(), /^http_requests_total\{.*route="\/v1\/users\{\/\*rest\}".*\} [1-9]/m);
+    const text = metrics.body.toString();
+    for (const reason of ['signature', 'method-not-allowed', 'unknown-operation']) {
+      assert.match(text, new RegExp(`^gateway_rejected_requests_total\\{.*reason="${reason}".*\\} [1-9]`, 'm'), reason);
+    }
+    assert.match(text, /^gateway_upstream_duration_seconds_count\{.*upstream="risk",outcome="200".*\} [1-9]/m);
+    // Labelled by the documented operation, a 405 by its path template too.
+    assert.match(text, /^http_requests_total\{method="PATCH",route="\/v1\/users\/update",status="401".*\} [1-9]/m);
+    assert.match(text, /^http_requests_total\{method="GET",route="\/v1\/users\/update",status="405".*\} [1-9]/m);
+    assert.match(text, /^http_requests_total\{method="GET",route="unmatched",status="404".*\} [1-9]/m);
     assert.equal(gw.identity.received.length + gw.risk.received.length, before);
   });
 });

@@ -24,7 +24,9 @@ describe('gateway request signatures (CONTRACT.md part 2)', () => {
     const res = await send(gw.url, method, target, headers, body);
     assert.equal(res.status, 401, res.body.toString());
     const json = res.json();
-    assert.deepEqual(json, { timestamp: json.timestamp, status: 401, error: 'Unauthorized', message: 'Invalid request signature', path: target });
+    // Station error bodies carry `messages`, the gateway's own too (CONTRACT.md part 7).
+    const messages = target.startsWith('/v1/weather-stations/') ? { messages: ['Invalid request signature'] } : {};
+    assert.deepEqual(json, { timestamp: json.timestamp, status: 401, error: 'Unauthorized', message: 'Invalid request signature', ...messages, path: target });
     assert.equal(gw.identity.received.length + gw.risk.received.length, before, 'a rejected request reached an upstream');
     const line = gw.logs.lines().findLast((l) => l.msg === 'request signature rejected');
     assert.ok(line, 'no rejection logged');

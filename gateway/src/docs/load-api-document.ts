@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
+import type { GatewayConfig } from '../config.ts';
 import type { SigningFacts } from './gateway-openapi.ts';
 import { type OpenApiDocument, mergeApiDocuments } from './openapi-merge.ts';
 
@@ -19,4 +20,22 @@ async function readYaml(path: string): Promise<OpenApiDocument> {
 export async function loadApiDocument(sources: ApiDocumentSources, facts: SigningFacts): Promise<OpenApiDocument> {
   const [identity, risk] = await Promise.all([readYaml(sources.identityPath), readYaml(sources.riskPath)]);
   return mergeApiDocuments(identity, risk, facts);
+}
+
+/** The merged document for a gateway with `config`: its documents' paths and its own signing facts. */
+export function loadApiDocumentFor(
+  config: Pick<
+    GatewayConfig,
+    'IDENTITY_OPENAPI_PATH' | 'RISK_OPENAPI_PATH' | 'SIGNATURE_MAX_SKEW_S' | 'IDEMPOTENCY_TTL_SAFE_S' | 'IDEMPOTENCY_TTL_UNSAFE_S' | 'GATEWAY_BODY_LIMIT_BYTES'
+  >,
+): Promise<OpenApiDocument> {
+  return loadApiDocument(
+    { identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH },
+    {
+      maxSkewS: config.SIGNATURE_MAX_SKEW_S,
+      safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
+      unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+      bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+    },
+  );
 }

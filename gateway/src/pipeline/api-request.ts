@@ -4,10 +4,11 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { TokenVerifier } from '@platform/auth';
 import { ConflictError, ServiceUnavailableError, UnauthorizedError, toHttpError } from '@platform/errors';
 import { type Logger, requestLog } from '@platform/service-kit';
-import { type BearerVerdict, checkBearer, needsBearer } from '../bearer/bearer-check.ts';
+import { type BearerVerdict, checkBearer } from '../bearer/bearer-check.ts';
 import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
 import type { ClaimOutcome, ReplayGuard } from '../idempotency/replay-guard.ts';
 import { clientOrigin, upstreamRequestHeaders } from '../proxy/forwarded-headers.ts';
+import type { GatewayOperation } from '../proxy/operation-table.ts';
 import type { UpstreamProxy } from '../proxy/upstream-proxy.ts';
 import { SignatureFault } from '../signing/signature-fault.ts';
 import { type SignatureVerifierOptions, type VerifiedSignature, verifyRequestSignature } from '../signing/verify-request.ts';
@@ -24,11 +25,6 @@ export interface ApiRequestDeps {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-function pathOf(req: Request): string {
-  const at = req.originalUrl.indexOf('?');
-  return at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
-}
 
 async function verifySignature(req: Request, body: Buffer, deps: ApiRequestDeps): Promise<VerifiedSignature> {
   try {
@@ -61,12 +57,12 @@ function assertAdmitted(outcome: ClaimOutcome, bearer: BearerVerdict, deps: ApiR
   }
 }
 
-async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: UpstreamProxy, next: (err?: unknown) => void): Promise<void> {
+async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: UpstreamProxy, operation: GatewayOperation, next: (err?: unknown) => void): Promise<void> {
   const idempotencyKey = idempotencyKeyOf(req.headers['x-idempotency-key']);
   const body = Buffer.isBuffer(req.body) ? req.body : EMPTY;
   const { keyId, nonce } = await verifySignature(req, body, deps);
   // The token is checked on the CPU now so its revocation keys can join the one Redis round trip below.
-  const bearer: BearerVerdict = needsBearer(pathOf(req)) ? await checkBearer(deps.tokens, req.headers.authorization) : { principal: undefined };
+  const bearer: BearerVerdict = operation.needsBearer ? await checkBearer(deps.tokens, req.headers.authorization) : { principal: undefined };
   const owner = randomUUID();
   let outcome: ClaimOutcome;
   try {
@@ -110,11 +106,12 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
 }
 
 /**
- * The checks of every API request after its idempotency header and body were read, in CONTRACT.md
- * part 3 order: signature → nonce → idempotency key → bearer token → proxy to `proxy`'s upstream.
+ * The checks of a request for `operation` after its idempotency header and body were read, in CONTRACT.md
+ * part 3 order: signature → nonce → idempotency key → bearer token (when the operation needs one) →
+ * proxy to `proxy`'s upstream.
  */
-export function apiRequest(deps: ApiRequestDeps, proxy: UpstreamProxy): RequestHandler {
+export function apiRequest(deps: ApiRequestDeps, proxy: UpstreamProxy, operation: GatewayOperation): RequestHandler {
   return (req, res, next) => {
-    handle(req, res, deps, proxy, next).catch(next);
+    handle(req, res, deps, proxy, operation, next).catch(next);
   };
 }

@@ -1,27 +1,32 @@
-import express, { type RequestHandler, type Router } from 'express';
-import { NotFoundError } from '@platform/errors';
+import express, { type RequestHandler } from 'express';
+import { MethodNotAllowedError } from '@platform/errors';
+import { inSequence, setRouteLabel } from '@platform/service-kit';
 import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
-import { type UpstreamRoute, routePatterns } from '../proxy/routes.ts';
+import type { OperationTable } from '../proxy/operation-table.ts';
+import type { UpstreamName } from '../proxy/routes.ts';
 import type { UpstreamProxy } from '../proxy/upstream-proxy.ts';
 import { type ApiRequestDeps, apiRequest } from './api-request.ts';
 
 export interface ApiRouterOptions extends ApiRequestDeps {
-  routes: ReadonlyArray<{ route: UpstreamRoute; proxy: UpstreamProxy }>;
+  /** The allow-list: the operations of the merged API document. */
+  operations: OperationTable;
+  /** One proxy per upstream. */
+  proxies: Readonly<Record<UpstreamName, UpstreamProxy>>;
   bodyLimitBytes: number;
 }
 
+function pathOf(url: string): string {
+  const at = url.indexOf('?');
+  return at === -1 ? url : url.slice(0, at);
+}
+
 /**
- * `/v1/**` by path prefix to the upstreams, each request through: idempotency header present → body
- * read → the checks of `apiRequest` → proxy. Case-sensitive and strict, unlike Express's default, so
- * the path the gateway routes is exactly the path it checked. Paths of no upstream fall through to 404.
+ * The documented operations (CONTRACT.md part 8), each through: idempotency header present → body read →
+ * the checks of `apiRequest` → proxy to its upstream. A documented path with another method answers 405
+ * with `Allow`; any other path is left to the 404 handler. Neither is ever proxied, and whether a bearer
+ * token is needed is the operation's own setting, not its path's.
  */
-export function apiRouter(options: ApiRouterOptions): Router {
-  const router = express.Router({ caseSensitive: true, strict: true });
-  // The proxy joins paths by collapsing `//`, so such a path would reach the upstream as another path
-  // than the one signed and checked here. No operation has an empty segment: it is no route.
-  router.use((req, _res, next) => {
-    next(req.path.includes('//') ? new NotFoundError(`No route for ${req.method} ${req.path}`) : undefined);
-  });
+export function apiRouter(options: ApiRouterOptions): RequestHandler {
   const requireIdempotencyKey: RequestHandler = (req, _res, next) => {
     try {
       idempotencyKeyOf(req.headers['x-idempotency-key']);
@@ -41,9 +46,27 @@ export function apiRouter(options: ApiRouterOptions): Router {
       next(err);
     });
   };
-  for (const { route, proxy } of options.routes) {
-    // One route per pattern, so the request metrics are labelled by it.
-    for (const pattern of routePatterns(route)) router.all(pattern, requireIdempotencyKey, readBody, apiRequest(options, proxy));
-  }
-  return router;
+  const pipelines = new Map(
+    options.operations.operations.map((operation) => [
+      operation,
+      inSequence([requireIdempotencyKey, readBody, apiRequest(options, options.proxies[operation.upstream], operation)]),
+    ]),
+  );
+  return (req, res, next) => {
+    const match = options.operations.match(req.method, pathOf(req.originalUrl));
+    if (match === undefined) {
+      if (req.originalUrl.startsWith('/v1/')) options.metrics.rejected('unknown-operation');
+      next();
+      return;
+    }
+    setRouteLabel(req, match.template);
+    if (match.operation === undefined) {
+      options.metrics.rejected('method-not-allowed');
+      next(new MethodNotAllowedError(req.method, match.allow));
+      return;
+    }
+    const pipeline = pipelines.get(match.operation);
+    if (pipeline === undefined) throw new Error(`no pipeline for ${match.operation.method} ${match.operation.template}`);
+    pipeline(req, res, next);
+  };
 }

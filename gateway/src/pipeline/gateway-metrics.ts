@@ -3,6 +3,8 @@ import type { Metrics } from '@platform/service-kit';
 
 /** Why the gateway refused a request itself; one label value each, so dashboards can tell attacks from bugs. */
 export type RejectionReason =
+  | 'unknown-operation'
+  | 'method-not-allowed'
   | 'idempotency-key-missing'
   | 'body-too-large'
   | 'signature'

@@ -30,6 +30,8 @@ export interface UpstreamProxyOptions {
   target: string;
   /** Longest silence from the upstream before the gateway answers 504. */
   timeoutMs: number;
+  /** Every error body re-shaped from this upstream carries `messages` (the station rule, CONTRACT.md part 7). */
+  alwaysMessages?: boolean;
 }
 
 /**
@@ -63,7 +65,7 @@ function readBounded(stream: IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 /** Relays the upstream's answer: allow-listed headers, the body streamed; 5xx first releases the key. */
-async function relay(proxyRes: IncomingMessage, res: ServerResponse, job: InFlight): Promise<void> {
+async function relay(proxyRes: IncomingMessage, res: ServerResponse, job: InFlight, alwaysMessages: boolean): Promise<void> {
   const status = proxyRes.statusCode ?? 502;
   job.answered = true;
   job.done(String(status));
@@ -77,6 +79,7 @@ async function relay(proxyRes: IncomingMessage, res: ServerResponse, job: InFlig
   if (status >= 400 && !/^application\/(.+\+)?json\b/i.test(contentType)) {
     // Every error body a client sees has the contract's shape, even one made by something in between.
     const body = parseUpstreamError(status, await readBounded(proxyRes, MAX_FOREIGN_ERROR_BYTES), job.path);
+    if (alwaysMessages) body.messages ??= [body.message];
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
     return;
   }
@@ -114,7 +117,7 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
       proxyRes: (proxyRes, req, res) => {
         const job = jobs.get(req);
         if (job === undefined) return;
-        relay(proxyRes, res, job).catch((err: unknown) => job.next(err));
+        relay(proxyRes, res, job, options.alwaysMessages === true).catch((err: unknown) => job.next(err));
       },
       error: (err, req, res) => {
         const job = jobs.get(req);

@@ -5,6 +5,7 @@ import { type Redis, createMetrics, listen, loadConfig } from '@platform/service
 import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../src/app.ts';
 import { gatewayConfigSpec } from '../../src/config.ts';
+import { loadApiDocumentFor } from '../../src/docs/load-api-document.ts';
 import type { OpenApiDocument } from '../../src/docs/openapi-merge.ts';
 import { type FakeUpstream, deadUrl, startUpstream } from './fake-upstream.ts';
 import type { TestSigningKey } from './signing-client.ts';
@@ -44,6 +45,7 @@ export interface TestGatewayOptions {
   risk?: FakeUpstream;
   /** Point the identity route at a port where nothing listens. */
   identityDown?: boolean;
+  /** The document whose operations are proxied; the repository's services' documents when omitted. */
   apiDocument?: OpenApiDocument;
 }
 
@@ -68,14 +70,21 @@ export async function startGateway(options: TestGatewayOptions): Promise<TestGat
     ...options.env,
   });
   const logs = captureLogger('gateway');
-  const gateway: Gateway = createGateway({
-    config,
-    logger: logs.logger,
-    redis: options.redis,
-    metrics: createMetrics('gateway'),
-    lifecycle: { draining: false },
-    apiDocument: options.apiDocument,
-  });
+  const stopHelpers = () => Promise.all([jwks.close(), options.identity ? undefined : identity.close(), options.risk ? undefined : risk.close()]);
+  let gateway: Gateway;
+  try {
+    gateway = createGateway({
+      config,
+      logger: logs.logger,
+      redis: options.redis,
+      metrics: createMetrics('gateway'),
+      lifecycle: { draining: false },
+      apiDocument: options.apiDocument ?? (await loadApiDocumentFor(config)),
+    });
+  } catch (err) {
+    await stopHelpers();
+    throw err;
+  }
   const server = await listen(gateway.app, 0, '127.0.0.1');
   return {
     url: server.url,
@@ -87,7 +96,7 @@ export async function startGateway(options: TestGatewayOptions): Promise<TestGat
     close: async () => {
       await server.close(1000);
       gateway.close();
-      await Promise.all([jwks.close(), options.identity ? undefined : identity.close(), options.risk ? undefined : risk.close()]);
+      await stopHelpers();
     },
   };
 }

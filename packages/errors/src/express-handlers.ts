@@ -7,9 +7,10 @@ import { toHttpError } from './to-http-error.ts';
 export interface ErrorHandlerOptions {
   /**
    * `always`: every body carries `messages` (the station operations' rule, CONTRACT.md part 7);
-   * `when-present`: only when the error names its problems (default).
+   * `when-present`: only when the error names its problems (default); a function: `always` for the
+   * requests it returns true for (the gateway's answers on station paths).
    */
-  messages?: 'always' | 'when-present';
+  messages?: 'always' | 'when-present' | ((req: Request) => boolean);
 }
 
 /**
@@ -18,7 +19,8 @@ export interface ErrorHandlerOptions {
  * so the log carries the stack and the request id while the client gets fixed text.
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
-  const always = options.messages === 'always';
+  const setting = options.messages;
+  const always = typeof setting === 'function' ? setting : () => setting === 'always';
   return (err: unknown, req, res, next) => {
     if (res.writableEnded) {
       // The answer is already complete (the request deadline answered first): there is nothing left to
@@ -35,7 +37,7 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
     if (httpError.status >= 500) {
       (res as { err?: unknown }).err = httpError.cause ?? httpError;
     }
-    const messages = httpError.messages ?? (always ? [httpError.message] : undefined);
+    const messages = httpError.messages ?? (always(req) ? [httpError.message] : undefined);
     res.set(httpError.headers);
     res.status(httpError.status).json(errorBody(httpError.status, httpError.message, req.originalUrl, messages));
   };

@@ -12,11 +12,21 @@ export interface Metrics {
   router: Router;
 }
 
+/** Where a router that is not Express's own leaves the route template of a request. */
+const ROUTE_LABEL = Symbol('route label');
+
+/** Names the route template of `req` for the request metrics, for routing that Express does not see. */
+export function setRouteLabel(req: Request, template: string): void {
+  (req as Request & { [ROUTE_LABEL]?: string })[ROUTE_LABEL] = template;
+}
+
 /**
  * The route template of a request (`/v1/accounts/{userId}`), never the raw path: raw paths would give
  * every id its own time series. Requests no route took are counted under `unmatched`.
  */
 function routeLabel(req: Request): string {
+  const labelled = (req as Request & { [ROUTE_LABEL]?: string })[ROUTE_LABEL];
+  if (labelled !== undefined) return labelled;
   const openapiRoute = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
   if (openapiRoute) return openapiRoute;
   const routePath = (req.route as { path?: unknown } | undefined)?.path;

@@ -38,7 +38,8 @@ function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, 
     err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
   const target = /^[A-Z]+ (\S+) HTTP\//.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 2048) : '')?.[1];
   const message = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request not received in time' : 'Malformed HTTP request';
-  const body = JSON.stringify(errorBody(status, message, target ?? '/'));
+  // `messages` always: Node refuses these before any route is known, and station paths require it.
+  const body = JSON.stringify(errorBody(status, message, target ?? '/', [message]));
   socket.end(
     `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,

@@ -93,7 +93,9 @@ describe('request guards of every process (service-kit)', () => {
   it('when the header section is too large, answers 431 in the error shape', async () => {
     const text = await raw(server.url, `GET /fast HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.match(text, /^HTTP\/1\.1 431 /);
-    assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+    const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as unknown;
+    assert.ok(isErrorBody(body));
+    assert.deepEqual(body.messages, ['Request header fields too large'], 'station paths require messages, and no route is known yet');
   });
 
   it('when the headers trickle in past headersTimeoutMs, answers 408 in the error shape and closes', async () => {

@@ -3,6 +3,7 @@ import { type Knex, type ServerHandle, createMetrics, listen, loadConfig } from 
 import { type CapturedLogger, type TestDatabase, captureLogger, createTestDatabase } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../../gateway/src/app.ts';
 import { gatewayConfigSpec } from '../../../gateway/src/config.ts';
+import { loadApiDocumentFor } from '../../../gateway/src/docs/load-api-document.ts';
 import { type Answer, sendRaw } from './raw-http.ts';
 import { type TestSigningKey, signedHeaders } from '../../../gateway/test/support/signing-client.ts';
 import { type IdentityHarness, type TestUser, startIdentity } from '../../../services/identity/test/support/identity-harness.ts';
@@ -108,6 +109,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
     redis: identity.redis,
     metrics: createMetrics('gateway'),
     lifecycle: { draining: false },
+    apiDocument: await loadApiDocumentFor(gatewayConfig),
   });
   const gatewayServer = await listen(gateway.app, 0, '127.0.0.1', {
     headersTimeoutMs: gatewayConfig.HTTP_HEADERS_TIMEOUT_MS,
