@@ -370,7 +370,9 @@ export interface components {
         Username: string;
         /**
          * @description 8–72 characters here; the service also checks that the UTF-8 encoding is 8–72 bytes
-         *     (the bcrypt limit), which a schema cannot express.
+         *     (the bcrypt limit), which a schema cannot express. A password among the 10,000 most common
+         *     ones, or equal (ignoring case) to the username or its local part, is refused with 400
+         *     `Password is too common`.
          */
         Password: string;
         PersonName: string;

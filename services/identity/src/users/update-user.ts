@@ -6,6 +6,7 @@ import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { SessionRevoker } from '../auth/session-revoker.ts';
 import { endUserSessions } from '../auth/sessions.repository.ts';
 import type { components } from '../generated/openapi.ts';
+import { assertUncommonPassword } from './password-rules.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
 import { ADMIN_FIELDS, PROFILE_FIELDS, type UpdatableField, assertMayChange, assertValidUserFields, mayChange } from './user-rules.ts';
 import { type UserChanges, isUsernameTaken, updateUserRow } from './users.repository.ts';
@@ -22,6 +23,7 @@ export async function updateUser(deps: { db: Knex; hasher: PasswordHasher; sessi
   if (!mayChange(principal, input.userId, 'firstName')) throw new ForbiddenError();
   assertMayChange(principal, input.userId, fields as UpdatableField[]);
   assertValidUserFields(input);
+  if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
 
   const changes: UserChanges = {
     username: input.username,
@@ -40,6 +42,8 @@ export async function updateUser(deps: { db: Knex; hasher: PasswordHasher; sessi
     .transaction(async (trx) => {
       const updated = await updateUserRow(trx, input.userId, changes);
       if (updated === undefined) return undefined;
+      // The stored username is known only now; throwing rolls the change back.
+      if (input.password !== undefined) assertUncommonPassword(input.password, [updated.username]);
       return { updated, ended: endsSessions ? await endUserSessions(trx, updated.id, 'user-changed') : [] };
     })
     .catch((err: unknown) => {
