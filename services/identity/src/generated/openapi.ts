@@ -206,7 +206,8 @@ export interface paths {
          * Create the account of a user
          * @description The owning user or an ADMIN. Each user has at most one account; a second answers 409
          *     `Account already exists`. New accounts start with `emailVerified` and
-         *     `mobilePhoneNumberVerified` false.
+         *     `mobilePhoneNumberVerified` false. A caller who is not an ADMIN may choose only the
+         *     `subscriptionPlan` `NONE` (the default) or `TRIAL`; any other plan answers 403.
          */
         post: operations["createAccount"];
         delete?: never;
@@ -522,13 +523,17 @@ export interface components {
             /** @description The owning user. */
             userId: components["schemas"]["UserId"];
             type: components["schemas"]["AccountType"];
-            /** @default NONE */
+            /**
+             * @description A caller who is not an ADMIN may choose only `NONE` or `TRIAL` (else 403).
+             * @default NONE
+             */
             subscriptionPlan: components["schemas"]["SubscriptionPlan"];
             mobilePhoneNumber?: components["schemas"]["PhoneNumber"];
             /** @description Address. */
             location?: components["schemas"]["FreeText"];
             company?: components["schemas"]["FreeText"];
             industry?: components["schemas"]["FreeText"];
+            /** @description An absolute `http:` or `https:` URL (anything else, such as `javascript:` or `data:`, is 400). */
             profilePictureUrl?: components["schemas"]["Link"];
         };
         UpdateAccountRequest: {
@@ -541,6 +546,7 @@ export interface components {
             location?: components["schemas"]["FreeText"];
             company?: components["schemas"]["FreeText"];
             industry?: components["schemas"]["FreeText"];
+            /** @description An absolute `http:` or `https:` URL (anything else, such as `javascript:` or `data:`, is 400). */
             profilePictureUrl?: components["schemas"]["Link"];
         };
         /** @description The one account of a user. */
