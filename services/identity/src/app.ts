@@ -74,6 +74,7 @@ export function createApp(deps: IdentityDeps): Express {
     mailer: deps.mailer,
     maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
     refreshTokenTtlS: config.REFRESH_TOKEN_TTL_S,
+    sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
   };
   const app = createApiApp({
     logger: deps.logger,

@@ -49,6 +49,9 @@ export const identityConfigSpec = {
   JWT_AUDIENCE: env.string('`aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
   ACCESS_TOKEN_TTL_S: env.integer('Access token lifetime, seconds', { min: 60, max: 86_400 }, { default: 900 }),
   REFRESH_TOKEN_TTL_S: env.integer('Refresh token lifetime, seconds', { min: 300, max: 31_536_000 }, { default: 2_592_000 }),
+  SESSION_MAX_LIFETIME_S: env.integer('Absolute lifetime of a login session, seconds: no refresh after it, however often rotated', { min: 300, max: 315_360_000 }, {
+    default: 7_776_000,
+  }),
 
   TRUST_PROXY_HOPS: env.integer('Proxies in front (the gateway) whose X-Forwarded-For is trusted for the source address', { min: 0, max: 10 }, {
     default: 1,

@@ -45,7 +45,9 @@ export interface paths {
          * @description Returns a new authentication result. Refresh tokens rotate: every successful refresh
          *     returns a new refresh token and retires the one presented. Presenting an already rotated
          *     refresh token is treated as theft and revokes the whole session (every refresh token of
-         *     that session) with 401. Expired or unknown refresh tokens also answer 401.
+         *     that session) with 401. Expired or unknown refresh tokens also answer 401, and so does any
+         *     refresh of a session older than `SESSION_MAX_LIFETIME_S` (default 90 days) counted from its
+         *     login, however often it was refreshed: the session ends then.
          */
         post: operations["refreshTokens"];
         delete?: never;
