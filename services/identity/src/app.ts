@@ -86,7 +86,16 @@ export function createApp(deps: IdentityDeps): Express {
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [
       authRouter(auth, jwksOf([deps.signingKey])),
-      usersRouter({ db, verifier, hasher: deps.hasher, sessions }),
+      usersRouter({
+        db,
+        verifier,
+        hasher: deps.hasher,
+        sessions,
+        mailer: deps.mailer,
+        logger: deps.logger,
+        maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
+        usernameChangesPerDay: config.USERNAME_CHANGES_PER_DAY,
+      }),
       passwordResetRouter({
         db,
         verifier,

@@ -49,7 +49,9 @@ describe('PATCH /v1/users/update', () => {
         const target = await identity.createUser();
         const actor = caller === 'self' ? target : await identity.createUser({ roles: caller });
         const value = changes[field]!();
-        const res = await update(await tokenOf(actor), { userId: target.id, [field]: value });
+        // A user renaming itself proves it knows its password (users-update-username.test.ts has the rules).
+        const proof = field === 'username' && caller === 'self' ? { currentPassword: actor.password } : {};
+        const res = await update(await tokenOf(actor), { userId: target.id, [field]: value, ...proof });
         assert.equal(res.status, expected, JSON.stringify(res.body));
         const stored = await identity.db('users').where({ id: target.id }).first();
         const column = { firstName: 'first_name', midName: 'mid_name', lastName: 'last_name' }[field] ?? field;
@@ -86,7 +88,7 @@ describe('PATCH /v1/users/update', () => {
   it('when the new username is taken in another letter case, answers 409 and keeps the old one', async () => {
     const taken = await identity.createUser();
     const user = await identity.createUser();
-    const res = await update(await tokenOf(user), { userId: user.id, username: taken.username.toUpperCase() });
+    const res = await update(await tokenOf(user), { userId: user.id, username: taken.username.toUpperCase(), currentPassword: user.password });
     assert.equal(res.status, 409);
     assert.equal(res.body.message, 'Username already exists');
     assert.equal((await identity.db('users').where({ id: user.id }).first()).username, user.username);

@@ -120,6 +120,18 @@ export interface paths {
          *     `firstName`, `midName`, `lastName`, `locale`, `timezone` and `username` — the user
          *     themself, a POWER_USER or an ADMIN; `password`, `roles` and `status` — ADMIN only.
          *     `empty` is accepted and ignored.
+         *
+         *     The username is the login and the address every reset mail goes to, so changing it has
+         *     rules of its own: an ADMIN may change anyone's; a POWER_USER its own and those of users who
+         *     hold neither ADMIN nor POWER_USER; anyone else only its own (403 otherwise). A non-ADMIN
+         *     changing its own username sends its password in `currentPassword`: missing → 400, wrong →
+         *     403, and a wrong one counts as a failed login (the same count and block as login). After a
+         *     username change the old address is told by e-mail, every session of the user ends (its
+         *     access tokens are refused at once) and every unused reset token is void. At most
+         *     `USERNAME_CHANGES_PER_DAY` (default 3) attempts per user and UTC day by non-ADMINs, a taken
+         *     address (409) included; beyond → 429 until the next UTC midnight.
+         *
+         *     A change of `password`, `roles` or `status` also ends every session of the user.
          */
         patch: operations["updateUser"];
         trace?: never;
@@ -451,6 +463,11 @@ export interface components {
             /** @description The user to change. */
             userId: components["schemas"]["UserId"];
             username?: components["schemas"]["Username"];
+            /**
+             * @description The caller's own password; required when a user who is not an ADMIN changes its own
+             *     `username`, ignored otherwise.
+             */
+            currentPassword?: string;
             /** @description ADMIN only. */
             password?: components["schemas"]["Password"];
             firstName?: components["schemas"]["PersonName"];
@@ -984,6 +1001,8 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description `Too many username changes today`: the user's username was changed `USERNAME_CHANGES_PER_DAY` times today (UTC) by non-ADMINs. */
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
