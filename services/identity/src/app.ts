@@ -117,7 +117,11 @@ export function createApp(deps: IdentityDeps): Express {
         db,
         verifier,
         sms: deps.sms,
-        limits: createSmsLimits(deps.redis, { cooldownS: config.SMS_REQUEST_COOLDOWN_S, dailyCap: config.SMS_DAILY_CAP }),
+        limits: createSmsLimits(deps.redis, {
+          cooldownS: config.SMS_REQUEST_COOLDOWN_S,
+          dailyCap: config.SMS_DAILY_CAP,
+          dailyCapPerAccount: config.SMS_DAILY_CAP_PER_ACCOUNT,
+        }),
         codeKey: config.SMS_CODE_HMAC_KEY,
         codeTtlS: config.SMS_CODE_TTL_S,
         defaultRegion: config.PHONE_DEFAULT_REGION,

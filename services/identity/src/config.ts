@@ -88,6 +88,7 @@ export const identityConfigSpec = {
     localDefault: ['http://localhost:3000'],
   }),
   SMS_DAILY_CAP: env.integer('Activation SMS per phone number per day', { min: 1, max: 1000 }, { default: 10 }),
+  SMS_DAILY_CAP_PER_ACCOUNT: env.integer('Activation SMS per account per UTC day, whatever the number (429 beyond)', { min: 1, max: 1000 }, { default: 5 }),
 };
 
 export type IdentityConfig = ConfigOf<typeof identityConfigSpec>;

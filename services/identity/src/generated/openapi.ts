@@ -288,7 +288,8 @@ export interface paths {
          *     account without a phone number, or whose number is not a valid mobile number, answers 400,
          *     and so does a page link whose origin is not on `ACTIVATION_LINK_ALLOWLIST`. A new request
          *     replaces the previous code. A new request for the same account within 60 seconds answers
-         *     429, and so does one past the daily SMS cap of the phone number. If the SMS provider fails
+         *     429, and so does one past the daily SMS cap of the phone number (`SMS_DAILY_CAP`) or of the
+         *     account (`SMS_DAILY_CAP_PER_ACCOUNT`, default 5 per UTC day). If the SMS provider fails
          *     the answer is still 200 with `smsSent: false`, the code stays valid, and the client may ask
          *     again at once.
          */
@@ -312,7 +313,9 @@ export interface paths {
          * Confirm the phone number with the SMS code
          * @description The owning user or an ADMIN. A correct, unexpired code sets `mobilePhoneNumberVerified` to
          *     true; a code works once. A wrong or expired code answers 400; the 5th wrong code voids it and
-         *     a new one must be requested. A code sent before the account's number changed answers 400.
+         *     a new one must be requested. A code verifies only the number it was sent to: if the
+         *     account's `mobilePhoneNumber` changed since (even back again, or only in how it is written),
+         *     the code is void and answers 400, whatever the order in which concurrent requests arrive.
          */
         post: operations["activatePhoneNumber"];
         delete?: never;
