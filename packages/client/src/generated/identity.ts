@@ -169,7 +169,8 @@ export interface paths {
         /**
          * Ask for a password reset token
          * @description Anonymous callers (and callers whose valid token lacks ADMIN) always get 202 with no body,
-         *     whether or not the username exists, so the answer is never an oracle; when the user exists
+         *     whether or not the username exists, in the same time: the answer is decided before the
+         *     username is looked up, and the token and the e-mail follow after it. When the user exists
          *     an e-mail with `resetPageLink?userId=…&token=…` is sent (the link's origin must be on
          *     `RESET_REDIRECT_ALLOWLIST`, else 400, checked before the username is looked up; without a
          *     link the e-mail carries the user id and token as text). An ADMIN caller gets 201 with the

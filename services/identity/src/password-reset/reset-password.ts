@@ -10,7 +10,7 @@ import { assertUncommonPassword } from '../users/password-rules.ts';
 import { findUserById, updateUserRow } from '../users/users.repository.ts';
 import { type ResetTokenRecord, findResetToken, lockResetToken, markResetTokenUsed } from './password-reset.repository.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
-import { resetTokenHash } from './request-password-reset.ts';
+import { resetTokenHash } from './reset-token.ts';
 
 export const RESET_DONE_MESSAGE = 'Your password has been reset; log in with the new password';
 const INVALID_TOKEN = 'The password reset token is invalid, used or expired';
