@@ -987,7 +987,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The user after the update. */
+            /** @description The user after the update; the embedded `account` only for its owner or an ADMIN (the account rule of part 4). */
             200: {
                 headers: {
                     [name: string]: unknown;
