@@ -3,6 +3,17 @@ import { extensions } from './0001_extensions.ts';
 import { usersAccountsSessions } from './0002_users_accounts_sessions.ts';
 import { passwordResetTokens } from './0003_password_reset_tokens.ts';
 import { phoneActivationCodes } from './0004_phone_activation_codes.ts';
+import { sessionEndReasons } from './0005_session_end_reasons.ts';
+import { usernameChangeCounts } from './0006_username_change_counts.ts';
+import { activationCodeAccountNumber } from './0007_activation_code_account_number.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
-export const migrations: readonly Migration[] = [extensions, usersAccountsSessions, passwordResetTokens, phoneActivationCodes];
+export const migrations: readonly Migration[] = [
+  extensions,
+  usersAccountsSessions,
+  passwordResetTokens,
+  phoneActivationCodes,
+  sessionEndReasons,
+  usernameChangeCounts,
+  activationCodeAccountNumber,
+];

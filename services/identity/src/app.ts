@@ -74,6 +74,7 @@ export function createApp(deps: IdentityDeps): Express {
     mailer: deps.mailer,
     maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
     refreshTokenTtlS: config.REFRESH_TOKEN_TTL_S,
+    sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
   };
   const app = createApiApp({
     logger: deps.logger,
@@ -85,7 +86,16 @@ export function createApp(deps: IdentityDeps): Express {
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [
       authRouter(auth, jwksOf([deps.signingKey])),
-      usersRouter({ db, verifier, hasher: deps.hasher, sessions }),
+      usersRouter({
+        db,
+        verifier,
+        hasher: deps.hasher,
+        sessions,
+        mailer: deps.mailer,
+        logger: deps.logger,
+        maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
+        usernameChangesPerDay: config.USERNAME_CHANGES_PER_DAY,
+      }),
       passwordResetRouter({
         db,
         verifier,
@@ -107,7 +117,11 @@ export function createApp(deps: IdentityDeps): Express {
         db,
         verifier,
         sms: deps.sms,
-        limits: createSmsLimits(deps.redis, { cooldownS: config.SMS_REQUEST_COOLDOWN_S, dailyCap: config.SMS_DAILY_CAP }),
+        limits: createSmsLimits(deps.redis, {
+          cooldownS: config.SMS_REQUEST_COOLDOWN_S,
+          dailyCap: config.SMS_DAILY_CAP,
+          dailyCapPerAccount: config.SMS_DAILY_CAP_PER_ACCOUNT,
+        }),
         codeKey: config.SMS_CODE_HMAC_KEY,
         codeTtlS: config.SMS_CODE_TTL_S,
         defaultRegion: config.PHONE_DEFAULT_REGION,

@@ -49,6 +49,11 @@ export const identityConfigSpec = {
   JWT_AUDIENCE: env.string('`aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
   ACCESS_TOKEN_TTL_S: env.integer('Access token lifetime, seconds', { min: 60, max: 86_400 }, { default: 900 }),
   REFRESH_TOKEN_TTL_S: env.integer('Refresh token lifetime, seconds', { min: 300, max: 31_536_000 }, { default: 2_592_000 }),
+  SESSION_MAX_LIFETIME_S: env.integer('Absolute lifetime of a login session, seconds: no refresh after it, however often rotated', { min: 300, max: 315_360_000 }, {
+    default: 7_776_000,
+  }),
+
+  USERNAME_CHANGES_PER_DAY: env.integer('Changes of one user\'s username by non-ADMINs per UTC day (429 beyond)', { min: 1, max: 1000 }, { default: 3 }),
 
   TRUST_PROXY_HOPS: env.integer('Proxies in front (the gateway) whose X-Forwarded-For is trusted for the source address', { min: 0, max: 10 }, {
     default: 1,
@@ -83,6 +88,7 @@ export const identityConfigSpec = {
     localDefault: ['http://localhost:3000'],
   }),
   SMS_DAILY_CAP: env.integer('Activation SMS per phone number per day', { min: 1, max: 1000 }, { default: 10 }),
+  SMS_DAILY_CAP_PER_ACCOUNT: env.integer('Activation SMS per account per UTC day, whatever the number (429 beyond)', { min: 1, max: 1000 }, { default: 5 }),
 };
 
 export type IdentityConfig = ConfigOf<typeof identityConfigSpec>;

@@ -101,6 +101,45 @@ describe('POST /v1/accounts/create', () => {
     assert.equal(rows[0].subscription_plan, 'PREMIUM_YEARLY');
   });
 
+  for (const plan of ['BASIC_MONTHLY', 'BASIC_YEARLY', 'PREMIUM_MONTHLY', 'PREMIUM_YEARLY', 'CUSTOM']) {
+    it(`when the owner chooses ${plan} for itself, answers 403 and stores nothing`, async () => {
+      const { user, token } = await signedIn(['POWER_USER']);
+      const res = await create(token, { userId: user.id, type: 'INDIVIDUAL', subscriptionPlan: plan });
+      assert.equal(res.status, 403, JSON.stringify(res.body));
+      assert.equal(res.body.error, 'Forbidden');
+      assert.equal((await accountRows(user.id)).length, 0);
+    });
+  }
+
+  it('when the owner chooses NONE or TRIAL, answers 201 with that plan', async () => {
+    for (const subscriptionPlan of ['NONE', 'TRIAL']) {
+      const { user, token } = await signedIn();
+      const res = await create(token, { userId: user.id, type: 'INDIVIDUAL', subscriptionPlan });
+      assert.equal(res.status, 201);
+      assert.equal(res.body.subscriptionPlan, subscriptionPlan);
+    }
+  });
+
+  const badPictureLinks = ['javascript:alert(document.cookie)', 'data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=', 'file:///etc/passwd', 'ftp://cdn.example.com/p.png', 'http:cdn.example.com', 'JaVaScRiPt:alert(1)'];
+  for (const profilePictureUrl of badPictureLinks) {
+    it(`when profilePictureUrl is ${profilePictureUrl}, answers 400 and stores nothing`, async () => {
+      const { user, token } = await signedIn();
+      const res = await create(token, { userId: user.id, type: 'INDIVIDUAL', profilePictureUrl });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.deepEqual(res.body.messages, ['body.profilePictureUrl must be an absolute http: or https: URL']);
+      assert.equal((await accountRows(user.id)).length, 0);
+    });
+  }
+
+  it('when profilePictureUrl is an absolute http: or HTTPS: URL, answers 201 and keeps it as sent', async () => {
+    for (const profilePictureUrl of ['http://cdn.example.com/a.png', 'HTTPS://cdn.example.com/b.png']) {
+      const { user, token } = await signedIn();
+      const res = await create(token, { userId: user.id, type: 'INDIVIDUAL', profilePictureUrl });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.equal(res.body.profilePictureUrl, profilePictureUrl);
+    }
+  });
+
   it('when the user already has an account, answers 409 Account already exists and keeps the first', async () => {
     const { user, token } = await signedIn();
     assert.equal((await create(token, { userId: user.id, type: 'INDIVIDUAL', company: 'First' })).status, 201);

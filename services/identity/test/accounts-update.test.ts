@@ -91,6 +91,18 @@ describe('PATCH /v1/accounts/update', () => {
     assert.equal(res.body.company, 'Changed by ADMIN');
   });
 
+  it('when profilePictureUrl is not an absolute http(s) URL (javascript:, data:, file:), answers 400 and keeps the old one', async () => {
+    const { token, account } = await owner({ profilePictureUrl: 'https://cdn.example.com/p.png' });
+    for (const profilePictureUrl of ['javascript:alert(1)', 'data:text/html,<script>alert(1)</script>', 'file:///etc/passwd']) {
+      for (const accessToken of [token, adminToken]) {
+        const res = await update(accessToken, { accountId: account.id, profilePictureUrl });
+        assert.equal(res.status, 400, profilePictureUrl);
+        assert.equal(res.body.message, 'body.profilePictureUrl must be an absolute http: or https: URL');
+      }
+    }
+    assert.equal((await accountRow(account.id)).profile_picture_url, 'https://cdn.example.com/p.png');
+  });
+
   it('when the body names subscriptionPlan, answers 400 and changes nothing', async () => {
     const { token, account } = await owner();
     for (const accessToken of [token, adminToken]) {

@@ -108,6 +108,21 @@ describe('POST /v1/auth/login', () => {
     assert.equal(identity.mail.received.filter((m) => (m.body as { to: string }).to === user.username).length, 1, 'one mail per block');
   });
 
+  it('when the block follows failed logins, the user\'s existing sessions end at once: access and refresh tokens answer 401', async () => {
+    const user = await identity.createUser();
+    const sessions = [await identity.login(user), await identity.login(user)];
+    const read = (token: string) => request(identity.app).get(`/v1/accounts/${user.id}`).set('Authorization', `Bearer ${token}`);
+    assert.equal((await read(sessions[0]!.accessToken)).status, 404, 'the token works before the block (the user has no account)');
+    for (let i = 0; i < 6; i += 1) await login(user.username, 'wrong-password');
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
+    for (const session of sessions) {
+      assert.equal((await read(session.accessToken)).status, 401);
+      assert.equal((await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: session.refreshToken })).status, 401);
+    }
+    const reasons = await identity.db('sessions').where({ user_id: user.id }).pluck('revoked_reason');
+    assert.deepEqual(reasons, ['user-blocked', 'user-blocked']);
+  });
+
   it('when 10 wrong passwords arrive at once, counts exactly 10 and blocks', async () => {
     const user = await identity.createUser();
     const answers = await Promise.all(Array.from({ length: 10 }, () => login(user.username, 'wrong-password')));

@@ -84,4 +84,29 @@ describe('POST /v1/auth/refresh', () => {
     await identity.db('users').where({ id: user.id }).update({ status: 'ACTIVE' });
     assert.equal((await refresh(refreshToken)).status, 401, 'the session stays ended after an unblock');
   });
+
+  it('when the session is older than SESSION_MAX_LIFETIME_S (90 days), answers 401 however fresh the refresh token, and ends the session', async () => {
+    const user = await identity.createUser();
+    const session = await identity.login(user);
+    // A session that was refreshed every day: its current refresh token is a day old, the login 90 days and a minute.
+    const rotated = await refresh(session.refreshToken);
+    assert.equal(rotated.status, 200);
+    const sid = (jwt.decode(session.accessToken) as jwt.JwtPayload).sid as string;
+    await identity.db('sessions').where({ id: sid }).update({ created_at: identity.db.raw("now() - interval '90 days 1 minute'") });
+    const res = await refresh(rotated.body.refreshToken);
+    assert.equal(res.status, 401);
+    assert.equal(res.body.message, 'Bad Credentials');
+    const row = await identity.db('sessions').where({ id: sid }).first('revoked_reason');
+    assert.equal(row.revoked_reason, 'max-lifetime');
+    const stillAccess = await request(identity.app).get(`/v1/accounts/${user.id}`).set('Authorization', `Bearer ${rotated.body.accessToken}`);
+    assert.equal(stillAccess.status, 401, 'its access tokens end with it');
+  });
+
+  it('when the session is just younger than SESSION_MAX_LIFETIME_S, the refresh still answers 200', async () => {
+    const user = await identity.createUser();
+    const session = await identity.login(user);
+    const sid = (jwt.decode(session.accessToken) as jwt.JwtPayload).sid as string;
+    await identity.db('sessions').where({ id: sid }).update({ created_at: identity.db.raw("now() - interval '89 days 23 hours'") });
+    assert.equal((await refresh(session.refreshToken)).status, 200);
+  });
 });

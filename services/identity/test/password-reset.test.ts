@@ -143,6 +143,23 @@ describe('POST /v1/users/password-reset-request', () => {
     });
   }
 
+  it('when the anonymous answer is sent, the token is stored after it, and a failing mail provider changes nothing in the answer', async () => {
+    const user = await identity.createUser();
+    identity.mail.answerWith(503);
+    try {
+      const res = await client.ask({ username: user.username, resetPageLink: RESET_PAGE });
+      assert.equal(res.status, 202);
+      const deadline = Date.now() + 3000;
+      while ((await identity.db('password_reset_tokens').where({ user_id: user.id })).length === 0 && Date.now() < deadline) await sleep(10);
+      assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 1);
+      while (!identity.log.text().includes('e-mail not sent') && Date.now() < deadline) await sleep(10);
+      assert.ok(identity.log.text().includes('e-mail not sent'), 'the failed delivery is logged');
+    } finally {
+      identity.mail.answerWith(200);
+    }
+    assert.equal((await client.ask({ username: uniqueUsername('after') })).status, 202, 'the service keeps serving');
+  });
+
   it('when an ADMIN asks, answers 201 with userId, token and expiresAt 30 minutes ahead', async () => {
     const user = await identity.createUser();
     const res = await client.ask({ username: user.username }, { bearer: adminToken });
@@ -188,6 +205,9 @@ describe('POST /v1/users/password-reset-request', () => {
       answers.map((res) => res.status),
       [201, 201, 201, 201, 202, 202, 202, 202],
     );
+    // The anonymous requests store their tokens after their answers; each mail follows its token.
+    const deadline = Date.now() + 3000;
+    while (client.mailsTo(user.username).length < 4 && Date.now() < deadline) await sleep(10);
     const open = await identity.db('password_reset_tokens').where({ user_id: user.id }).whereNull('used_at').whereNull('voided_at');
     assert.equal(open.length, 1);
     assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 8);

@@ -8,7 +8,7 @@ describe('phone activation', () => {
   let identity: IdentityHarness;
 
   before(async () => {
-    identity = await startIdentity({ SMS_DAILY_CAP: '3' });
+    identity = await startIdentity({ SMS_DAILY_CAP: '3', SMS_DAILY_CAP_PER_ACCOUNT: '4' });
   });
   after(async () => {
     await identity.close();
@@ -34,6 +34,13 @@ describe('phone activation', () => {
     return /\b(\d{6})\b/.exec((sms.body as { message: string }).message)![1]!;
   };
   const uniquePhone = () => `+90532${String(Math.floor(Math.random() * 10_000_000)).padStart(7, '0')}`;
+  const changeNumber = (token: string, accountId: string, mobilePhoneNumber: string) =>
+    request(identity.app).patch('/v1/accounts/update').set('Authorization', `Bearer ${token}`).send({ accountId, mobilePhoneNumber });
+  const verifiedState = async (accountId: string) =>
+    (await identity.db('accounts').where({ id: accountId }).first('mobile_phone_number', 'mobile_phone_number_verified')) as {
+      mobile_phone_number: string;
+      mobile_phone_number_verified: boolean;
+    };
 
   describe('POST /v1/accounts/phone-number-activation-request', () => {
     it('when the account has a phone, answers 200 and sends the code with the page link to the E.164 number', async () => {
@@ -105,6 +112,36 @@ describe('phone activation', () => {
         [200, 200, 200, 429],
       );
       assert.equal(answers[3]!.body.message, 'Daily SMS limit reached for this phone number');
+    });
+
+    it('when one account reached its daily cap (4 here), answers 429 whatever number it switches to', async () => {
+      const { user, accountId, token } = await owner(uniquePhone());
+      const statuses = [];
+      for (let i = 0; i < 5; i += 1) {
+        assert.equal((await changeNumber(token, accountId, uniquePhone())).status, 200);
+        await identity.redis.del(`identity:phone-activation:cooldown:${accountId}`);
+        const res = await askForCode(token, user, accountId);
+        statuses.push(res.status);
+        if (res.status === 429) assert.equal(res.body.message, 'Daily SMS limit reached for this account');
+      }
+      assert.deepEqual(statuses, [200, 200, 200, 200, 429]);
+    });
+
+    it('when an account hits its cap, the refused request does not use up the number\'s cap', async () => {
+      const phone = uniquePhone();
+      const capped = await owner(uniquePhone());
+      for (let i = 0; i < 4; i += 1) {
+        await changeNumber(capped.token, capped.accountId, uniquePhone());
+        await identity.redis.del(`identity:phone-activation:cooldown:${capped.accountId}`);
+        assert.equal((await askForCode(capped.token, capped.user, capped.accountId)).status, 200);
+      }
+      await changeNumber(capped.token, capped.accountId, phone);
+      await identity.redis.del(`identity:phone-activation:cooldown:${capped.accountId}`);
+      assert.equal((await askForCode(capped.token, capped.user, capped.accountId)).status, 429);
+      for (let i = 0; i < 3; i += 1) {
+        const other = await owner(phone);
+        assert.equal((await askForCode(other.token, other.user, other.accountId)).status, 200, `the number still has ${3 - i} of 3`);
+      }
     });
 
     it('when the SMS provider fails, answers 200 with smsSent false, the code still works and a retry is allowed at once', async () => {
@@ -225,6 +262,44 @@ describe('phone activation', () => {
       await identity.db('accounts').where({ id: accountId }).update({ mobile_phone_number_verified: true });
       await identity.db('accounts').where({ id: accountId }).update({ mobile_phone_number: uniquePhone() });
       assert.equal((await identity.db('accounts').where({ id: accountId }).first()).mobile_phone_number_verified, false);
+    });
+
+    it('when the number was changed and changed back after the code went out, the code stays void', async () => {
+      const phone = uniquePhone();
+      const { user, accountId, token } = await owner(phone);
+      await askForCode(token, user, accountId);
+      const code = await codeSentTo(phone);
+      assert.equal((await changeNumber(token, accountId, uniquePhone())).status, 200);
+      assert.equal((await activate(token, accountId, code)).status, 400);
+      assert.equal((await changeNumber(token, accountId, phone)).status, 200);
+      assert.match((await activate(token, accountId, code)).body.message, /No activation code is pending/);
+      assert.equal((await verifiedState(accountId)).mobile_phone_number_verified, false);
+    });
+
+    it('when the activation and a change of the number race (20 times), the new number never ends up verified', async () => {
+      const outcomes: string[] = [];
+      for (let i = 0; i < 20; i += 1) {
+        const phone = uniquePhone();
+        const { user, accountId, token } = await owner(phone);
+        assert.equal((await askForCode(token, user, accountId)).status, 200);
+        const code = await codeSentTo(phone);
+        const other = uniquePhone();
+        const [activated, changed] = await Promise.all([activate(token, accountId, code), changeNumber(token, accountId, other)]);
+        assert.equal(changed.status, 200);
+        const state = await verifiedState(accountId);
+        assert.equal(state.mobile_phone_number, other);
+        assert.equal(state.mobile_phone_number_verified, false, `try ${i}: the activation answered ${activated.status}`);
+        outcomes.push(String(activated.status));
+      }
+      assert.ok(outcomes.every((status) => status === '200' || status === '400'), outcomes.join());
+    });
+
+    it('when the account number is written in another format than when the code went out, the code is void (it proves that text)', async () => {
+      const { user, accountId, token } = await owner('0532 765 43 21');
+      await askForCode(token, user, accountId);
+      const code = await codeSentTo('+905327654321');
+      assert.equal((await changeNumber(token, accountId, '+905327654321')).status, 200);
+      assert.equal((await activate(token, accountId, code)).status, 400);
     });
 
     it('when another user sends the code, answers 403', async () => {

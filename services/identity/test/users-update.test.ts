@@ -49,7 +49,9 @@ describe('PATCH /v1/users/update', () => {
         const target = await identity.createUser();
         const actor = caller === 'self' ? target : await identity.createUser({ roles: caller });
         const value = changes[field]!();
-        const res = await update(await tokenOf(actor), { userId: target.id, [field]: value });
+        // A user renaming itself proves it knows its password (users-update-username.test.ts has the rules).
+        const proof = field === 'username' && caller === 'self' ? { currentPassword: actor.password } : {};
+        const res = await update(await tokenOf(actor), { userId: target.id, [field]: value, ...proof });
         assert.equal(res.status, expected, JSON.stringify(res.body));
         const stored = await identity.db('users').where({ id: target.id }).first();
         const column = { firstName: 'first_name', midName: 'mid_name', lastName: 'last_name' }[field] ?? field;
@@ -86,7 +88,7 @@ describe('PATCH /v1/users/update', () => {
   it('when the new username is taken in another letter case, answers 409 and keeps the old one', async () => {
     const taken = await identity.createUser();
     const user = await identity.createUser();
-    const res = await update(await tokenOf(user), { userId: user.id, username: taken.username.toUpperCase() });
+    const res = await update(await tokenOf(user), { userId: user.id, username: taken.username.toUpperCase(), currentPassword: user.password });
     assert.equal(res.status, 409);
     assert.equal(res.body.message, 'Username already exists');
     assert.equal((await identity.db('users').where({ id: user.id }).first()).username, user.username);
@@ -122,6 +124,66 @@ describe('PATCH /v1/users/update', () => {
     const res = await update(token, { userId: user.id, status: 'ACTIVE' });
     assert.equal(res.body.status, 'ACTIVE');
     assert.equal((await identity.db('users').where({ id: user.id }).first()).failed_login_count, 0);
+  });
+
+  const createUserWith = (token: string) =>
+    request(identity.app)
+      .post('/v1/users/create')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ username: uniqueUsername('made'), firstName: 'M', lastName: 'U', locale: 'en_US', timezone: 'UTC', roles: ['ADMIN'], status: 'ACTIVE' });
+
+  it('when an ADMIN demotes another ADMIN, that ADMIN\'s existing token is refused at once (401), not after it expires', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const demoted = await identity.createUser({ roles: ['ADMIN'] });
+    const session = await identity.login(demoted);
+    assert.equal((await createUserWith(session.accessToken)).status, 201, 'control: an ADMIN creates ADMINs');
+    const res = await update(await tokenOf(admin), { userId: demoted.id, roles: ['STANDARD_USER'] });
+    assert.equal(res.status, 200);
+    const after = await createUserWith(session.accessToken);
+    assert.equal(after.status, 401);
+    assert.equal(after.body.message, 'Bad Credentials');
+    assert.equal((await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: session.refreshToken })).status, 401);
+    const fresh = await identity.login(demoted);
+    assert.equal((await createUserWith(fresh.accessToken)).status, 403, 'a new login carries the new roles');
+  });
+
+  for (const [name, change] of [
+    ['promotes a user', { roles: ['STANDARD_USER', 'POWER_USER'] }],
+    ['blocks a user', { status: 'BLOCKED' }],
+    ['sets a user INACTIVE', { status: 'INACTIVE' }],
+  ] as const) {
+    it(`when an ADMIN ${name}, every session of the user ends`, async () => {
+      const admin = await identity.createUser({ roles: ['ADMIN'] });
+      const user = await identity.createUser();
+      const sessions = [await identity.login(user), await identity.login(user)];
+      assert.equal((await update(await tokenOf(admin), { userId: user.id, ...change })).status, 200);
+      for (const session of sessions) assert.equal((await update(session.accessToken, { userId: user.id, firstName: 'Still' })).status, 401);
+      assert.equal((await identity.db('sessions').where({ user_id: user.id }).whereNull('revoked_at')).length, 0);
+    });
+  }
+
+  it('when an ADMIN sends the roles and status the user already has, or only profile fields, the sessions stay', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const user = await identity.createUser({ roles: ['STANDARD_USER', 'API_USER'] });
+    const session = await identity.login(user);
+    const token = await tokenOf(admin);
+    assert.equal((await update(token, { userId: user.id, roles: ['API_USER', 'STANDARD_USER'], status: 'ACTIVE' })).status, 200);
+    assert.equal((await update(token, { userId: user.id, lastName: 'Unchanged-Roles' })).status, 200);
+    assert.equal((await update(session.accessToken, { userId: user.id, firstName: 'Still' })).status, 200);
+  });
+
+  it('when a demotion races with the user\'s own requests, none of them is served with the old roles after the demotion answered', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const demoted = await identity.createUser({ roles: ['ADMIN'] });
+    const session = await identity.login(demoted);
+    const adminToken = await tokenOf(admin);
+    const [demotion] = await Promise.all([
+      update(adminToken, { userId: demoted.id, roles: ['GUEST'] }),
+      ...Array.from({ length: 5 }, () => createUserWith(session.accessToken)),
+    ]);
+    assert.equal(demotion.status, 200);
+    const afterwards = await Promise.all(Array.from({ length: 5 }, () => createUserWith(session.accessToken)));
+    assert.deepEqual(afterwards.map((res) => res.status), [401, 401, 401, 401, 401]);
   });
 
   it('when the user has an account, embeds it without type and subscriptionPlan', async () => {

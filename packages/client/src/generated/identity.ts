@@ -45,7 +45,9 @@ export interface paths {
          * @description Returns a new authentication result. Refresh tokens rotate: every successful refresh
          *     returns a new refresh token and retires the one presented. Presenting an already rotated
          *     refresh token is treated as theft and revokes the whole session (every refresh token of
-         *     that session) with 401. Expired or unknown refresh tokens also answer 401.
+         *     that session) with 401. Expired or unknown refresh tokens also answer 401, and so does any
+         *     refresh of a session older than `SESSION_MAX_LIFETIME_S` (default 90 days) counted from its
+         *     login, however often it was refreshed: the session ends then.
          */
         post: operations["refreshTokens"];
         delete?: never;
@@ -118,6 +120,18 @@ export interface paths {
          *     `firstName`, `midName`, `lastName`, `locale`, `timezone` and `username` — the user
          *     themself, a POWER_USER or an ADMIN; `password`, `roles` and `status` — ADMIN only.
          *     `empty` is accepted and ignored.
+         *
+         *     The username is the login and the address every reset mail goes to, so changing it has
+         *     rules of its own: an ADMIN may change anyone's; a POWER_USER its own and those of users who
+         *     hold neither ADMIN nor POWER_USER; anyone else only its own (403 otherwise). A non-ADMIN
+         *     changing its own username sends its password in `currentPassword`: missing → 400, wrong →
+         *     403, and a wrong one counts as a failed login (the same count and block as login). After a
+         *     username change the old address is told by e-mail, every session of the user ends (its
+         *     access tokens are refused at once) and every unused reset token is void. At most
+         *     `USERNAME_CHANGES_PER_DAY` (default 3) attempts per user and UTC day by non-ADMINs, a taken
+         *     address (409) included; beyond → 429 until the next UTC midnight.
+         *
+         *     A change of `password`, `roles` or `status` also ends every session of the user.
          */
         patch: operations["updateUser"];
         trace?: never;
@@ -155,7 +169,8 @@ export interface paths {
         /**
          * Ask for a password reset token
          * @description Anonymous callers (and callers whose valid token lacks ADMIN) always get 202 with no body,
-         *     whether or not the username exists, so the answer is never an oracle; when the user exists
+         *     whether or not the username exists, in the same time: the answer is decided before the
+         *     username is looked up, and the token and the e-mail follow after it. When the user exists
          *     an e-mail with `resetPageLink?userId=…&token=…` is sent (the link's origin must be on
          *     `RESET_REDIRECT_ALLOWLIST`, else 400, checked before the username is looked up; without a
          *     link the e-mail carries the user id and token as text). An ADMIN caller gets 201 with the
@@ -206,7 +221,8 @@ export interface paths {
          * Create the account of a user
          * @description The owning user or an ADMIN. Each user has at most one account; a second answers 409
          *     `Account already exists`. New accounts start with `emailVerified` and
-         *     `mobilePhoneNumberVerified` false.
+         *     `mobilePhoneNumberVerified` false. A caller who is not an ADMIN may choose only the
+         *     `subscriptionPlan` `NONE` (the default) or `TRIAL`; any other plan answers 403.
          */
         post: operations["createAccount"];
         delete?: never;
@@ -273,7 +289,8 @@ export interface paths {
          *     account without a phone number, or whose number is not a valid mobile number, answers 400,
          *     and so does a page link whose origin is not on `ACTIVATION_LINK_ALLOWLIST`. A new request
          *     replaces the previous code. A new request for the same account within 60 seconds answers
-         *     429, and so does one past the daily SMS cap of the phone number. If the SMS provider fails
+         *     429, and so does one past the daily SMS cap of the phone number (`SMS_DAILY_CAP`) or of the
+         *     account (`SMS_DAILY_CAP_PER_ACCOUNT`, default 5 per UTC day). If the SMS provider fails
          *     the answer is still 200 with `smsSent: false`, the code stays valid, and the client may ask
          *     again at once.
          */
@@ -297,7 +314,9 @@ export interface paths {
          * Confirm the phone number with the SMS code
          * @description The owning user or an ADMIN. A correct, unexpired code sets `mobilePhoneNumberVerified` to
          *     true; a code works once. A wrong or expired code answers 400; the 5th wrong code voids it and
-         *     a new one must be requested. A code sent before the account's number changed answers 400.
+         *     a new one must be requested. A code verifies only the number it was sent to: if the
+         *     account's `mobilePhoneNumber` changed since (even back again, or only in how it is written),
+         *     the code is void and answers 400, whatever the order in which concurrent requests arrive.
          */
         post: operations["activatePhoneNumber"];
         delete?: never;
@@ -370,7 +389,9 @@ export interface components {
         Username: string;
         /**
          * @description 8–72 characters here; the service also checks that the UTF-8 encoding is 8–72 bytes
-         *     (the bcrypt limit), which a schema cannot express.
+         *     (the bcrypt limit), which a schema cannot express. A password among the 10,000 most common
+         *     ones, or equal (ignoring case) to the username or its local part, is refused with 400
+         *     `Password is too common`.
          */
         Password: string;
         PersonName: string;
@@ -446,6 +467,11 @@ export interface components {
             /** @description The user to change. */
             userId: components["schemas"]["UserId"];
             username?: components["schemas"]["Username"];
+            /**
+             * @description The caller's own password; required when a user who is not an ADMIN changes its own
+             *     `username`, ignored otherwise.
+             */
+            currentPassword?: string;
             /** @description ADMIN only. */
             password?: components["schemas"]["Password"];
             firstName?: components["schemas"]["PersonName"];
@@ -520,13 +546,17 @@ export interface components {
             /** @description The owning user. */
             userId: components["schemas"]["UserId"];
             type: components["schemas"]["AccountType"];
-            /** @default NONE */
+            /**
+             * @description A caller who is not an ADMIN may choose only `NONE` or `TRIAL` (else 403).
+             * @default NONE
+             */
             subscriptionPlan?: components["schemas"]["SubscriptionPlan"];
             mobilePhoneNumber?: components["schemas"]["PhoneNumber"];
             /** @description Address. */
             location?: components["schemas"]["FreeText"];
             company?: components["schemas"]["FreeText"];
             industry?: components["schemas"]["FreeText"];
+            /** @description An absolute `http:` or `https:` URL (anything else, such as `javascript:` or `data:`, is 400). */
             profilePictureUrl?: components["schemas"]["Link"];
         };
         UpdateAccountRequest: {
@@ -539,6 +569,7 @@ export interface components {
             location?: components["schemas"]["FreeText"];
             company?: components["schemas"]["FreeText"];
             industry?: components["schemas"]["FreeText"];
+            /** @description An absolute `http:` or `https:` URL (anything else, such as `javascript:` or `data:`, is 400). */
             profilePictureUrl?: components["schemas"]["Link"];
         };
         /** @description The one account of a user. */
@@ -956,7 +987,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The user after the update. */
+            /** @description The user after the update; the embedded `account` only for its owner or an ADMIN (the account rule of part 4). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -974,6 +1005,8 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description `Too many username changes today`: the user's username was changed `USERNAME_CHANGES_PER_DAY` times today (UTC) by non-ADMINs. */
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };

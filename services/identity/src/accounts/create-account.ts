@@ -5,6 +5,7 @@ import type { components } from '../generated/openapi.ts';
 import { findUserById } from '../users/users.repository.ts';
 import { type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
+import { assertMayChoosePlan, assertPictureUrl } from './account-rules.ts';
 import { insertAccountIfAbsent } from './accounts.repository.ts';
 import { canonicalUuid } from './canonical-uuid.ts';
 
@@ -13,6 +14,8 @@ export async function createAccount(db: Knex, principal: Principal, input: compo
   const { userId: givenUserId, ...fields } = input;
   const userId = canonicalUuid(givenUserId);
   assertMayUseAccountOf(principal, userId);
+  assertMayChoosePlan(principal, fields.subscriptionPlan);
+  assertPictureUrl(fields.profilePictureUrl);
   if ((await findUserById(db, userId)) === undefined) throw new NotFoundError('User not found');
   const account = await insertAccountIfAbsent(db, userId, fields);
   if (account === undefined) throw new ConflictError('Account already exists');

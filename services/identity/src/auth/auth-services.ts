@@ -20,6 +20,8 @@ export interface AuthServices {
   mailer: Mailer;
   maxFailedLogins: number;
   refreshTokenTtlS: number;
+  /** Absolute lifetime of a session, from login: no refresh after it (SESSION_MAX_LIFETIME_S). */
+  sessionMaxLifetimeS: number;
 }
 
 /** The authentication result of SPEC.md part 2. */

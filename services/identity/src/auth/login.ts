@@ -1,8 +1,8 @@
 import { UnauthorizedError } from '@platform/errors';
-import { findUserByUsername, recordFailedLogin, recordSuccessfulLogin } from '../users/users.repository.ts';
-import type { UserRecord } from '../users/user.ts';
+import { findUserByUsername, recordSuccessfulLogin } from '../users/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import type { Caller } from './caller-throttle.ts';
+import { countFailedLogin } from './count-failed-login.ts';
 import { startSession } from './start-session.ts';
 
 /**
@@ -24,20 +24,6 @@ export async function login(
   }
 
   await services.throttle.record(caller);
-  if (user !== undefined && !passwordMatches) await countFailure(services, user);
+  if (user !== undefined && !passwordMatches) await countFailedLogin(services, user);
   throw new UnauthorizedError('Bad Credentials', { cause: new Error(user === undefined ? 'unknown user' : 'login refused') });
-}
-
-async function countFailure(services: AuthServices, user: UserRecord): Promise<void> {
-  const outcome = await recordFailedLogin(services.db, user.id, services.maxFailedLogins);
-  if (!outcome.blockedNow) return;
-  services.logger.warn({ userId: user.id, failedLoginCount: outcome.failedLoginCount }, 'user blocked after repeated failed logins');
-  // Not awaited: the 401 must not wait for (or reveal) the mail provider.
-  void services.mailer.send({
-    to: user.username,
-    subject: 'Your account has been blocked',
-    text:
-      `Hello ${user.firstName},\n\nafter ${outcome.failedLoginCount} failed login attempts your user ${user.username} ` +
-      'has been blocked to protect it. An administrator can lift the block; please contact your administrator.\n',
-  });
 }

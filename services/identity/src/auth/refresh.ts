@@ -24,6 +24,11 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
     }
     if (record.revokedAt !== null || record.sessionRevokedAt !== null) return { ok: false, reason: 'session ended' } as const;
     if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
+    // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
+    if (record.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 <= Date.now()) {
+      await endSession(trx, record.sessionId, 'max-lifetime');
+      return { ok: false, reason: 'session outlived its maximum lifetime', ended: record.sessionId } as const;
+    }
     const user = await findUserById(trx, record.userId);
     if (user === undefined || user.status !== 'ACTIVE') {
       await endSession(trx, record.sessionId, 'user-changed');

@@ -1,7 +1,14 @@
 import type { Knex } from '@platform/service-kit';
 
 /** Why a session ended (the `sessions.revoked_reason` constraint lists the same). */
-export type SessionEndReason = 'logout' | 'refresh-token-reuse' | 'user-changed' | 'password-reset';
+export type SessionEndReason =
+  | 'logout'
+  | 'refresh-token-reuse'
+  | 'user-changed'
+  | 'password-reset'
+  | 'user-blocked'
+  | 'username-changed'
+  | 'max-lifetime';
 
 /** A stored refresh token with what a refresh needs to decide, read under a row lock. */
 export interface RefreshTokenRecord {
@@ -12,6 +19,8 @@ export interface RefreshTokenRecord {
   usedAt: Date | null;
   revokedAt: Date | null;
   sessionRevokedAt: Date | null;
+  /** When the session started (login): its absolute lifetime counts from here. */
+  sessionCreatedAt: Date;
 }
 
 /** Starts a session for the user; returns its id. */
@@ -50,6 +59,7 @@ export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer)
       't.used_at as usedAt',
       't.revoked_at as revokedAt',
       's.revoked_at as sessionRevokedAt',
+      's.created_at as sessionCreatedAt',
     )) as RefreshTokenRecord | undefined;
   return row;
 }

@@ -42,3 +42,8 @@ export async function lockResetToken(trx: Knex.Transaction, userId: string, toke
 export async function markResetTokenUsed(trx: Knex.Transaction, id: string): Promise<void> {
   await trx('password_reset_tokens').where({ id }).update({ used_at: trx.fn.now() });
 }
+
+/** Voids every unused token of the user (after a username change: a reset mail sent to the old address must not work). */
+export async function voidOpenResetTokens(trx: Knex.Transaction, userId: string): Promise<void> {
+  await trx('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
+}

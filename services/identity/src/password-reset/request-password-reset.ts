@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
 import type { Knex, Logger } from '@platform/service-kit';
@@ -6,7 +5,9 @@ import type { components } from '../generated/openapi.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
 import { replaceResetToken } from './password-reset.repository.ts';
+import { mailResetLinkLater } from './mail-reset-link.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
+import { newResetToken, resetTokenHash } from './reset-token.ts';
 
 export interface PasswordResetDeps {
   db: Knex;
@@ -17,50 +18,30 @@ export interface PasswordResetDeps {
   allowedOrigins: ReadonlySet<string>;
 }
 
-/** What the database keeps of a reset token. */
-export function resetTokenHash(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
-}
-
 /** 201 for an ADMIN (the ticket), 202 for everyone else (nothing). */
 export type ResetRequestOutcome = { ticket: components['schemas']['PasswordResetTicket'] } | { accepted: true };
 
 /**
- * POST /v1/users/password-reset-request. Anonymous callers learn nothing: the answer is the same whether
- * or not the user exists, and the link goes only to the owner's mailbox.
+ * POST /v1/users/password-reset-request. Anonymous callers learn nothing: the 202 is decided before the
+ * user is even looked up, and everything that depends on the user (the token, the mail) happens after
+ * the answer (CONTRACT.md part 8), so neither the body nor the time tells whether the user exists.
+ * An ADMIN is no anonymous caller: it gets the ticket, or 404, at once.
  */
 export async function requestPasswordReset(
   deps: PasswordResetDeps,
   principal: Principal | undefined,
   input: components['schemas']['PasswordResetRequestBody'],
 ): Promise<ResetRequestOutcome> {
-  // Checked before the lookup, so a refused link says nothing about the username either.
+  // Checked first, so a refused link says nothing about the username either.
   const page = input.resetPageLink === undefined ? undefined : assertAllowedLink(input.resetPageLink, deps.allowedOrigins, 'resetPageLink');
-  const isAdmin = principal !== undefined && hasAnyRole(principal, ['ADMIN']);
-  const user = await findUserByUsername(deps.db, input.username);
-  if (user === undefined) {
-    if (isAdmin) throw new NotFoundError('User not found');
+  if (principal === undefined || !hasAnyRole(principal, ['ADMIN'])) {
+    mailResetLinkLater(deps, input.username, page);
     return { accepted: true };
   }
-
-  const token = randomBytes(32).toString('base64url');
+  const user = await findUserByUsername(deps.db, input.username);
+  if (user === undefined) throw new NotFoundError('User not found');
+  const token = newResetToken();
   const expiresAt = new Date(Date.now() + deps.tokenTtlS * 1000);
   await replaceResetToken(deps.db, user.id, resetTokenHash(token), expiresAt);
-  if (isAdmin) return { ticket: { userId: user.id, token, expiresAt: expiresAt.toISOString() } };
-
-  let link = `user id: ${user.id}\nreset token: ${token}`;
-  if (page !== undefined) {
-    page.searchParams.set('userId', user.id);
-    page.searchParams.set('token', token);
-    link = page.toString();
-  }
-  // Not awaited: how long the provider takes must not tell anyone that this user exists.
-  void deps.mailer.send({
-    to: user.username,
-    subject: 'Reset your password',
-    text:
-      `Hello ${user.firstName},\n\nsomeone asked to reset the password of ${user.username}. If it was you, use this ` +
-      `within ${Math.round(deps.tokenTtlS / 60)} minutes:\n\n${link}\n\nIf it was not you, ignore this e-mail; your password stays as it is.\n`,
-  });
-  return { accepted: true };
+  return { ticket: { userId: user.id, token, expiresAt: expiresAt.toISOString() } };
 }

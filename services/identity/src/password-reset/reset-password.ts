@@ -6,10 +6,11 @@ import type { SessionRevoker } from '../auth/session-revoker.ts';
 import { endUserSessions } from '../auth/sessions.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { assertValidUserFields } from '../users/user-rules.ts';
-import { updateUserRow } from '../users/users.repository.ts';
+import { assertUncommonPassword } from '../users/password-rules.ts';
+import { findUserById, updateUserRow } from '../users/users.repository.ts';
 import { type ResetTokenRecord, findResetToken, lockResetToken, markResetTokenUsed } from './password-reset.repository.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
-import { resetTokenHash } from './request-password-reset.ts';
+import { resetTokenHash } from './reset-token.ts';
 
 export const RESET_DONE_MESSAGE = 'Your password has been reset; log in with the new password';
 const INVALID_TOKEN = 'The password reset token is invalid, used or expired';
@@ -36,11 +37,14 @@ export async function resetPassword(
   // Both checks come first: a refused request must not use up the token.
   const loginPage = input.loginPageLink === undefined ? undefined : assertAllowedLink(input.loginPageLink, deps.allowedOrigins, 'loginPageLink');
   assertValidUserFields({ password: input.newPassword }, 'newPassword');
+  assertUncommonPassword(input.newPassword);
 
   const userId = canonicalUuid(input.userId);
   const tokenHash = resetTokenHash(input.token);
   // bcrypt is the expensive step and this operation is anonymous: a made-up token must not buy a hash.
   if (!isUsable(await findResetToken(deps.db, userId, tokenHash))) throw invalidToken();
+  // Only a holder of a live token gets this far, so naming the username rule reveals nothing new.
+  assertUncommonPassword(input.newPassword, [(await findUserById(deps.db, userId))?.username]);
 
   const passwordHash = await deps.hasher.hash(input.newPassword);
   const ended = await deps.db.transaction(async (trx) => {

@@ -4,10 +4,10 @@ import type { Knex } from '@platform/service-kit';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from '../accounts/account.ts';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById } from '../accounts/accounts.repository.ts';
+import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { components } from '../generated/openapi.ts';
 import { activationCodeHmac, sameHmac } from './activation-code.ts';
 import { consumeActivationCode, lockOpenActivationCode, recordWrongCode } from './phone-activation.repository.ts';
-import { toE164 } from './phone-number.ts';
 
 /** Wrong codes a code survives; the 5th wrong one voids it (CONTRACT.md part 6). */
 export const MAX_WRONG_CODES = 5;
@@ -17,16 +17,16 @@ function refused(message: string): BadRequestError {
 }
 
 /**
- * POST /v1/accounts/phone-number-activation: a right, live code for the account's current number sets
- * `mobilePhoneNumberVerified`. The code row is locked while judged, so a code works once and N
- * concurrent wrong guesses count N.
+ * POST /v1/accounts/phone-number-activation: a right, live code sets `mobilePhoneNumberVerified` while the
+ * account holds the number the code was sent to, whatever else runs at the same time. The code row is
+ * locked while judged, so a code works once and N concurrent wrong guesses count N.
  */
 export async function activatePhoneNumber(
-  deps: { db: Knex; codeKey: string; defaultRegion: string },
+  deps: { db: Knex; codeKey: string },
   principal: Principal,
   input: components['schemas']['PhoneActivationBody'],
 ): Promise<AccountResponse> {
-  const account = await findAccountById(deps.db, input.accountId);
+  const account = await findAccountById(deps.db, canonicalUuid(input.accountId));
   if (account === undefined) throw new NotFoundError('Account not found');
   assertMayUseAccountOf(principal, account.userId);
 
@@ -38,11 +38,11 @@ export async function activatePhoneNumber(
       const attempts = await recordWrongCode(trx, code.id, MAX_WRONG_CODES);
       return { ok: false, refused: attempts >= MAX_WRONG_CODES ? 'The activation code is wrong and now void; request a new one' : 'The activation code is wrong' };
     }
+    // The account is not read here: the number is compared in the very UPDATE that sets the mark.
+    const activated = await consumeActivationCode(trx, code);
     // The number changed after the code went out: the code proves nothing about the new one.
-    if (account.mobilePhoneNumber === null || toE164(account.mobilePhoneNumber, deps.defaultRegion) !== code.phoneNumber) {
-      return { ok: false, refused: 'The phone number changed since the code was sent; request a new one' };
-    }
-    return { ok: true, activated: await consumeActivationCode(trx, code.id, account.id) };
+    if (activated === undefined) return { ok: false, refused: 'The phone number changed since the code was sent; request a new one' };
+    return { ok: true, activated };
   });
   if (!outcome.ok) throw refused(outcome.refused);
   return toAccountResponse(outcome.activated);

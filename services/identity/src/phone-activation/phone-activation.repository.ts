@@ -7,7 +7,10 @@ export interface ActivationCodeRecord {
   id: string;
   accountId: string;
   codeHmac: Buffer;
+  /** E.164: where the SMS went. */
   phoneNumber: string;
+  /** The account's number as stored when the code was made; null for codes older than the column (void). */
+  accountPhoneNumber: string | null;
   expiresAt: Date;
   failedAttempts: number;
 }
@@ -15,7 +18,7 @@ export interface ActivationCodeRecord {
 /** Voids the account's open code and stores the new one, in one transaction. */
 export async function replaceActivationCode(
   db: Knex,
-  code: { accountId: string; codeHmac: Buffer; phoneNumber: string; expiresAt: Date },
+  code: { accountId: string; codeHmac: Buffer; phoneNumber: string; accountPhoneNumber: string; expiresAt: Date },
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await trx('phone_activation_codes').where({ account_id: code.accountId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
@@ -23,6 +26,7 @@ export async function replaceActivationCode(
       account_id: code.accountId,
       code_hmac: code.codeHmac,
       phone_number: code.phoneNumber,
+      account_phone_number: code.accountPhoneNumber,
       expires_at: code.expiresAt,
     });
   });
@@ -40,6 +44,7 @@ export async function lockOpenActivationCode(trx: Knex.Transaction, accountId: s
       'account_id as accountId',
       'code_hmac as codeHmac',
       'phone_number as phoneNumber',
+      'account_phone_number as accountPhoneNumber',
       'expires_at as expiresAt',
       'failed_attempts as failedAttempts',
     )) as ActivationCodeRecord | undefined;
@@ -57,11 +62,23 @@ export async function recordWrongCode(trx: Knex.Transaction, id: string, maxAtte
   return row.failedAttempts;
 }
 
-/** Marks the code used and the account's phone verified, in the caller's transaction; returns the account. */
-export async function consumeActivationCode(trx: Knex.Transaction, id: string, accountId: string): Promise<AccountRecord> {
-  await trx('phone_activation_codes').where({ id }).update({ used_at: trx.fn.now() });
-  const [account] = (await trx('accounts').where({ id: accountId }).update({ mobile_phone_number_verified: true }).returning(ACCOUNT_COLUMNS)) as [
-    AccountRecord,
-  ];
+/**
+ * Marks the account's phone verified and the code used, in the caller's transaction, but only while the
+ * account still holds the number the code was sent to: checked and set in one UPDATE, so a concurrent
+ * change of the number either commits first (then nothing matches) or waits for this one (then the
+ * accounts trigger takes the mark away again). Returns the account, or undefined when the number
+ * changed; the code is void then.
+ */
+export async function consumeActivationCode(trx: Knex.Transaction, code: ActivationCodeRecord): Promise<AccountRecord | undefined> {
+  const [account] =
+    code.accountPhoneNumber === null
+      ? []
+      : ((await trx('accounts')
+          .where({ id: code.accountId, mobile_phone_number: code.accountPhoneNumber })
+          .update({ mobile_phone_number_verified: true })
+          .returning(ACCOUNT_COLUMNS)) as AccountRecord[]);
+  await trx('phone_activation_codes')
+    .where({ id: code.id })
+    .update(account === undefined ? { voided_at: trx.fn.now() } : { used_at: trx.fn.now() });
   return account;
 }

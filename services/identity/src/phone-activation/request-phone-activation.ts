@@ -3,6 +3,7 @@ import { BadRequestError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById } from '../accounts/accounts.repository.ts';
+import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { components } from '../generated/openapi.ts';
 import type { SmsSender } from '../notifications/sms-sender.ts';
 import { assertAllowedLink } from '../password-reset/redirect-allowlist.ts';
@@ -36,10 +37,10 @@ export async function requestPhoneActivation(
   principal: Principal,
   input: components['schemas']['PhoneActivationRequestBody'],
 ): Promise<components['schemas']['PhoneActivationTicket']> {
-  const account = await findAccountById(deps.db, input.accountId);
+  const account = await findAccountById(deps.db, canonicalUuid(input.accountId));
   if (account === undefined) throw new NotFoundError('Account not found');
   assertMayUseAccountOf(principal, account.userId);
-  if (account.userId !== input.userId.toLowerCase()) throw new NotFoundError('Account not found');
+  if (account.userId !== canonicalUuid(input.userId)) throw new NotFoundError('Account not found');
   const page = assertAllowedLink(input.phoneNumberActivationPageLink, deps.allowedLinkOrigins, 'phoneNumberActivationPageLink');
   if (account.mobilePhoneNumber === null) throw badRequest('The account has no mobilePhoneNumber to activate');
   const phoneNumber = toE164(account.mobilePhoneNumber, deps.defaultRegion);
@@ -49,7 +50,13 @@ export async function requestPhoneActivation(
   const code = newActivationCode();
   const expiresAt = new Date(Date.now() + deps.codeTtlS * 1000);
   try {
-    await replaceActivationCode(deps.db, { accountId: account.id, codeHmac: activationCodeHmac(deps.codeKey, account.id, code), phoneNumber, expiresAt });
+    await replaceActivationCode(deps.db, {
+      accountId: account.id,
+      codeHmac: activationCodeHmac(deps.codeKey, account.id, code),
+      phoneNumber,
+      accountPhoneNumber: account.mobilePhoneNumber,
+      expiresAt,
+    });
   } catch (err) {
     await deps.limits.release(account.id, phoneNumber);
     throw err;

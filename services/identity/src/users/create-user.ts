@@ -3,6 +3,7 @@ import type { Knex } from '@platform/service-kit';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { components } from '../generated/openapi.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
+import { assertUncommonPassword } from './password-rules.ts';
 import { assertValidUserFields } from './user-rules.ts';
 import { insertUserIfAbsent } from './users.repository.ts';
 
@@ -15,6 +16,7 @@ export async function createUser(
   input: components['schemas']['CreateUserRequest'],
 ): Promise<UserResponse> {
   assertValidUserFields(input);
+  if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
   const user = await insertUserIfAbsent(deps.db, {
     username: input.username,
     passwordHash: input.password === undefined ? null : await deps.hasher.hash(input.password),

@@ -1,27 +1,64 @@
-import type { Principal } from '@platform/auth';
+import { type Principal, hasAnyRole } from '@platform/auth';
 import { ConflictError, ForbiddenError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
+import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionRevoker } from '../auth/session-revoker.ts';
-import { endUserSessions } from '../auth/sessions.repository.ts';
+import { type SessionEndReason, endUserSessions } from '../auth/sessions.repository.ts';
 import type { components } from '../generated/openapi.ts';
+import { voidOpenResetTokens } from '../password-reset/password-reset.repository.ts';
+import { assertCurrentPassword } from './assert-current-password.ts';
+import { assertUncommonPassword } from './password-rules.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
 import { ADMIN_FIELDS, PROFILE_FIELDS, type UpdatableField, assertMayChange, assertValidUserFields, mayChange } from './user-rules.ts';
-import { type UserChanges, isUsernameTaken, updateUserRow } from './users.repository.ts';
+import type { UserRecord } from './user.ts';
+import { sendUsernameChangeNotice } from './username-change-notice.ts';
+import { countUsernameChange } from './username-changes.repository.ts';
+import { assertMayRename, assertWithinDailyCap, needsCurrentPassword } from './username-rules.ts';
+import { type UserChanges, isUsernameTaken, lockUserById, updateUserRow } from './users.repository.ts';
 
 type UpdateUserRequest = components['schemas']['UpdateUserRequest'];
 
+/** What an update needs; a wrong current password is counted like a failed login, hence the login's deps. */
+export interface UpdateUserDeps extends FailedLoginDeps {
+  hasher: PasswordHasher;
+  /** USERNAME_CHANGES_PER_DAY. */
+  usernameChangesPerDay: number;
+}
+
+function sameRoles(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((role) => b.includes(role));
+}
+
+/**
+ * Why the user's sessions must end after this change, if they must: a new username (the login moved),
+ * a new password, and any change of roles or status (CONTRACT.md part 4: privilege changes act at once,
+ * not when the access tokens expire).
+ */
+function sessionEndReason(before: UserRecord, input: UpdateUserRequest, renamed: boolean): SessionEndReason | undefined {
+  if (renamed) return 'username-changed';
+  const rolesChanged = input.roles !== undefined && !sameRoles(before.roles, input.roles);
+  const statusChanged = input.status !== undefined && input.status !== before.status;
+  return input.password !== undefined || rolesChanged || statusChanged ? 'user-changed' : undefined;
+}
+
+type Outcome = { taken: true } | { taken: false; updated: UserRecord; ended: string[]; previousUsername: string | undefined };
+
 /**
  * PATCH /v1/users/update. Only present fields change; each needs the caller's permission
- * (CONTRACT.md part 4). A new password or a status other than ACTIVE ends the user's sessions.
+ * (CONTRACT.md part 4). The user's row is locked while the change is judged and made, so what it is
+ * compared with (the roles and username before, the day's count of renames) is what it replaces.
  */
-export async function updateUser(deps: { db: Knex; hasher: PasswordHasher; sessions: SessionRevoker }, principal: Principal, input: UpdateUserRequest): Promise<UserResponse> {
+export async function updateUser(deps: UpdateUserDeps, principal: Principal, input: UpdateUserRequest): Promise<UserResponse> {
   const fields = [...PROFILE_FIELDS, ...ADMIN_FIELDS].filter((field) => input[field] !== undefined);
   // Someone who may not touch this user at all learns nothing about it, not even whether it exists.
   if (!mayChange(principal, input.userId, 'firstName')) throw new ForbiddenError();
   assertMayChange(principal, input.userId, fields as UpdatableField[]);
   assertValidUserFields(input);
+  const userId = canonicalUuid(input.userId);
+  const isAdmin = hasAnyRole(principal, ['ADMIN']);
+  if (input.username !== undefined && needsCurrentPassword(principal, userId)) await assertCurrentPassword(deps, userId, input.currentPassword);
+  if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
 
   const changes: UserChanges = {
     username: input.username,
@@ -35,20 +72,40 @@ export async function updateUser(deps: { db: Knex; hasher: PasswordHasher; sessi
     ...(input.status === 'ACTIVE' ? { failedLoginCount: 0 } : {}),
     ...(input.password === undefined ? {} : { passwordHash: await deps.hasher.hash(input.password) }),
   };
-  const endsSessions = input.password !== undefined || (input.status !== undefined && input.status !== 'ACTIVE');
-  const outcome = await deps.db
-    .transaction(async (trx) => {
-      const updated = await updateUserRow(trx, input.userId, changes);
-      if (updated === undefined) return undefined;
-      return { updated, ended: endsSessions ? await endUserSessions(trx, updated.id, 'user-changed') : [] };
-    })
-    .catch((err: unknown) => {
-      if (isUsernameTaken(err)) throw new ConflictError('Username already exists');
-      throw err;
-    });
+  const outcome = await deps.db.transaction(async (trx): Promise<Outcome | undefined> => {
+    const before = await lockUserById(trx, userId);
+    if (before === undefined) return undefined;
+    const renamed = input.username !== undefined && input.username !== before.username;
+    if (renamed) {
+      assertMayRename(principal, before);
+      // Counted before the uniqueness check and kept when it fails: a taken address costs a try too, so
+      // the 409/200 difference answers at most USERNAME_CHANGES_PER_DAY questions per user and day.
+      if (!isAdmin) assertWithinDailyCap(await countUsernameChange(trx, userId), deps.usernameChangesPerDay);
+    }
+    // The stored username is known only now; throwing rolls the change back.
+    if (input.password !== undefined) assertUncommonPassword(input.password, [before.username]);
+    const updated = await trx
+      .transaction((savepoint) => updateUserRow(savepoint, userId, changes))
+      .catch((err: unknown) => {
+        if (isUsernameTaken(err)) return 'taken' as const;
+        throw err;
+      });
+    if (updated === 'taken') return { taken: true };
+    if (updated === undefined) return undefined;
+    const reason = sessionEndReason(before, input, renamed);
+    const ended = reason === undefined ? [] : await endUserSessions(trx, userId, reason);
+    if (renamed) await voidOpenResetTokens(trx, userId);
+    return { taken: false, updated, ended, previousUsername: renamed ? before.username : undefined };
+  });
   if (outcome === undefined) throw new NotFoundError('User not found');
+  if (outcome.taken) throw new ConflictError('Username already exists');
   await deps.sessions.revoke(outcome.ended);
   const user = outcome.updated;
-  return toUserResponse(user, await findAccountByUserId(deps.db, user.id));
+  if (outcome.previousUsername !== undefined) {
+    sendUsernameChangeNotice(deps.mailer, { firstName: user.firstName, previousUsername: outcome.previousUsername, newUsername: user.username });
+  }
+  // Accounts are their owner's or an ADMIN's to read (CONTRACT.md part 4): a POWER_USER who changed
+  // someone's name gets the user back, not that user's phone number and address.
+  const mayReadAccount = isAdmin || principal.userId === user.id;
+  return toUserResponse(user, mayReadAccount ? await findAccountByUserId(deps.db, user.id) : undefined);
 }
-

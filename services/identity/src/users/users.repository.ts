@@ -25,6 +25,11 @@ export async function findUserById(db: Knex, id: string): Promise<UserRecord | u
   return (await db('users').where({ id }).first(COLUMNS)) as UserRecord | undefined;
 }
 
+/** The user with that id, locked until the transaction ends: changes of one user take turns. */
+export async function lockUserById(trx: Knex.Transaction, id: string): Promise<UserRecord | undefined> {
+  return (await trx('users').where({ id }).forUpdate().first(COLUMNS)) as UserRecord | undefined;
+}
+
 /** The fields a new user is stored with. */
 export interface NewUser {
   username: string;

@@ -1,17 +1,14 @@
 import { type TokenVerifier, bearerAuth, principalOf, requireAnyRole } from '@platform/auth';
-import type { Knex } from '@platform/service-kit';
 import { Router } from 'express';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionRevoker } from '../auth/session-revoker.ts';
 import type { components } from '../generated/openapi.ts';
 import { createUser } from './create-user.ts';
 import { unblockUser } from './unblock-user.ts';
-import { updateUser } from './update-user.ts';
+import { type UpdateUserDeps, updateUser } from './update-user.ts';
 
 type Schemas = components['schemas'];
 
 /** User administration; every operation needs a bearer token. */
-export function usersRouter(deps: { db: Knex; verifier: TokenVerifier; hasher: PasswordHasher; sessions: SessionRevoker }): Router {
+export function usersRouter(deps: UpdateUserDeps & { verifier: TokenVerifier }): Router {
   const router = Router();
   const authenticated = bearerAuth(deps.verifier);
   router.post('/v1/users/create', authenticated, requireAnyRole('ADMIN'), async (req, res) => {

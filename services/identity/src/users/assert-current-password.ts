@@ -1,0 +1,24 @@
+import { BadRequestError, ForbiddenError } from '@platform/errors';
+import { type FailedLoginDeps, countFailedLogin } from '../auth/count-failed-login.ts';
+import type { PasswordHasher } from '../auth/password-hasher.ts';
+import { findUserById } from './users.repository.ts';
+
+const MISSING = 'body.currentPassword is required to change your own username';
+
+/**
+ * Checks the `currentPassword` of a user changing its own username: missing → 400, wrong → 403, and a
+ * wrong one counts as a failed login, with the same block (CONTRACT.md part 4), so a stolen access token
+ * cannot be used to guess the password either.
+ */
+export async function assertCurrentPassword(
+  deps: FailedLoginDeps & { hasher: PasswordHasher },
+  userId: string,
+  currentPassword: string | undefined,
+): Promise<void> {
+  if (currentPassword === undefined) throw new BadRequestError(MISSING, { messages: [MISSING] });
+  const user = await findUserById(deps.db, userId);
+  const matches = await deps.hasher.verify(currentPassword, user?.passwordHash);
+  if (user !== undefined && matches) return;
+  if (user !== undefined) await countFailedLogin(deps, user);
+  throw new ForbiddenError('The current password is wrong');
+}
