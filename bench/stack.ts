@@ -124,6 +124,7 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     IDENTITY_PORT: String(ports.identity),
     RISK_PORT: String(ports.risk),
     GATEWAY_PORT: String(ports.gateway),
+    GATEWAY_MANAGEMENT_PORT: String(await freePort()),
     IDENTITY_URL: identityUrl,
     RISK_URL: `http://127.0.0.1:${ports.risk}`,
     IDENTITY_JWKS_URL: `${identityUrl}/.well-known/jwks.json`,

@@ -23,7 +23,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The local stack, started by this script, with its own ports and databases. */
 async function startStack(): Promise<{ gateway: string; processes: Record<string, string>; stop: () => Promise<void> }> {
-  const ports = { GATEWAY_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
+  const ports = { GATEWAY_PORT: await freePort(), GATEWAY_MANAGEMENT_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
   const databaseUrl = (prefix: string) => {
     const url = new URL(TEST_POSTGRES_URL);
     url.pathname = `/${uniqueName(prefix)}`;
@@ -36,8 +36,9 @@ async function startStack(): Promise<{ gateway: string; processes: Record<string
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // Where each process answers /health/ready and /metrics: the gateway's management port.
   const processes = {
-    gateway: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
+    gateway: `http://127.0.0.1:${ports.GATEWAY_MANAGEMENT_PORT}`,
     identity: `http://127.0.0.1:${ports.IDENTITY_PORT}`,
     risk: `http://127.0.0.1:${ports.RISK_PORT}`,
   };
@@ -49,7 +50,7 @@ async function startStack(): Promise<{ gateway: string; processes: Record<string
     }
   }
   return {
-    gateway: processes.gateway,
+    gateway: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
     processes,
     stop: async () => {
       child.kill('SIGINT');

@@ -87,7 +87,7 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
         const app = apps.get(d.name)!;
         const env: Record<string, string> = {};
         for (const [name, value] of imageEnv(REPO_ROOT, d)) if ('literal' in value) env[name] = inApp(app, value.literal);
-        Object.assign(env, shared, { [d.portKey]: String(ports[d.name]) });
+        Object.assign(env, shared, { [d.portKey]: String(ports[d.name]) }, d.name === 'gateway' ? { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } : {});
         const child = spawn(process.execPath, ['dist/src/index.js'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
         child.stdout.on('data', (c: Buffer) => (output += c.toString()));
         child.stderr.on('data', (c: Buffer) => (output += c.toString()));

@@ -38,6 +38,13 @@ describe('deployment checks on a broken copy', () => {
     includes(schemaProblems(built('test', 'identity')), 'containerPort must be integer');
   });
 
+  it('rejects a gateway whose metrics the ingress controller could reach, or whose management port is not declared', () => {
+    mutate('deploy/k8s/base/gateway/network-policy.yaml', /ports:\n\s+- port: http/, 'ports:\n        - port: http\n        - port: management');
+    includes(overlayProblems('prod', built('prod', 'gateway'), root), 'ingress-nginx may reach the http port only');
+    mutate('deploy/k8s/base/gateway/deployment.yaml', 'containerPort: 9080', 'containerPort: 9081');
+    includes(overlayProblems('prod', built('prod', 'gateway'), root), 'container port management must be 9080');
+  });
+
   it('rejects a setting that config.ts requires in prod and the overlay forgot', () => {
     mutate('deploy/k8s/overlays/prod/identity/kustomization.yaml', /\s+- BOOTSTRAP_ADMIN_USERNAME=\S+/, '');
     includes(overlayProblems('prod', built('prod', 'identity'), root), 'BOOTSTRAP_ADMIN_USERNAME is required in APP_ENV=prod');

@@ -22,7 +22,7 @@ describe('pnpm start with Postgres and Redis unreachable (embedded fallback)', f
 
   it('starts on PGlite and an in-process Redis shared by the three apps, says so first, and a signed login succeeds', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'embedded-stack-'));
-    const ports = { GATEWAY_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
+    const ports = { GATEWAY_PORT: await freePort(), GATEWAY_MANAGEMENT_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
     const child = spawn(process.execPath, ['scripts/start-local.ts'], {
       cwd: root,
       env: {

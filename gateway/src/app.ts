@@ -1,6 +1,6 @@
 import type { Express, Request } from 'express';
 import { createTokenVerifier, jwksKeySource } from '@platform/auth';
-import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
+import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
@@ -29,7 +29,10 @@ export interface GatewayDeps {
 
 /** The gateway app and what must be closed with it. */
 export interface Gateway {
+  /** The public port's app: the API, docs and health, never the metrics. */
   app: Express;
+  /** The management port's app: metrics and health (CONTRACT.md part 10). */
+  management: Express;
   /** Closes the upstream connection pools (after the server drained). */
   close: () => void;
 }
@@ -40,18 +43,21 @@ function pathOf(req: Request): string {
 }
 
 /**
- * Builds the gateway. It never listens: index.ts or a test does. Readiness follows Redis because the
- * gateway fails closed without it (CONTRACT.md part 3). Client keys become key objects here, once, and
- * the API document becomes the table of the operations proxied (CONTRACT.md part 8).
+ * Builds the gateway's two apps, public and management. It never listens: index.ts or a test does.
+ * Readiness follows Redis because the gateway fails closed without it (CONTRACT.md part 3). Client keys
+ * become key objects here, once, and the API document the table of the operations proxied (part 8).
  */
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
+  const checks = [redisCheck(deps.redis)];
   const app = createBaseApp({
     logger,
     metrics: deps.metrics,
-    checks: [redisCheck(deps.redis)],
+    checks,
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
+    // What the gateway counts is for the operators, not for its clients (CONTRACT.md part 10).
+    serveMetrics: false,
   });
   const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL });
   // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
@@ -80,10 +86,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
       metrics: createGatewayMetrics(deps.metrics),
       logger,
       trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+      assertionKey: config.INTERNAL_ASSERTION_KEY,
     }),
   );
   return {
     app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req)) }),
+    management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
     close: () => {
       proxies.identity.close();
       proxies.risk.close();

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type ConfigOf, env, httpLimitsSpec, packageRoot } from '@platform/service-kit';
+import { type ConfigOf, env, httpLimitsSpec, internalAssertionSpec, packageRoot } from '@platform/service-kit';
 import { LOCAL_CLIENT_KEYS, parseClientKeys } from './signing/client-keys.ts';
 
 // The services' OpenAPI documents beside the gateway in the repository (from src/ and from dist/ alike).
@@ -14,6 +14,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 export const gatewayConfigSpec = {
   GATEWAY_PORT: env.port('Port the gateway listens on (the only public port)', { default: 8080 }),
+  GATEWAY_MANAGEMENT_PORT: env.port('Internal port serving /metrics and /health/* (never exposed publicly)', { default: 9080 }),
   HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
   LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
   REDIS_URL: env.url('Redis URL (nonces, idempotency keys, token blacklist)', ['redis:', 'rediss:'], {
@@ -52,6 +53,7 @@ export const gatewayConfigSpec = {
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
   // The gateway's deadline is a backstop above UPSTREAM_TIMEOUT_MS, so an upstream's own 504 comes first.
   ...httpLimitsSpec({ requestDeadlineMs: 15_000 }),
+  ...internalAssertionSpec,
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewayConfigSpec>;

@@ -30,6 +30,7 @@ await serveUntilStopped({
   service: 'gateway',
   app: gateway.app,
   port: config.GATEWAY_PORT,
+  management: { app: gateway.management, port: config.GATEWAY_MANAGEMENT_PORT },
   host: config.HOST,
   logger,
   lifecycle,

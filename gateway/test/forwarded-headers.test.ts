@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { assertForwarding } from '@platform/service-kit';
 import { clientOrigin, clientResponseHeaders, upstreamRequestHeaders } from '../src/proxy/forwarded-headers.ts';
 
 describe('forwarded headers', () => {
-  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', bodyLength: 0 };
+  const assertionKey = 'test-internal-assertion-key-0123456789abcdef';
+  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', target: '/v1/x?y=1', bodyLength: 0, assertionKey };
 
   it('sends the upstream only allow-listed client headers plus the gateway\'s own', () => {
     const out = upstreamRequestHeaders(
@@ -16,11 +18,17 @@ describe('forwarded headers', () => {
         'x-client-key-id': 'forged',
         'x-request-id': 'client-chosen',
         signature: 'sig1=:AA==:',
+        'x-internal-assertion': 'v1;t=1;mac=forged',
         host: 'api.example.com',
       },
       facts,
     );
-    assert.deepEqual(out, {
+    const { 'x-internal-assertion': assertion, ...rest } = out;
+    // The gateway vouches for exactly what it sends (CONTRACT.md part 10); a client's copy is dropped.
+    const t = Number(/^v1;t=(\d+);/.exec(assertion ?? '')?.[1]);
+    assert.ok(Math.abs(t - Date.now() / 1000) < 5, String(assertion));
+    assert.equal(assertion, assertForwarding(assertionKey, { method: 'GET', target: '/v1/x?y=1', forwardedFor: '10.0.0.7', forwardedProto: 'https', clientKeyId: 'k1' }, t));
+    assert.deepEqual(rest, {
       accept: 'application/json',
       authorization: 'Bearer t',
       'x-idempotency-key': 'i1',

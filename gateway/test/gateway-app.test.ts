@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import request from 'supertest';
 import { closeRedis, createMetrics, loadConfig } from '@platform/service-kit';
 import { type TestRedis, captureLogger, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
-import { createApp } from '../src/app.ts';
+import { createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocumentFor } from '../src/docs/load-api-document.ts';
 import type { OpenApiDocument } from '../src/docs/openapi-merge.ts';
@@ -19,10 +19,11 @@ describe('gateway app', () => {
     await testRedis.close();
   });
 
-  function build(redis = testRedis.redis) {
+  function buildGateway(redis = testRedis.redis) {
     const config = loadConfig(gatewayConfigSpec, {});
-    return createApp({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
+    return createGateway({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
   }
+  const build = (redis = testRedis.redis) => buildGateway(redis).app;
 
   it('GET /health/ready answers 200 while Redis answers, and 503 when it does not (the gateway fails closed)', async () => {
     assert.equal((await request(build()).get('/health/ready')).status, 200);
@@ -52,11 +53,19 @@ describe('gateway app', () => {
     assert.equal(unsigned.body.message, 'Invalid request signature');
   });
 
-  it('GET /metrics serves the Prometheus text format', async () => {
-    const app = build();
+  it('GET /metrics is served on the management port only, in the Prometheus text format; health on both (CONTRACT.md part 10)', async () => {
+    const { app, management } = buildGateway();
     await request(app).get('/nowhere');
-    const res = await request(app).get('/metrics');
+    const hidden = await request(app).get('/metrics');
+    assert.equal(hidden.status, 404);
+    assert.equal(hidden.body.message, 'No route for GET /metrics');
+    const res = await request(management).get('/metrics');
     assert.equal(res.status, 200);
-    assert.match(res.text, /^http_requests_total\{.*route="unmatched".*\} 1$/m);
+    assert.match(res.text, /^http_requests_total\{.*route="unmatched".*status="404".*\} 2$/m);
+    for (const path of ['/health/live', '/health/ready']) {
+      assert.equal((await request(app).get(path)).status, 200, path);
+      assert.equal((await request(management).get(path)).status, 200, path);
+    }
+    assert.equal((await request(management).get('/v1/weather-stations/get-cities')).status, 404, 'the management port serves no API');
   });
 });

@@ -13,7 +13,7 @@ describe('gateway configuration', () => {
   });
 
   for (const appEnv of ['test', 'prod']) {
-    it(`in ${appEnv}, refuses to start without client keys, upstreams, JWKS and Redis, naming each`, () => {
+    it(`in ${appEnv}, refuses to start without client keys, upstreams, JWKS, Redis and the internal assertion key, naming each`, () => {
       let caught: unknown;
       try {
         loadConfig(gatewayConfigSpec, { APP_ENV: appEnv });
@@ -22,7 +22,7 @@ describe('gateway configuration', () => {
       }
       assert.ok(caught instanceof ConfigError);
       const named = caught.problems.map((p) => p.split(' ')[0]).sort();
-      assert.deepEqual(named, ['GATEWAY_CLIENT_KEYS', 'IDENTITY_JWKS_URL', 'IDENTITY_URL', 'REDIS_URL', 'RISK_URL']);
+      assert.deepEqual(named, ['GATEWAY_CLIENT_KEYS', 'IDENTITY_JWKS_URL', 'IDENTITY_URL', 'INTERNAL_ASSERTION_KEY', 'REDIS_URL', 'RISK_URL']);
     });
   }
 
@@ -34,6 +34,7 @@ describe('gateway configuration', () => {
       RISK_URL: 'http://risk:8082',
       IDENTITY_JWKS_URL: 'http://identity:8081/.well-known/jwks.json',
       GATEWAY_CLIENT_KEYS: JSON.stringify([{ keyId: 'partner', alg: 'hmac-sha256', secret: 'a-partner-secret-of-32-bytes-abc' }]),
+      INTERNAL_ASSERTION_KEY: 'an-internal-assertion-key-of-32-bytes',
     });
     assert.deepEqual(config.CORS_ORIGINS, []);
   });

@@ -154,14 +154,15 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     assert.equal((await send(gw.url, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: gw.keys.hmac, body: atLimit }), atLimit)).status, 200);
   });
 
-  it('serves /health/live, /health/ready and /metrics itself, unsigned, and counts rejections', async () => {
+  it('serves /health/live, /health/ready itself, /metrics on the management port, unsigned, and counts rejections', async () => {
     const before = gw.identity.received.length + gw.risk.received.length;
     assert.equal((await send(gw.url, 'GET', '/health/live')).status, 200);
     assert.equal((await send(gw.url, 'GET', '/health/ready')).status, 200);
     await send(gw.url, 'PATCH', '/v1/users/update', { 'x-idempotency-key': 'k1' });
     await send(gw.url, 'GET', '/v1/users/update', { 'x-idempotency-key': 'k2' });
     await send(gw.url, 'GET', '/v1/users/nothing', { 'x-idempotency-key': 'k3' });
-    const metrics = await send(gw.url, 'GET', '/metrics');
+    assert.equal((await send(gw.url, 'GET', '/metrics')).status, 404, 'metrics are on the management port only');
+    const metrics = await send(gw.managementUrl, 'GET', '/metrics');
     assert.equal(metrics.status, 200);
     const text = metrics.body.toString();
     for (const reason of ['signature', 'method-not-allowed', 'unknown-operation']) {

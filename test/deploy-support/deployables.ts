@@ -19,6 +19,8 @@ export interface Deployable {
   dir: string;
   /** The variable naming its port. */
   portKey: string;
+  /** The variable naming its management port (metrics and health only), if it has one. */
+  managementPortKey?: string;
   spec: ConfigSpec;
   /** The cross-key rules its composition root applies after parsing. */
   refine?: (config: Record<string, unknown>) => string[];
@@ -27,7 +29,7 @@ export interface Deployable {
 }
 
 export const DEPLOYABLES: readonly Deployable[] = [
-  { name: 'gateway', dir: 'gateway', portKey: 'GATEWAY_PORT', spec: gatewayConfigSpec, scripts: {} },
+  { name: 'gateway', dir: 'gateway', portKey: 'GATEWAY_PORT', managementPortKey: 'GATEWAY_MANAGEMENT_PORT', spec: gatewayConfigSpec, scripts: {} },
   {
     name: 'identity',
     dir: 'services/identity',
@@ -56,10 +58,10 @@ export type EnvValue = { literal: string } | { secret: string };
 // Set by the images themselves or read by the scripts, not by config.ts.
 const NOT_IN_SPECS = new Set(['APP_ENV', 'NODE_ENV', 'NODE_OPTIONS']);
 
-/** The port a deployable listens on with this environment. */
-export function portOf(d: Deployable, env: ReadonlyMap<string, EnvValue>): number {
-  const value = env.get(d.portKey);
-  return value !== undefined && 'literal' in value ? Number(value.literal) : Number(d.spec[d.portKey]?.default);
+/** The port a deployable listens on with this environment (or the one `key` names). */
+export function portOf(d: Deployable, env: ReadonlyMap<string, EnvValue>, key = d.portKey): number {
+  const value = env.get(key);
+  return value !== undefined && 'literal' in value ? Number(value.literal) : Number(d.spec[key]?.default);
 }
 
 /** The value a variable resolves to with this environment: set, or its default, as config.ts would pick. */

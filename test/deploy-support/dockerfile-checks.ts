@@ -81,7 +81,12 @@ export function dockerfileProblems(root: string, d: Deployable): string[] {
   }
 
   const expose = final.filter((i) => i.op === 'EXPOSE').map((i) => i.args);
-  if (expose.join() !== port) problems.push(`${where}: EXPOSE ${expose.join()} is not the port ${port}`);
+  const managementPort = d.managementPortKey === undefined ? undefined : String(d.spec[d.managementPortKey]?.default);
+  const ports = managementPort === undefined ? port : `${port} ${managementPort}`;
+  if (expose.join() !== ports) problems.push(`${where}: EXPOSE ${expose.join()} is not the port ${ports}`);
+  if (d.managementPortKey !== undefined && literal(d.managementPortKey) !== managementPort) {
+    problems.push(`${where}: ${d.managementPortKey} must be ${managementPort}, the default of config.ts`);
+  }
   const healthcheck = final.find((i) => i.op === 'HEALTHCHECK')?.args ?? '';
   if (!healthcheck.includes('/health/live') || !healthcheck.includes(`process.env.${d.portKey}`)) {
     problems.push(`${where}: HEALTHCHECK must call /health/live on $${d.portKey}`);

@@ -76,12 +76,18 @@ function workloadProblems(d: Deployable, appEnv: AppEnv, objects: readonly K8sOb
   const port = portOf(d, env);
   const http = ((container.ports as Json[] | undefined) ?? []).find((p) => p.name === 'http');
   if (http?.containerPort !== port) problems.push(`${where}: container port http must be ${port} (${d.portKey}), got ${String(http?.containerPort)}`);
+  // A management port (metrics and health only) is declared as `management` with the port its variable names.
+  const management = ((container.ports as Json[] | undefined) ?? []).find((p) => p.name === 'management');
+  if (d.managementPortKey !== undefined && management?.containerPort !== portOf(d, env, d.managementPortKey)) {
+    problems.push(`${where}: container port management must be ${portOf(d, env, d.managementPortKey)} (${d.managementPortKey}), got ${String(management?.containerPort)}`);
+  }
+  const probePorts = new Set<unknown>(['http', port, ...(management === undefined ? [] : ['management', management.containerPort])]);
   for (const [probe, path] of [
     ['readinessProbe', '/health/ready'],
     ['livenessProbe', '/health/live'],
   ] as const) {
     const httpGet = get(container, probe, 'httpGet') as Json | undefined;
-    if (httpGet?.path !== path || (httpGet.port !== 'http' && httpGet.port !== port)) problems.push(`${where}: ${probe} must GET ${path} on the http port`);
+    if (httpGet?.path !== path || !probePorts.has(httpGet.port)) problems.push(`${where}: ${probe} must GET ${path} on the http or management port`);
   }
   if (get(container, 'resources', 'requests', 'cpu') === undefined || get(container, 'resources', 'requests', 'memory') === undefined) {
     problems.push(`${where}: needs cpu and memory requests`);
@@ -125,14 +131,32 @@ function workloadProblems(d: Deployable, appEnv: AppEnv, objects: readonly K8sOb
   return { problems, env };
 }
 
+/**
+ * The gateway's policy: the ingress controller reaches its public port only, the monitoring namespace
+ * its management port only (CONTRACT.md part 10: /metrics is never on the public port).
+ */
+function gatewayPolicyProblems(where: string, rules: readonly Json[]): string[] {
+  const problems: string[] = [];
+  const portsOf = (rule: Json) => ((rule.ports as Json[] | undefined) ?? []).map((p) => p.port);
+  for (const rule of rules) {
+    for (const peer of (rule.from as Json[] | undefined) ?? [{}]) {
+      const namespace = get(peer, 'namespaceSelector', 'matchLabels', 'kubernetes.io/metadata.name');
+      const expected = namespace === 'ingress-nginx' ? 'http' : namespace === 'monitoring' ? 'management' : undefined;
+      if (peer.podSelector !== undefined || expected === undefined) problems.push(`${where}: lets in ${JSON.stringify(peer)}; only ingress-nginx and monitoring may`);
+      else if (portsOf(rule).length !== 1 || portsOf(rule)[0] !== expected) problems.push(`${where}: ${namespace} may reach the ${expected} port only, got ${JSON.stringify(portsOf(rule))}`);
+    }
+  }
+  return problems;
+}
+
 /** Who may reach a pod: every `from` peer must be the gateway, an allowed caller, or the monitoring namespace. */
 function networkPolicyProblems(d: Deployable, appEnv: AppEnv, objects: readonly K8sObject[]): string[] {
   const allowed: Record<string, string[]> = { identity: ['gateway', 'risk'], risk: ['gateway'] };
   const callers = allowed[d.name];
-  if (callers === undefined) return [];
   const policy = objects.find((o) => o.kind === 'NetworkPolicy' && get(o, 'spec', 'podSelector', 'matchLabels', 'app.kubernetes.io/name') === d.name);
   const where = `${appEnv} NetworkPolicy for ${d.name}`;
   if (policy === undefined || !(get(policy, 'spec', 'policyTypes') as string[] | undefined)?.includes('Ingress')) return [`${where}: missing, or not for Ingress`];
+  if (callers === undefined) return gatewayPolicyProblems(where, (get(policy, 'spec', 'ingress') as Json[] | undefined) ?? []);
   const problems: string[] = [];
   for (const rule of (get(policy, 'spec', 'ingress') as Json[] | undefined) ?? []) {
     const peers = rule.from as Json[] | undefined;

@@ -32,8 +32,10 @@ describe('the platform\'s surface: headers, CORS, logs', function () {
       const answers: Array<[string, Answer]> = [
         ['gateway live', await sendRaw(stack.gatewayUrl, 'GET', '/health/live')],
         ['gateway ready', await sendRaw(stack.gatewayUrl, 'GET', '/health/ready')],
-        ['gateway metrics', await sendRaw(stack.gatewayUrl, 'GET', '/metrics')],
-        ['gateway docs without a document', await sendRaw(stack.gatewayUrl, 'GET', '/docs')],
+        ['gateway metrics (management port)', await sendRaw(stack.gatewayManagementUrl, 'GET', '/metrics')],
+        ['gateway metrics refused on the public port', await sendRaw(stack.gatewayUrl, 'GET', '/metrics')],
+        ['gateway management 404', await sendRaw(stack.gatewayManagementUrl, 'GET', '/nowhere')],
+        ['gateway docs', await sendRaw(stack.gatewayUrl, 'GET', '/docs')],
         ['gateway 404', await sendRaw(stack.gatewayUrl, 'GET', '/nowhere')],
         ['gateway 405', await sendRaw(stack.gatewayUrl, 'POST', '/health/live')],
         ['gateway 400 no idempotency key', await sendRaw(stack.gatewayUrl, 'GET', '/v1/weather-stations/get-cities')],

@@ -22,6 +22,8 @@ export interface ApiRequestDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   trustedProxyHops: number;
+  /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
+  assertionKey: string;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -95,7 +97,9 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
       proto: origin.proto,
       host: req.headers.host,
       method: req.method,
+      target: req.originalUrl,
       bodyLength: body.length,
+      assertionKey: deps.assertionKey,
     });
     proxy.forward(req, res, next, { body, headers, release, done: deps.metrics.upstreamTimer(proxy.name) });
   } catch (err) {

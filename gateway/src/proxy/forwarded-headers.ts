@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { CLIENT_KEY_ID_HEADER } from '@platform/auth';
+import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding } from '@platform/service-kit';
 
 /**
  * Client headers an upstream may see. Everything else is dropped: hop-by-hop headers, cookies, the
- * signature headers (the gateway's business only) and any X-Forwarded-* or X-Client-Key-Id a client
- * tries to set, which the gateway writes itself.
+ * signature headers (the gateway's business only) and any X-Forwarded-*, X-Client-Key-Id or
+ * X-Internal-Assertion a client tries to set, which the gateway writes itself.
  */
 export const FORWARDED_REQUEST_HEADERS = [
   'accept',
@@ -42,7 +42,11 @@ export interface ForwardingFacts {
   /** The Host the client addressed. */
   host: string | undefined;
   method: string;
+  /** The request target (path and query) as forwarded. */
+  target: string;
   bodyLength: number;
+  /** INTERNAL_ASSERTION_KEY: the services believe the address and key id only under its assertion. */
+  assertionKey: string;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -59,6 +63,14 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
   out[CLIENT_KEY_ID_HEADER] = facts.keyId;
   out['x-forwarded-for'] = facts.clientAddress;
   out['x-forwarded-proto'] = facts.proto;
+  // CONTRACT.md part 10: without this a service takes neither the address nor the key id for true.
+  out[INTERNAL_ASSERTION_HEADER] = assertForwarding(facts.assertionKey, {
+    method: facts.method,
+    target: facts.target,
+    forwardedFor: facts.clientAddress,
+    forwardedProto: facts.proto,
+    clientKeyId: facts.keyId,
+  });
   if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
   // The body is re-sent from the verified buffer, so its length is known: never chunked upstream.
   if (facts.bodyLength > 0 || BODY_METHODS.has(facts.method)) out['content-length'] = String(facts.bodyLength);

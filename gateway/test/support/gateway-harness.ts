@@ -29,6 +29,8 @@ export function testKeys(): TestKeys {
 
 export interface TestGateway {
   url: string;
+  /** The management port: /metrics and /health/*. */
+  managementUrl: string;
   keys: TestKeys;
   issuer: TestIssuer;
   identity: FakeUpstream;
@@ -86,15 +88,17 @@ export async function startGateway(options: TestGatewayOptions): Promise<TestGat
     throw err;
   }
   const server = await listen(gateway.app, 0, '127.0.0.1');
+  const management = await listen(gateway.management, 0, '127.0.0.1');
   return {
     url: server.url,
+    managementUrl: management.url,
     keys,
     issuer,
     identity,
     risk,
     logs,
     close: async () => {
-      await server.close(1000);
+      await Promise.all([server.close(1000), management.close(1000)]);
       gateway.close();
       await stopHelpers();
     },

@@ -6,12 +6,6 @@ import type { TokenVerifier } from './verifier.ts';
 
 const principals = new WeakMap<Request, Principal>();
 
-/**
- * The header in which the gateway tells an upstream which client key signed the request. The gateway
- * removes any copy a client sends, so an upstream can trust it (per-client login throttling).
- */
-export const CLIENT_KEY_ID_HEADER = 'x-client-key-id';
-
 /** The token in `Authorization: Bearer <token>`, or undefined. The scheme is case-insensitive (RFC 9110). */
 export function bearerTokenOf(header: string | undefined): string | undefined {
   const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header ?? '');

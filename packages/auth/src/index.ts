@@ -7,7 +7,7 @@ export {
   revocationKeys,
   sessionRevocationKey,
 } from './blacklist.ts';
-export { CLIENT_KEY_ID_HEADER, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
+export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';

@@ -57,6 +57,8 @@ export interface ServeOptions {
   connections: Record<string, string>;
   /** Closed in order after the server drained. */
   closers: ReadonlyArray<{ name: string; close: () => Promise<void> }>;
+  /** A second, internal port (metrics, health) on the same host, drained with the first. */
+  management?: { app: RequestListener; port: number };
 }
 
 /**
@@ -66,15 +68,16 @@ export interface ServeOptions {
 export async function serveUntilStopped(options: ServeOptions): Promise<void> {
   exitOnUncaughtErrors(options.logger);
   const server = await listen(options.app, options.port, options.host, options.limits);
+  const management = options.management === undefined ? undefined : await listen(options.management.app, options.management.port, options.host, options.limits);
   const connections = Object.fromEntries(Object.entries(options.connections).map(([k, v]) => [k, safeUrl(v)]));
   options.logger.info(
-    { url: server.url, appEnv: options.appEnv, ...connections },
-    `${options.service} listening on ${server.url} (APP_ENV=${options.appEnv})`,
+    { url: server.url, ...(management === undefined ? {} : { managementUrl: management.url }), appEnv: options.appEnv, ...connections },
+    `${options.service} listening on ${server.url}${management === undefined ? '' : ` (management on ${management.url})`} (APP_ENV=${options.appEnv})`,
   );
   stopOnSignals({
     logger: options.logger,
     lifecycle: options.lifecycle,
-    servers: [server],
+    servers: management === undefined ? [server] : [server, management],
     drainTimeoutMs: options.drainTimeoutMs,
     closers: options.closers,
     exit: hostedExit(options.service),

@@ -3,6 +3,7 @@ import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platfo
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
 import { rejectNulCharacters, requestDeadline, securityHeaders } from './http-guards.ts';
 import { httpLogger } from './http-logger.ts';
+import { trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
@@ -16,6 +17,8 @@ export interface BaseAppOptions {
   lifecycle: Lifecycle;
   /** The outer deadline of every request, after which it answers 503 (REQUEST_DEADLINE_MS); none when omitted. */
   requestDeadlineMs?: number;
+  /** Serve `/metrics` here (default); false where it belongs on a management port only. */
+  serveMetrics?: boolean;
 }
 
 /**
@@ -43,13 +46,23 @@ export function createBaseApp(options: BaseAppOptions): Express {
   );
   const operations = express.Router();
   operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger }));
-  operations.use(options.metrics.router);
-  app.use(onlyUnder(OPERATIONS_PATHS, operations));
+  const serveMetrics = options.serveMetrics ?? true;
+  if (serveMetrics) operations.use(options.metrics.router);
+  app.use(onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations));
   return app;
 }
 
 /** The paths of the health and metrics routers (case-insensitive, as Express routes by default). */
 const OPERATIONS_PATHS = /^\/(health|metrics)(\/|$)/i;
+const HEALTH_PATHS = /^\/health(\/|$)/i;
+
+/**
+ * An app for a management port: health and metrics only, everything else 404. For a process whose
+ * public port must not show its metrics (the gateway, CONTRACT.md part 10).
+ */
+export function createManagementApp(options: Omit<BaseAppOptions, 'serveMetrics' | 'requestDeadlineMs'>): Express {
+  return finishApp(createBaseApp({ ...options, serveMetrics: true }));
+}
 
 /**
  * Middlewares run in order as one router layer: every layer of an Express app costs a dispatch and a few
@@ -108,10 +121,13 @@ export interface ApiAppOptions extends BaseAppOptions {
   routers: readonly RequestHandler[];
   /** How the error handler fills `messages`. */
   errors?: ErrorHandlerOptions;
+  /** INTERNAL_ASSERTION_KEY: forwarded addresses and client key ids are believed only under its assertion. */
+  internalAssertionKey: string;
 }
 
 /**
- * A service app whose API is an OpenAPI document: the base app, JSON bodies up to 100 kB, no NUL
+ * A service app whose API is an OpenAPI document: the base app, the origin of the request (forwarded
+ * facts only under the gateway's assertion), JSON bodies up to 100 kB, no NUL
  * characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
  * yet, then the 404 and error handlers.
  */
@@ -119,6 +135,7 @@ export function createApiApp(options: ApiAppOptions): Express {
   const app = createBaseApp(options);
   app.use(
     inSequence([
+      trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),
       express.json({ limit: '100kb' }),
       rejectNulCharacters,
       ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),

@@ -6,6 +6,7 @@ export * from './health.ts';
 export * from './http-app.ts';
 export * from './http-guards.ts';
 export * from './http-logger.ts';
+export * from './internal-assertion.ts';
 export * from './limits-config.ts';
 export * from './logger.ts';
 export * from './metrics.ts';

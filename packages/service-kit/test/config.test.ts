@@ -36,6 +36,7 @@ function identityProdEnv(): Source {
     SMS_PROVIDER: 'log',
     SMS_HTTP_TOKEN: 'sms-token-3307',
     SMS_CODE_HMAC_KEY: 'sms-hmac-key-6161',
+    INTERNAL_ASSERTION_KEY: 'internal-assertion-key-8842-long-enough',
   };
 }
 
@@ -50,6 +51,7 @@ function gatewayProdEnv(): Source {
     RISK_URL: 'https://risk.internal',
     IDENTITY_JWKS_URL: 'http://identity.internal:8081/.well-known/jwks.json',
     GATEWAY_CLIENT_KEYS: prodClientKeys,
+    INTERNAL_ASSERTION_KEY: 'internal-assertion-key-8842-long-enough',
   };
 }
 
@@ -63,10 +65,11 @@ const IDENTITY_REQUIRED = [
   'MAIL_PROVIDER',
   'SMS_PROVIDER',
   'SMS_CODE_HMAC_KEY',
+  'INTERNAL_ASSERTION_KEY',
 ];
 
 /** Every gateway key without a plain default. */
-const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'GATEWAY_CLIENT_KEYS'];
+const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'GATEWAY_CLIENT_KEYS', 'INTERNAL_ASSERTION_KEY'];
 
 describe('loadConfig', () => {
   describe('with APP_ENV=local', () => {
@@ -323,7 +326,7 @@ describe('describeConfig', () => {
     const source = identityProdEnv();
     const config = loadConfig(identityConfigSpec, source);
     const described = describeConfig(identityConfigSpec, config);
-    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY'];
+    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY', 'INTERNAL_ASSERTION_KEY'];
     assert.deepEqual(Object.keys(described).sort(), ['APP_ENV', ...Object.keys(identityConfigSpec)].sort());
     assert.equal(described.APP_ENV, 'prod');
     for (const [key, value] of Object.entries(described)) {

@@ -83,6 +83,7 @@ export function createApp(deps: IdentityDeps): Express {
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     apiSpec: OPENAPI_PATH,
+    internalAssertionKey: config.INTERNAL_ASSERTION_KEY,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [
       authRouter(auth, jwksOf([deps.signingKey])),
@@ -130,7 +131,5 @@ export function createApp(deps: IdentityDeps): Express {
       accountsRouter({ db, verifier }),
     ],
   });
-  // The gateway is the only caller; its X-Forwarded-For names the client for login throttling.
-  app.set('trust proxy', config.TRUST_PROXY_HOPS);
   return app;
 }

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec } from '@platform/service-kit';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -26,6 +26,7 @@ export const identityConfigSpec = {
   // Below the gateway's UPSTREAM_TIMEOUT_MS (10 s), so the client reads this service's 503, not a 504.
   ...httpLimitsSpec({ requestDeadlineMs: 8000 }),
   ...databaseLimitsSpec,
+  ...internalAssertionSpec,
 
   BOOTSTRAP_ADMIN_USERNAME: env.string('ADMIN created at start when missing, never overwritten', {
     localDefault: 'admin@example.com',
@@ -55,9 +56,6 @@ export const identityConfigSpec = {
 
   USERNAME_CHANGES_PER_DAY: env.integer('Changes of one user\'s username by non-ADMINs per UTC day (429 beyond)', { min: 1, max: 1000 }, { default: 3 }),
 
-  TRUST_PROXY_HOPS: env.integer('Proxies in front (the gateway) whose X-Forwarded-For is trusted for the source address', { min: 0, max: 10 }, {
-    default: 1,
-  }),
   PASSWORD_RESET_TTL_S: env.integer('Password reset token lifetime, seconds', { min: 60, max: 86_400 }, { default: 1800 }),
   PASSWORD_RESET_REQUESTS_PER_HOUR: env.integer('Password reset requests per hour per client key and per source address', { min: 1, max: 100_000 }, {
     default: 20,

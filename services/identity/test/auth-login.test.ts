@@ -25,7 +25,7 @@ describe('POST /v1/auth/login', () => {
   });
 
   const login = (username: string, password: string, address = '10.0.0.1') =>
-    request(identity.app).post('/v1/auth/login').set('X-Forwarded-For', address).send({ username, password });
+    request(identity.app).post('/v1/auth/login').set(identity.viaGateway('POST', '/v1/auth/login', { address })).send({ username, password });
 
   it('when the credentials are right, answers 200 with a bearer access token carrying the contract claims', async () => {
     const user = await identity.createUser({ roles: ['STANDARD_USER', 'POWER_USER'] });
@@ -163,12 +163,12 @@ describe('POST /v1/auth/login throttling', () => {
     const address = '192.0.2.10';
     const users = await Promise.all([identity.createUser(), identity.createUser(), identity.createUser(), identity.createUser()]);
     for (const user of users.slice(0, 3)) {
-      const res = await request(identity.app).post('/v1/auth/login').set('X-Forwarded-For', address).send({ username: user.username, password: 'wrong-password' });
+      const res = await request(identity.app).post('/v1/auth/login').set(identity.viaGateway('POST', '/v1/auth/login', { address })).send({ username: user.username, password: 'wrong-password' });
       assert.equal(res.status, 401);
     }
     const res = await request(identity.app)
       .post('/v1/auth/login')
-      .set('X-Forwarded-For', address)
+      .set(identity.viaGateway('POST', '/v1/auth/login', { address }))
       .send({ username: users[3]!.username, password: users[3]!.password });
     assert.equal(res.status, 429);
     assert.equal(res.body.message, 'Too many login attempts');
@@ -178,7 +178,7 @@ describe('POST /v1/auth/login throttling', () => {
 
     const elsewhere = await request(identity.app)
       .post('/v1/auth/login')
-      .set('X-Forwarded-For', '192.0.2.11')
+      .set(identity.viaGateway('POST', '/v1/auth/login', { address: '192.0.2.11' }))
       .send({ username: users[3]!.username, password: users[3]!.password });
     assert.equal(elsewhere.status, 200, 'another address is not affected');
   });
@@ -188,20 +188,17 @@ describe('POST /v1/auth/login throttling', () => {
     for (let i = 0; i < 3; i += 1) {
       await request(identity.app)
         .post('/v1/auth/login')
-        .set('X-Forwarded-For', `198.51.100.${i}`)
-        .set('X-Client-Key-Id', 'bulk-client')
+        .set(identity.viaGateway('POST', '/v1/auth/login', { address: `198.51.100.${i}`, clientKeyId: 'bulk-client' }))
         .send({ username: user.username, password: 'wrong-password' });
     }
     const res = await request(identity.app)
       .post('/v1/auth/login')
-      .set('X-Forwarded-For', '198.51.100.200')
-      .set('X-Client-Key-Id', 'bulk-client')
+      .set(identity.viaGateway('POST', '/v1/auth/login', { address: '198.51.100.200', clientKeyId: 'bulk-client' }))
       .send({ username: user.username, password: user.password });
     assert.equal(res.status, 429);
     const otherKey = await request(identity.app)
       .post('/v1/auth/login')
-      .set('X-Forwarded-For', '198.51.100.201')
-      .set('X-Client-Key-Id', 'another-client')
+      .set(identity.viaGateway('POST', '/v1/auth/login', { address: '198.51.100.201', clientKeyId: 'another-client' }))
       .send({ username: user.username, password: user.password });
     assert.equal(otherKey.status, 200);
   });

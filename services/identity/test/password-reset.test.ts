@@ -23,7 +23,7 @@ function resetClient(identity: () => IdentityHarness) {
     ask(body: Record<string, unknown>, options: { bearer?: string; address?: string } = {}) {
       const req = request(identity().app)
         .post('/v1/users/password-reset-request')
-        .set('X-Forwarded-For', options.address ?? nextAddress());
+        .set(identity().viaGateway('POST', '/v1/users/password-reset-request', { address: options.address ?? nextAddress() }));
       if (options.bearer !== undefined) req.set('Authorization', `Bearer ${options.bearer}`);
       return req.send(body);
     },
@@ -57,7 +57,7 @@ function resetClient(identity: () => IdentityHarness) {
       return new URL(link);
     },
     async loginStatus(username: string, password: string): Promise<number> {
-      return (await request(identity().app).post('/v1/auth/login').set('X-Forwarded-For', nextAddress()).send({ username, password })).status;
+      return (await request(identity().app).post('/v1/auth/login').set(identity().viaGateway('POST', '/v1/auth/login', { address: nextAddress() })).send({ username, password })).status;
     },
   };
   return client;

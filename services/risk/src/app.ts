@@ -50,6 +50,7 @@ export function createApp(deps: RiskDeps): Express {
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     apiSpec: OPENAPI_PATH,
+    internalAssertionKey: config.INTERNAL_ASSERTION_KEY,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [weatherStationsRouter({ stations: deps.stations, verifier })],
     // Station error bodies always carry `messages` (CONTRACT.md part 7).

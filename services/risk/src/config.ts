@@ -1,4 +1,4 @@
-import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec } from '@platform/service-kit';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -34,6 +34,7 @@ export const riskConfigSpec = {
   // Below the gateway's UPSTREAM_TIMEOUT_MS (10 s), so the client reads this service's 503, not a 504.
   ...httpLimitsSpec({ requestDeadlineMs: 8000 }),
   ...databaseLimitsSpec,
+  ...internalAssertionSpec,
 };
 
 export type RiskConfig = ConfigOf<typeof riskConfigSpec>;

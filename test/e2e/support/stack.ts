@@ -48,6 +48,7 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string })
     IDENTITY_PORT: String(identityPort),
     RISK_PORT: String(riskPort),
     GATEWAY_PORT: String(gatewayPort),
+    GATEWAY_MANAGEMENT_PORT: String(await freePort()),
     IDENTITY_URL: `http://127.0.0.1:${identityPort}`,
     RISK_URL: `http://127.0.0.1:${riskPort}`,
     IDENTITY_JWKS_URL: `http://127.0.0.1:${identityPort}/.well-known/jwks.json`,

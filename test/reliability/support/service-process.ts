@@ -41,7 +41,15 @@ export async function startProcess(name: Deployable, env: Record<string, string>
   const bound = port ?? (await freePort());
   const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', entry], {
     cwd: root,
-    env: { ...baseEnv(), APP_ENV: 'local', LOG_LEVEL: 'warn', ...env, [portKey]: String(bound) },
+    env: {
+      ...baseEnv(),
+      APP_ENV: 'local',
+      LOG_LEVEL: 'warn',
+      // Never the default management port: several gateways may run at once.
+      ...(name === 'gateway' ? { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } : {}),
+      ...env,
+      [portKey]: String(bound),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

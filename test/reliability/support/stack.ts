@@ -36,6 +36,8 @@ export interface LoggedInUser extends TestUser {
 /** The whole platform in this process: real apps on real ports, real Postgres and Redis, one gateway in front. */
 export interface Stack {
   gatewayUrl: string;
+  /** The gateway's management port (/metrics, /health/*). */
+  gatewayManagementUrl: string;
   identityUrl: string;
   riskUrl: string;
   identity: IdentityHarness;
@@ -116,6 +118,8 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
     requestTimeoutMs: gatewayConfig.HTTP_REQUEST_TIMEOUT_MS,
   });
   servers.push(gatewayServer);
+  const managementServer = await listen(gateway.management, 0, '127.0.0.1');
+  servers.push(managementServer);
 
   const call: Stack['call'] = (method, target, callOptions = {}) => {
     const { body } = callOptions;
@@ -132,6 +136,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
 
   return {
     gatewayUrl: gatewayServer.url,
+    gatewayManagementUrl: managementServer.url,
     identityUrl: identityServer.url,
     riskUrl: riskServer.url,
     identity,

@@ -1,13 +1,12 @@
 import { ServiceUnavailableError, TooManyRequestsError } from '@platform/errors';
-import { CLIENT_KEY_ID_HEADER } from '@platform/auth';
-import type { Redis } from '@platform/service-kit';
+import { type Redis, requestOrigin } from '@platform/service-kit';
 import type { Request } from 'express';
 
 /** Who is calling, as far as the platform can tell. */
 export interface Caller {
-  /** The signing key id the gateway verified; absent when the service is called directly. */
+  /** The signing key id the gateway verified and vouched for; absent when the service is called directly. */
   clientKeyId: string | undefined;
-  /** The source address (through the gateway's X-Forwarded-For). */
+  /** The source address: the gateway's X-Forwarded-For under its assertion, else the socket peer. */
   address: string;
 }
 
@@ -39,13 +38,12 @@ export interface CallerThrottleOptions {
   unavailableMessage: string;
 }
 
-/** The caller of a request: the client key the gateway verified and the source address. */
+/**
+ * The caller of a request: the client key and source address the gateway vouched for (CONTRACT.md
+ * part 10), or the socket peer and no client key, so a direct caller cannot spend another's throttle.
+ */
 export function callerOf(req: Request): Caller {
-  const keyId = req.headers[CLIENT_KEY_ID_HEADER];
-  return {
-    clientKeyId: typeof keyId === 'string' && keyId !== '' ? keyId : undefined,
-    address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
-  };
+  return requestOrigin(req);
 }
 
 

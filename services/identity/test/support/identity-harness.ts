@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Role } from '@platform/auth';
 import type { Express } from 'express';
 import request from 'supertest';
-import { type Knex, type Redis, createMetrics, loadConfig } from '@platform/service-kit';
+import { type Knex, type Redis, assertForwarding, createMetrics, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger, createTestDatabase, createTestRedis } from '@platform/service-kit/testing';
 import { migrations } from '../../migrations/index.ts';
 import { createApp } from '../../src/app.ts';
@@ -38,6 +38,11 @@ export interface IdentityHarness {
   login(user: { username: string; password: string }): Promise<{ accessToken: string; refreshToken: string }>;
   /** An access token of a new ACTIVE user with these roles. */
   tokenFor(roles: Role[]): Promise<string>;
+  /**
+   * The headers with which the gateway forwards a request from `origin`, vouched for by its assertion
+   * (CONTRACT.md part 10): what identity believes of the caller's address and client key.
+   */
+  viaGateway(method: string, target: string, origin: { address: string; clientKeyId?: string }): Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -116,6 +121,15 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
     },
     async tokenFor(roles) {
       return (await harness.login(await harness.createUser({ roles }))).accessToken;
+    },
+    viaGateway(method, target, origin) {
+      const facts = { method, target, forwardedFor: origin.address, forwardedProto: 'http', clientKeyId: origin.clientKeyId ?? '' };
+      return {
+        'x-forwarded-for': facts.forwardedFor,
+        'x-forwarded-proto': facts.forwardedProto,
+        ...(origin.clientKeyId === undefined ? {} : { 'x-client-key-id': origin.clientKeyId }),
+        'x-internal-assertion': assertForwarding(config.INTERNAL_ASSERTION_KEY, facts),
+      };
     },
     async close() {
       await hasher.close();

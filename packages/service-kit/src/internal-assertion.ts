@@ -1,0 +1,116 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { RequestHandler } from 'express';
+import { env } from './config.ts';
+import { requestLog } from './http-logger.ts';
+import type { Logger } from './logger.ts';
+
+/** The header in which the gateway vouches for what it tells a service (CONTRACT.md part 10). */
+export const INTERNAL_ASSERTION_HEADER = 'x-internal-assertion';
+/** The header naming the client key the gateway verified; believed only under a valid assertion. */
+export const CLIENT_KEY_ID_HEADER = 'x-client-key-id';
+/** How long an assertion is valid after it was made, either way of the clocks, seconds. */
+export const ASSERTION_VALIDITY_S = 30;
+
+const VERSION = 'v1';
+
+/** What the gateway vouches for: the request it forwards and who sent it. */
+export interface ForwardedFacts {
+  method: string;
+  /** The request target as forwarded: path and query, exactly as sent upstream. */
+  target: string;
+  /** X-Forwarded-For: the client's address as the gateway saw it. */
+  forwardedFor: string;
+  /** X-Forwarded-Proto. */
+  forwardedProto: string;
+  /** X-Client-Key-Id: the signing key the gateway verified. */
+  clientKeyId: string;
+}
+
+/** The configuration key shared by the three processes. */
+export const internalAssertionSpec = {
+  INTERNAL_ASSERTION_KEY: env.custom(
+    'Secret shared by the gateway and the services: HMAC key of the assertion over forwarded addresses and client key ids (32+ characters)',
+    (raw) => {
+      if (raw.length < 32) throw new Error('must be at least 32 characters');
+      return raw;
+    },
+    { localDefault: 'local-internal-assertion-key-0123456789abcdef', secret: true },
+  ),
+};
+
+function mac(key: string, issuedAtS: number, facts: ForwardedFacts): Buffer {
+  const base = [VERSION, String(issuedAtS), facts.method, facts.target, facts.forwardedFor, facts.forwardedProto, facts.clientKeyId].join('\n');
+  return createHmac('sha256', key).update(base, 'utf8').digest();
+}
+
+/** The assertion header's value: `v1;t=<unix seconds>;mac=<base64url HMAC-SHA256>` over the facts and the time. */
+export function assertForwarding(key: string, facts: ForwardedFacts, nowS = Math.floor(Date.now() / 1000)): string {
+  return `${VERSION};t=${nowS};mac=${mac(key, nowS, facts).toString('base64url')}`;
+}
+
+const ASSERTION = /^v1;t=(\d{1,12});mac=([A-Za-z0-9_-]{43})$/;
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Why an assertion was not believed; undefined when it was. */
+function assertionFault(req: IncomingMessage, key: string, nowS: number): string | undefined {
+  const match = ASSERTION.exec(header(req, INTERNAL_ASSERTION_HEADER) ?? '');
+  if (match === null) return 'malformed';
+  const issuedAtS = Number(match[1]);
+  if (Math.abs(nowS - issuedAtS) > ASSERTION_VALIDITY_S) return 'expired';
+  const facts: ForwardedFacts = {
+    method: req.method ?? '',
+    // Express's originalUrl where there is one: a mounted router rewrites req.url.
+    target: (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '',
+    forwardedFor: header(req, 'x-forwarded-for') ?? '',
+    forwardedProto: header(req, 'x-forwarded-proto') ?? '',
+    clientKeyId: header(req, CLIENT_KEY_ID_HEADER) ?? '',
+  };
+  const expected = mac(key, issuedAtS, facts);
+  const given = Buffer.from(match[2] ?? '', 'base64url');
+  return given.length === expected.length && timingSafeEqual(given, expected) ? undefined : 'wrong mac';
+}
+
+/** Who sent a request, as far as a service may believe it. */
+export interface RequestOrigin {
+  /** The client's address: the gateway's X-Forwarded-For under a valid assertion, else the socket peer. */
+  address: string;
+  /** The client key the gateway verified; undefined without a valid assertion. */
+  clientKeyId: string | undefined;
+}
+
+const ORIGIN = Symbol('request origin');
+type WithOrigin = IncomingMessage & { [ORIGIN]?: RequestOrigin };
+
+/**
+ * Decides once per request whose address and client key a service believes (CONTRACT.md part 10): the
+ * forwarded ones only under a valid gateway assertion, else the socket peer and no client key, so a
+ * direct caller cannot choose whose throttles it spends. A present but invalid assertion is logged (a
+ * forgery, or a gateway with another key); an absent one is the normal case of a direct call.
+ */
+export function trustForwardingOnlyFromGateway(key: string, logger: Logger): RequestHandler {
+  return (req, _res, next) => {
+    const socketAddress = req.socket.remoteAddress ?? 'unknown';
+    let origin: RequestOrigin = { address: socketAddress, clientKeyId: undefined };
+    if (req.headers[INTERNAL_ASSERTION_HEADER] !== undefined) {
+      const fault = assertionFault(req, key, Math.floor(Date.now() / 1000));
+      if (fault === undefined) {
+        const keyId = header(req, CLIENT_KEY_ID_HEADER);
+        origin = { address: header(req, 'x-forwarded-for') || socketAddress, clientKeyId: keyId === '' ? undefined : keyId };
+      } else {
+        requestLog(req, logger).warn({ reason: fault, socketAddress }, 'internal assertion refused: forwarded address and client key ignored');
+      }
+    }
+    (req as WithOrigin)[ORIGIN] = origin;
+    next();
+  };
+}
+
+/** The origin `trustForwardingOnlyFromGateway` decided for `req`; the socket peer when it did not run. */
+export function requestOrigin(req: IncomingMessage): RequestOrigin {
+  return (req as WithOrigin)[ORIGIN] ?? { address: req.socket.remoteAddress ?? 'unknown', clientKeyId: undefined };
+}

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import request from 'supertest';
+import { type ForwardedFacts, assertForwarding, createBaseApp, createMetrics, finishApp, requestOrigin, trustForwardingOnlyFromGateway } from '../src/index.ts';
+import { captureLogger } from '../src/testing/index.ts';
+
+const KEY = 'test-internal-assertion-key-0123456789abcdef';
+
+describe('the internal assertion (CONTRACT.md part 10)', () => {
+  const log = captureLogger('service');
+  const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+  app.use(trustForwardingOnlyFromGateway(KEY, log.logger));
+  app.all('/v1/things/{*rest}', (req, res) => {
+    res.json(requestOrigin(req));
+  });
+  finishApp(app);
+
+  const target = '/v1/things/42?x=1';
+  const facts: ForwardedFacts = { method: 'POST', target, forwardedFor: '203.0.113.9', forwardedProto: 'https', clientKeyId: 'partner-1' };
+  const forwarded = (assertion: string, overrides: Record<string, string> = {}) => ({
+    'x-forwarded-for': facts.forwardedFor,
+    'x-forwarded-proto': facts.forwardedProto,
+    'x-client-key-id': facts.clientKeyId,
+    'x-internal-assertion': assertion,
+    ...overrides,
+  });
+  const originOf = async (headers: Record<string, string>, method = 'POST', path = target) =>
+    (await request(app)[method === 'POST' ? 'post' : 'get'](path).set(headers).expect(200)).body as { address: string; clientKeyId?: string };
+
+  it('when the gateway vouches for the request, the forwarded address and client key are believed', async () => {
+    assert.deepEqual(await originOf(forwarded(assertForwarding(KEY, facts))), { address: '203.0.113.9', clientKeyId: 'partner-1' });
+  });
+
+  it('when there is no assertion, the socket peer is the caller and there is no client key, whatever the headers say', async () => {
+    const { 'x-internal-assertion': _dropped, ...headers } = forwarded('');
+    const origin = await originOf(headers);
+    assert.equal(origin.clientKeyId, undefined);
+    assert.match(origin.address, /127\.0\.0\.1$/);
+  });
+
+  it('when the assertion is forged, stale, from another key or for another request, nothing forwarded is believed, and it is logged', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const cases: Array<[string, Record<string, string>, string?, string?]> = [
+      ['malformed', forwarded('v1;t=1;mac=nope')],
+      ['another key', forwarded(assertForwarding('another-internal-assertion-key-0123456789', facts))],
+      ['31 s old', forwarded(assertForwarding(KEY, facts, now - 31))],
+      ['31 s ahead', forwarded(assertForwarding(KEY, facts, now + 31))],
+      ['another address', forwarded(assertForwarding(KEY, facts), { 'x-forwarded-for': '198.51.100.1' })],
+      ['another client key', forwarded(assertForwarding(KEY, facts), { 'x-client-key-id': 'partner-2' })],
+      ['another scheme', forwarded(assertForwarding(KEY, facts), { 'x-forwarded-proto': 'http' })],
+      ['another method', forwarded(assertForwarding(KEY, facts)), 'GET'],
+      ['another target', forwarded(assertForwarding(KEY, facts)), 'POST', '/v1/things/43?x=1'],
+    ];
+    for (const [label, headers, method, path] of cases) {
+      const before = log.lines().filter((l) => l.msg === 'internal assertion refused: forwarded address and client key ignored').length;
+      const origin = await originOf(headers, method, path);
+      assert.equal(origin.clientKeyId, undefined, label);
+      assert.match(origin.address, /127\.0\.0\.1$/, label);
+      const after = log.lines().filter((l) => l.msg === 'internal assertion refused: forwarded address and client key ignored').length;
+      assert.equal(after, before + 1, `${label}: not logged`);
+    }
+  });
+
+  it('when valid at the edges of its 30 s, is believed', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const issued of [now - 29, now + 29]) {
+      assert.equal((await originOf(forwarded(assertForwarding(KEY, facts, issued)))).clientKeyId, 'partner-1');
+    }
+  });
+});
