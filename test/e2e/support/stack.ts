@@ -13,6 +13,13 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** The three real processes of one end-to-end run, on free ports, with their own databases and Redis keys. */
 export interface Stack {
   gatewayUrl: string;
+  /** The gateway's management port (/metrics, /health/*). */
+  gatewayManagementUrl: string;
+  /** The services, for tests that call them directly as an attacker inside the network would. */
+  identityUrl: string;
+  riskUrl: string;
+  /** The services' databases. */
+  databaseUrls: { identity: string; risk: string };
   admin: { username: string; password: string };
   /** What the processes wrote, for a failing test's message. */
   output: () => string;
@@ -38,7 +45,7 @@ async function untilReady(url: string, child: ChildProcess, deadlineMs: number):
  */
 export async function startStack(providers: { mailUrl: string; smsUrl: string }): Promise<Stack> {
   const run = `e2e_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-  const [identityPort, riskPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
+  const [identityPort, riskPort, gatewayPort, managementPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const keyDir = await mkdtemp(join(tmpdir(), 'e2e-keys-'));
   const admin = { username: `admin-${run}@example.com`, password: 'e2e-admin-password' };
   const env: NodeJS.ProcessEnv = {
@@ -48,7 +55,7 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string })
     IDENTITY_PORT: String(identityPort),
     RISK_PORT: String(riskPort),
     GATEWAY_PORT: String(gatewayPort),
-    GATEWAY_MANAGEMENT_PORT: String(await freePort()),
+    GATEWAY_MANAGEMENT_PORT: String(managementPort),
     IDENTITY_URL: `http://127.0.0.1:${identityPort}`,
     RISK_URL: `http://127.0.0.1:${riskPort}`,
     IDENTITY_JWKS_URL: `http://127.0.0.1:${identityPort}/.well-known/jwks.json`,
@@ -107,5 +114,14 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string })
     await stop();
     throw new Error(`${(err as Error).message}\n${output}`);
   }
-  return { gatewayUrl: `http://127.0.0.1:${gatewayPort}`, admin, output: () => output, stop };
+  return {
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    gatewayManagementUrl: `http://127.0.0.1:${managementPort}`,
+    identityUrl: env.IDENTITY_URL!,
+    riskUrl: env.RISK_URL!,
+    databaseUrls: { identity: env.IDENTITY_DATABASE_URL!, risk: env.RISK_DATABASE_URL! },
+    admin,
+    output: () => output,
+    stop,
+  };
 }

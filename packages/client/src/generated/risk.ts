@@ -136,9 +136,17 @@ export interface components {
             path: string;
         };
         CityDistrictQuery: {
-            /** @description City (province) name; case and Turkish diacritics are ignored. */
+            /**
+             * @description City (province) name; case and Turkish diacritics are ignored.
+             * @example İstanbul
+             * @example ankara
+             */
             city: string;
-            /** @description District name within the city; case and Turkish diacritics are ignored. */
+            /**
+             * @description District name within the city; case and Turkish diacritics are ignored.
+             * @example Kadıköy
+             * @example çankaya
+             */
             district: string;
             /**
              * Format: int32
@@ -393,7 +401,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The MGM station number. */
+                /**
+                 * @description The MGM station number.
+                 * @example 17130
+                 */
                 stationId: number;
             };
             cookie?: never;
@@ -422,7 +433,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The city (province) name; case and Turkish diacritics are ignored. */
+                /**
+                 * @description The city (province) name; case and Turkish diacritics are ignored.
+                 * @example Ankara
+                 */
                 city: string;
             };
             cookie?: never;
@@ -489,9 +503,15 @@ export interface operations {
     findNearestStations: {
         parameters: {
             query: {
-                /** @description Latitude of the point, decimal degrees (WGS 84). */
+                /**
+                 * @description Latitude of the point, decimal degrees (WGS 84).
+                 * @example 41.01
+                 */
                 latitude: number;
-                /** @description Longitude of the point, decimal degrees (WGS 84). */
+                /**
+                 * @description Longitude of the point, decimal degrees (WGS 84).
+                 * @example 28.97
+                 */
                 longitude: number;
                 /** @description Maximum number of stations to return. */
                 limit?: number;

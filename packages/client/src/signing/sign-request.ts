@@ -5,7 +5,8 @@ import type { Signer } from './signer.ts';
 /** One request as it will go on the wire. */
 export interface RequestToSign {
   method: string;
-  url: URL;
+  /** Where it goes; only the path and query are signed, exactly as they will be sent. */
+  url: Pick<URL, 'pathname' | 'search'>;
   idempotencyKey: string;
   /** The exact body bytes sent, if any. */
   body?: Uint8Array<ArrayBuffer>;

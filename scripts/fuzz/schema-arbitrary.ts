@@ -21,6 +21,9 @@ export interface Schema {
   properties?: Record<string, Schema>;
   required?: string[];
   additionalProperties?: boolean | Schema;
+  /** Documented sample values (OpenAPI's `example`, JSON Schema's `examples`): real ids, cities, districts. */
+  example?: unknown;
+  examples?: unknown[];
 }
 
 interface Parameter {
@@ -28,8 +31,12 @@ interface Parameter {
   in: 'path' | 'query' | 'header' | 'cookie';
   required?: boolean;
   schema: Schema;
+  example?: unknown;
   $ref?: string;
 }
+
+/** A parameter's schema with the parameter's own `example` among its examples. */
+const schemaOf = (p: Parameter): Schema => (p.example === undefined ? p.schema : { ...p.schema, examples: [...(p.schema.examples ?? []), p.example] });
 
 /** One documented operation: what the sampler needs to build requests for it. */
 export interface Operation {
@@ -41,7 +48,7 @@ export interface Operation {
   queryParams: Record<string, { schema: Schema; required: boolean }>;
   /** The JSON body's schema, when the operation takes one. */
   body: Schema | undefined;
-  /** True when the operation is open to anonymous callers (`security: []`). */
+  /** True when the operation can be called without an access token (an alternative of its security lacks `bearerAuth`). */
   anonymous: boolean;
 }
 
@@ -56,23 +63,32 @@ function resolve<T extends { $ref?: string }>(doc: Document, node: T): T {
   return current;
 }
 
-/** Every operation under /v1 of an OpenAPI document, with its `$ref`s resolved at the top level. */
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/** Every operation under /v1 of an OpenAPI document file, with its `$ref`s resolved at the top level. */
 export function operationsOf(file: string): { doc: Document; operations: Operation[] } {
-  const doc = parse(readFileSync(file, 'utf8')) as Document;
+  return operationsOfDocument(parse(readFileSync(file, 'utf8')) as Document);
+}
+
+/** Every operation under /v1 of a parsed OpenAPI document (a service's, or the gateway's merged one). */
+export function operationsOfDocument(doc: Document): { doc: Document; operations: Operation[] } {
   const operations: Operation[] = [];
+  const documentSecurity = Array.isArray(doc.security) ? (doc.security as Array<Record<string, unknown>>) : [];
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Record<string, unknown>>>)) {
     if (!path.startsWith('/v1/')) continue;
     for (const [method, op] of Object.entries(item)) {
+      if (!METHODS.has(method)) continue;
+      const security = Array.isArray(op.security) ? (op.security as Array<Record<string, unknown>>) : documentSecurity;
       const params = ((op.parameters ?? []) as Parameter[]).map((p) => resolve(doc, p));
       const content = (op.requestBody as { content?: Record<string, { schema: Schema }> } | undefined)?.content;
       operations.push({
         id: op.operationId as string,
         method: method.toUpperCase(),
         path,
-        pathParams: Object.fromEntries(params.filter((p) => p.in === 'path').map((p) => [p.name, p.schema])),
-        queryParams: Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, { schema: p.schema, required: p.required === true }])),
+        pathParams: Object.fromEntries(params.filter((p) => p.in === 'path').map((p) => [p.name, schemaOf(p)])),
+        queryParams: Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, { schema: schemaOf(p), required: p.required === true }])),
         body: content?.['application/json']?.schema,
-        anonymous: Array.isArray(op.security) && op.security.length === 0,
+        anonymous: security.length === 0 || security.some((requirement) => !('bearerAuth' in requirement)),
       });
     }
   }
@@ -97,9 +113,15 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
   return fc.string({ minLength, maxLength, unit: 'grapheme' });
 }
 
-/** Values that satisfy `schema` (on-schema input). */
+/** Values that satisfy `schema` (on-schema input); its documented examples half of the time. */
 export function valid(doc: Document, node: Schema, depth = 0): fc.Arbitrary<unknown> {
   const schema = resolve(doc, node);
+  const examples = [...(schema.examples ?? []), ...(schema.example === undefined ? [] : [schema.example])];
+  const generated = generatedValue(doc, schema, depth);
+  return examples.length === 0 ? generated : fc.oneof(fc.constantFrom(...examples), generated);
+}
+
+function generatedValue(doc: Document, schema: Schema, depth: number): fc.Arbitrary<unknown> {
   if (schema.enum !== undefined) return fc.constantFrom(...schema.enum);
   if (schema.const !== undefined) return fc.constant(schema.const);
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
@@ -169,9 +191,17 @@ const nested = fc
       : new RawJson(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`, `object nested ${depth} deep`),
   );
 
+/** Numbers JSON can spell but JavaScript cannot hold (JSON.parse makes them ±Infinity or 0). */
+const nonFiniteJson = fc.constantFrom(new RawJson('1e400', '1e400'), new RawJson('-1e400', '-1e400'), new RawJson('1e-400', '1e-400'));
+
+/** Text that JavaScript's Number() takes for a number, but that no numeric parameter may be written as. */
+export const NUMBER_LOOKALIKES = ['Infinity', '-Infinity', 'NaN', '1e400', '-1e400', '0x10', '0b1', '1e1', ' 1', '1 ', '+1', '1.', '.5', '1_000'];
+
 /** A value of the wrong kind for anything: types, sizes, encodings and payloads a parser or a query may trip on. */
 export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, -0, 1e308, 2 ** 53 + 1, '', ' ', [], {}, [null], '0', 'null', 'NaN', 'true'),
+  fc.constantFrom(...NUMBER_LOOKALIKES),
+  nonFiniteJson,
   fc.constantFrom(...SQL, ...UNICODE, ...NUL),
   fc.integer({ min: 256, max: 60_000 }).map((n) => 'A'.repeat(n)),
   fc.string({ unit: 'binary', maxLength: 80 }),
