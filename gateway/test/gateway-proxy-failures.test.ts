@@ -98,6 +98,30 @@ describe('gateway proxy failures', () => {
     }
   });
 
+  it('when an error page that is not JSON breaks off midway, still answers its status in the error shape and releases the key', async () => {
+    let broken = true;
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      if (!broken) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      res.writeHead(503, { 'content-type': 'text/html', 'content-length': '1000' });
+      res.write('<html><body>Service Unav');
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    try {
+      const idempotencyKey = newIdempotencyKey();
+      const res = await login(gw, idempotencyKey);
+      assert.equal(res.status, 503);
+      assert.equal(res.json().message, 'Service Unavailable');
+      await sleep(100);
+      broken = false;
+      assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+    } finally {
+      await close();
+    }
+  });
+
   it('when the client sends Expect: 100-continue, forwards the body and the allow-listed headers only', async () => {
     const { gw, identity, close } = await gatewayBefore(undefined);
     try {

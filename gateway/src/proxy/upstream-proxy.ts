@@ -111,9 +111,9 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
         if (exchange === undefined) return;
         exchange.ended(proxyRes.statusCode ?? 502);
         // An answer that breaks off midway cannot be finished: cut the client's connection rather
-        // than leave it waiting for the rest.
+        // than leave it waiting for the rest (unless the client already has a whole answer of ours).
         proxyRes.once('close', () => {
-          if (!proxyRes.complete) res.destroy();
+          if (!proxyRes.complete && !res.writableEnded) res.destroy();
         });
         if (res.writableEnded) {
           // The request deadline answered first: http-proxy relays nothing, so drain the late answer
