@@ -3,8 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
-import { startProcess } from '@platform/stack';
-import { freePort, waitUntilOk } from './support/processes.ts';
+import { freePort, startPnpmStart, waitUntilOk } from './support/processes.ts';
 
 const LOCAL_KEY = { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } as const;
 
@@ -21,27 +20,19 @@ describe('pnpm start with Postgres and Redis unreachable (embedded fallback)', f
   it('starts on PGlite and an in-process Redis shared by the three apps, says so first, and a signed login succeeds', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'embedded-stack-'));
     const ports = { GATEWAY_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
-    // As `pnpm start` runs it: no export conditions.
-    const child = startProcess({
-      name: 'pnpm start',
-      entry: 'scripts/start-local.ts',
-      conditions: [],
-      url: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
-      output: 'capture',
-      env: {
-        ...process.env,
-        APP_ENV: 'local',
-        ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
-        // Port 1: nothing listens there, so both probes fail at once.
-        IDENTITY_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/identity',
-        RISK_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/risk',
-        REDIS_URL: 'redis://127.0.0.1:1/0',
-        EMBEDDED_DATA_DIR: join(dataDir, 'pglite'),
-        JWT_LOCAL_KEY_FILE: join(dataDir, 'jwt-signing-key.pem'),
-        BCRYPT_COST: '4',
-        LOG_LEVEL: 'warn',
-      },
-    });
+    const child = startPnpmStart({
+      ...process.env,
+      APP_ENV: 'local',
+      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+      // Port 1: nothing listens there, so both probes fail at once.
+      IDENTITY_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/identity',
+      RISK_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/risk',
+      REDIS_URL: 'redis://127.0.0.1:1/0',
+      EMBEDDED_DATA_DIR: join(dataDir, 'pglite'),
+      JWT_LOCAL_KEY_FILE: join(dataDir, 'jwt-signing-key.pem'),
+      BCRYPT_COST: '4',
+      LOG_LEVEL: 'warn',
+    }, ports.GATEWAY_PORT);
     try {
       const deadline = Date.now() + 75_000;
       for (const port of Object.values(ports)) {

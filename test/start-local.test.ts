@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { dropDatabase } from '@platform/service-kit';
 import { uniqueName } from '@platform/service-kit/testing';
-import { startProcess } from '@platform/stack';
-import { freePort, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
+import { freePort, startPnpmStart, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
 
 describe('pnpm start (scripts/start-local.ts)', function () {
   this.timeout(60_000);
@@ -10,15 +9,7 @@ describe('pnpm start (scripts/start-local.ts)', function () {
   it('brings up gateway, identity and risk with local defaults, all ready, and stops all three on Ctrl-C with exit 0', async () => {
     const ports = { GATEWAY_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
     const databases = { IDENTITY_DATABASE_URL: testDatabaseUrl(uniqueName('start_identity')), RISK_DATABASE_URL: testDatabaseUrl(uniqueName('start_risk')) };
-    // As `pnpm start` runs it: no export conditions.
-    const child = startProcess({
-      name: 'pnpm start',
-      entry: 'scripts/start-local.ts',
-      conditions: [],
-      url: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
-      output: 'capture',
-      env: { ...process.env, APP_ENV: 'local', ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...databases },
-    });
+    const child = startPnpmStart({ ...process.env, APP_ENV: 'local', ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...databases }, ports.GATEWAY_PORT);
     try {
       const deadline = Date.now() + 45_000;
       for (const port of Object.values(ports)) {

@@ -78,20 +78,26 @@ describe('gateway proxy failures', () => {
     }
   });
 
-  it('when the upstream breaks off in the middle of its answer, cuts the client connection and keeps serving', async () => {
+  /** An identity stub that starts an answer of `status` and `contentType`, sends `partial` of it and hangs up, until `heal()`. */
+  async function breakingOffMidway(status: number, contentType: string, partial: string) {
     let broken = true;
-    const { gw, close } = await gatewayBefore((_req, res) => {
+    const stub = await gatewayBefore((_req, res) => {
       if (!broken) {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-      res.write('{"partial":');
+      res.writeHead(status, { 'content-type': contentType, 'content-length': '1000' });
+      res.write(partial);
       setTimeout(() => res.socket?.destroy(), 50);
     });
+    return { ...stub, heal: () => (broken = false) };
+  }
+
+  it('when the upstream breaks off in the middle of its answer, cuts the client connection and keeps serving', async () => {
+    const { gw, close, heal } = await breakingOffMidway(200, 'application/json', '{"partial":');
     try {
       await assert.rejects(login(gw, newIdempotencyKey()), 'the client was left waiting for the rest of the answer');
-      broken = false;
+      heal();
       assert.equal((await login(gw, newIdempotencyKey())).status, 200);
     } finally {
       await close();
@@ -99,23 +105,14 @@ describe('gateway proxy failures', () => {
   });
 
   it('when an error page that is not JSON breaks off midway, still answers its status in the error shape and releases the key', async () => {
-    let broken = true;
-    const { gw, close } = await gatewayBefore((_req, res) => {
-      if (!broken) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        return;
-      }
-      res.writeHead(503, { 'content-type': 'text/html', 'content-length': '1000' });
-      res.write('<html><body>Service Unav');
-      setTimeout(() => res.socket?.destroy(), 50);
-    });
+    const { gw, close, heal } = await breakingOffMidway(503, 'text/html', '<html><body>Service Unav');
     try {
       const idempotencyKey = newIdempotencyKey();
       const res = await login(gw, idempotencyKey);
       assert.equal(res.status, 503);
       assert.equal(res.json().message, 'Service Unavailable');
       await sleep(100);
-      broken = false;
+      heal();
       assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
     } finally {
       await close();
