@@ -55,6 +55,26 @@ describe('gateway proxy failures', () => {
     }
   });
 
+  it('when the request deadline answers before the upstream times out, the client keeps its 503 and the timeout is still counted', async () => {
+    let delayMs = 1000;
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), delayMs);
+    }, { REQUEST_DEADLINE_MS: '200', UPSTREAM_TIMEOUT_MS: '400' });
+    try {
+      const idempotencyKey = newIdempotencyKey();
+      const res = await login(gw, idempotencyKey);
+      assert.equal(res.status, 503);
+      assert.equal(res.json().status, 503);
+      await sleep(400);
+      const metrics = (await send(gw.url, 'GET', '/metrics')).body.toString();
+      assert.match(metrics, /^gateway_upstream_duration_seconds_count\{.*upstream="identity",outcome="timeout".*\} 1$/m);
+      delayMs = 0;
+      assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+    } finally {
+      await close();
+    }
+  });
+
   it('when the client hangs up and the upstream then answers 5xx, releases the key; after a 2xx it keeps it', async () => {
     let status = 500;
     const { gw, identity, close } = await gatewayBefore((_req, res) => {

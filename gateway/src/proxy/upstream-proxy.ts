@@ -131,13 +131,20 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
       error: (err, _req, res) => {
         // `res` is a socket only for WebSocket upgrades, which the gateway never proxies.
         const exchange = 'headersSent' in res ? exchangeOf(res) : undefined;
-        if (exchange === undefined || !('headersSent' in res) || res.headersSent) {
-          // The upstream's answer had begun: all that is left is to cut the client's connection.
+        if (exchange === undefined || !('headersSent' in res)) {
           res.destroy();
           return;
         }
         const timedOut = err instanceof GatewayTimeoutError;
+        // A no-op when the upstream had answered before it failed.
         exchange.ended(timedOut ? 'timeout' : 'unreachable');
+        // The request deadline answered first: the client has its whole answer already.
+        if (res.writableEnded) return;
+        if (res.headersSent) {
+          // The upstream's answer had begun: all that is left is to cut the client's connection.
+          res.destroy();
+          return;
+        }
         exchange.next(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
       },
     },
