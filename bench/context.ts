@@ -47,8 +47,8 @@ export function directTarget(origin: string, shape: RequestShape): LoadTarget {
 }
 
 /** A target through the gateway: every request freshly signed. */
-export function signedTarget(ctx: RunContext, origin: string, shape: RequestShape): LoadTarget {
-  return { origin, shape, headers: ctx.signer.for(shape) };
+export async function signedTarget(ctx: RunContext, origin: string, shape: RequestShape): Promise<LoadTarget> {
+  return { origin, shape, headers: await ctx.signer.for(shape) };
 }
 
 /** Runs `load` and says how much CPU each of `servers` spent per answer. */

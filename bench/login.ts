@@ -35,13 +35,13 @@ export async function loginScenarios(ctx: RunContext): Promise<void> {
     body: JSON.stringify({ username: ctx.config.adminUsername, password: ctx.config.adminPassword }),
   };
   const account: RequestShape = { method: 'GET', target: `/v1/accounts/${session.userId}`, bearer: session.token };
-  await measureClosed(ctx, 'login-unloaded', 'login (gateway), one at a time', signedTarget(ctx, stack.gatewayUrl, login), { connections: 1 });
-  await measureFixed(ctx, 'accounts-unloaded', 'accounts read (gateway), alone', signedTarget(ctx, stack.gatewayUrl, account), ACCOUNTS_RATE);
+  await measureClosed(ctx, 'login-unloaded', 'login (gateway), one at a time', await signedTarget(ctx, stack.gatewayUrl, login), { connections: 1 });
+  await measureFixed(ctx, 'accounts-unloaded', 'accounts read (gateway), alone', await signedTarget(ctx, stack.gatewayUrl, account), ACCOUNTS_RATE);
   await Promise.all([
-    measureClosed(ctx, 'login-concurrent', `login (gateway), ${ctx.config.logins} at once`, signedTarget(ctx, stack.gatewayUrl, login), {
+    measureClosed(ctx, 'login-concurrent', `login (gateway), ${ctx.config.logins} at once`, await signedTarget(ctx, stack.gatewayUrl, login), {
       connections: ctx.config.logins,
       servers: { identity: stack.identityPid },
     }),
-    measureFixed(ctx, 'accounts-during-logins', 'accounts read (gateway), during logins', signedTarget(ctx, stack.gatewayUrl, account), ACCOUNTS_RATE),
+    measureFixed(ctx, 'accounts-during-logins', 'accounts read (gateway), during logins', await signedTarget(ctx, stack.gatewayUrl, account), ACCOUNTS_RATE),
   ]);
 }

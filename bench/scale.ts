@@ -1,8 +1,9 @@
 import { createDatabase } from '@platform/service-kit';
 import { type RunContext, CITY_DISTRICT_BODY, directTarget, measureFixedPair, needStack } from './context.ts';
-import { freePort, memorySampler } from './processes.ts';
+import { freePort } from '@platform/stack';
+import { memorySampler } from './processes.ts';
 import type { RequestShape } from './signer.ts';
-import { entryOf, imageNodeOptions, riskEnv } from './stack.ts';
+import { imageNodeOptions } from './stack.ts';
 import type { StationRow } from '../services/risk/src/weather-stations/weather-stations.repository.ts';
 
 // Real ids stay below these (station ids are 5 digits, centre ids too), so copy k of a row gets the
@@ -80,7 +81,14 @@ export async function scaleScenarios(ctx: RunContext): Promise<void> {
   // The image's heap flags without its old-space cap, which is sized for the real set: a deployment
   // holding 100× the stations would size its heap for them, and this measures lookups, not memory.
   const nodeOptions = imageNodeOptions('risk').replace(/\s*--max-old-space-size=\d+/, '').trim();
-  const scaled = await stack.start({ name: 'risk-scaled', entry: entryOf('risk', ctx.config), env: riskEnv(stack, ctx.config, port, databaseUrl), port, nodeOptions });
+  // The stack's environment (its Redis prefix, identity's key set) with its own database, polled often:
+  // the synthetic rows are inserted after the start's seed and must be picked up quickly.
+  const scaled = await stack.start('risk', {
+    as: 'risk-scaled',
+    port,
+    env: { RISK_DATABASE_URL: databaseUrl, RISK_INDEX_POLL_MS: '200' },
+    nodeOptions: ctx.config.nodeOptions ?? nodeOptions,
+  });
   try {
     ctx.facts.scaledStations = await loadCopies(databaseUrl, scale);
     await waitForCopies(scaled.url, session.token, scale);

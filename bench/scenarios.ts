@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureFixedPair, needStack, signedTarget } from './context.ts';
-import { freePort, startNode, waitUntilOk } from './processes.ts';
+import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RequestShape } from './signer.ts';
 
 const BY_ID = `/v1/weather-stations/by/id/${STATION_ID}`;
@@ -13,6 +13,16 @@ function cityDistrict(bearer: string): RequestShape {
   return { method: 'POST', target: '/v1/weather-stations/by/city-district', body: CITY_DISTRICT_BODY, bearer };
 }
 
+/** A helper server of the benchmark (bench/limit-server.ts), its log in the run's directory, once `path` answers 200. */
+async function startLimitServer(ctx: RunContext, name: string, args: readonly string[], port: number, path: string): Promise<StartedProcess> {
+  const server = startProcess({ name, entry: 'bench/limit-server.ts', args, env: process.env, url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
+  if (!(await untilOk(`${server.url}${path}`, Date.now() + 15_000, server))) {
+    await server.stop();
+    throw new Error(`${name} never answered ${path}; see ${server.log}`);
+  }
+  return server;
+}
+
 /** Limits A and B: each started alone in its own process, measured, stopped. */
 export async function limitScenarios(ctx: RunContext): Promise<void> {
   for (const [mode, id, label] of [
@@ -20,9 +30,8 @@ export async function limitScenarios(ctx: RunContext): Promise<void> {
     ['express', 'limit-b', 'limit B: bare Express 5'],
   ] as const) {
     const port = await freePort();
-    const server = startNode({ name: id, entry: 'bench/limit-server.ts', args: [mode, String(port)], env: process.env, port, logDir: ctx.logDir });
+    const server = await startLimitServer(ctx, id, [mode, String(port)], port, BY_ID);
     try {
-      await waitUntilOk(`${server.url}${BY_ID}`, server, 15_000);
       await measureClosed(ctx, id, label, directTarget(server.url, byId(undefined)), { servers: { [id]: server.pid } });
     } finally {
       await server.stop();
@@ -45,17 +54,16 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const port = await freePort();
-  const proxy = startNode({ name: 'limit-c', entry: 'bench/limit-server.ts', args: ['proxy', String(port), stack.riskUrl], env: process.env, port, logDir: ctx.logDir });
+  const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
   try {
-    await waitUntilOk(`${proxy.url}/health/live`, proxy, 15_000);
     const label = 'limit C: bare Express proxy → risk by/id';
     await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: { 'limit-c': proxy.pid, risk: stack.riskPid } });
   } finally {
     await proxy.stop();
   }
   const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
-  await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', signedTarget(ctx, stack.gatewayUrl, byId(session.token)), { servers });
-  await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token)), { servers });
+  await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', (await signedTarget(ctx, stack.gatewayUrl, byId(session.token))), { servers });
+  await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', (await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token))), { servers });
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }
 
@@ -69,7 +77,7 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
     const name = lookup === 'by-id' ? 'by/id' : 'by/city-district';
     await measureFixedPair(ctx, [
       { id: `latency-direct-${lookup}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) },
-      { id: `latency-gateway-${lookup}`, label: `latency gateway: ${name}`, target: signedTarget(ctx, stack.gatewayUrl, shape) },
+      { id: `latency-gateway-${lookup}`, label: `latency gateway: ${name}`, target: await signedTarget(ctx, stack.gatewayUrl, shape) },
     ]);
   }
 }
@@ -79,7 +87,7 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
  * connection would be dropped after every request). Read with node:http, which shows the header as sent.
  */
 async function countConnectionClose(ctx: RunContext, origin: string, shape: RequestShape): Promise<number> {
-  const headers = ctx.signer.for(shape);
+  const headers = await ctx.signer.for(shape);
   let closes = 0;
   for (let i = 0; i < 50; i += 1) {
     closes += await new Promise<number>((resolve, reject) => {

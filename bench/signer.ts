@@ -1,8 +1,11 @@
-// A load generator's RFC 9421 signer (CONTRACT.md part 2). Every request gets a fresh nonce and
-// idempotency key, so the per-request cost must stay small beside the gateway's: the key object is
-// made once, the constant lines of each signature base once per request shape, and nonces are a
-// random run prefix plus a counter instead of fresh random bytes each time.
-import { type KeyObject, createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
+// The load generator's request signing (CONTRACT.md part 2), through the SDK (@platform/client): its
+// signature base and Content-Digest, so the benchmark signs exactly as clients do. Set-up calls use the
+// SDK's whole signRequest. Under load autocannon asks for each request's headers synchronously, and the
+// SDK signs with WebCrypto (asynchronous), so there the SDK's signature base is keyed with node:crypto's
+// HMAC over one KeyObject; the digest of each request shape is computed once, and nonces and
+// idempotency keys are a random run prefix plus a counter instead of fresh random bytes each time.
+import { createHmac, createSecretKey, randomBytes, randomUUID } from 'node:crypto';
+import { contentDigest, createSigner as createSdkSigner, signRequest, signatureBase } from '@platform/client';
 
 /** What is the same for every request of one scenario. */
 export interface RequestShape {
@@ -33,35 +36,38 @@ function nextId(): string {
   return `${RUN}${counter.toString(36).padStart(8, '0')}`;
 }
 
+const utf8 = new TextEncoder();
+
+/** The headers a request of `shape` carries besides the signature's. */
+function plainHeadersOf(shape: RequestShape): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (shape.body !== undefined && shape.body !== '') headers['content-type'] = 'application/json';
+  if (shape.bearer !== undefined) headers.authorization = `Bearer ${shape.bearer}`;
+  return headers;
+}
+
 /** A signer for one client key; `for(shape)` precomputes what every request of that shape shares. */
-export function createSigner(key: SigningKey): { for(shape: RequestShape): HeaderMaker } {
-  const secret: KeyObject = createSecretKey(Buffer.from(key.secret, 'utf8'));
+export function createSigner(key: SigningKey): { for(shape: RequestShape): Promise<HeaderMaker> } {
+  const secret = createSecretKey(Buffer.from(key.secret, 'utf8'));
   return {
-    for(shape) {
-      const at = shape.target.indexOf('?');
-      const path = at === -1 ? shape.target : shape.target.slice(0, at);
-      const query = at === -1 ? '?' : shape.target.slice(at);
-      const fixed: Record<string, string> = {};
-      const components = ['"@method"', '"@path"', '"@query"', '"x-idempotency-key"'];
-      let tail = '';
-      if (shape.body !== undefined && shape.body !== '') {
-        fixed['content-type'] = 'application/json';
-        fixed['content-digest'] = `sha-256=:${createHash('sha256').update(shape.body).digest('base64')}:`;
-        components.push('"content-digest"');
-        tail += `"content-digest": ${fixed['content-digest']}\n`;
-      }
-      if (shape.bearer !== undefined) {
-        fixed.authorization = `Bearer ${shape.bearer}`;
-        components.push('"authorization"');
-        tail += `"authorization": ${fixed.authorization}\n`;
-      }
-      const head = `"@method": ${shape.method}\n"@path": ${path}\n"@query": ${query}\n"x-idempotency-key": `;
-      const paramsHead = `(${components.join(' ')});created=`;
-      const paramsKey = `;keyid="${key.keyId}";nonce="`;
+    async for(shape) {
+      const url = new URL(shape.target, 'http://gateway');
+      const fixed = plainHeadersOf(shape);
+      if (shape.body !== undefined && shape.body !== '') fixed['content-digest'] = await contentDigest(utf8.encode(shape.body));
       return () => {
         const idempotencyKey = nextId();
-        const params = `${paramsHead}${Math.floor(Date.now() / 1000)}${paramsKey}${nextId()}"`;
-        const base = `${head}${idempotencyKey}\n${tail}"@signature-params": ${params}`;
+        const { base, params } = signatureBase({
+          method: shape.method,
+          path: url.pathname,
+          query: url.search,
+          idempotencyKey,
+          contentDigest: fixed['content-digest'],
+          authorization: fixed.authorization,
+          created: Math.floor(Date.now() / 1000),
+          nonce: nextId(),
+          keyId: key.keyId,
+          alg: 'hmac-sha256',
+        });
         const signature = createHmac('sha256', secret).update(base).digest('base64');
         return { ...fixed, 'x-idempotency-key': idempotencyKey, 'signature-input': `sig1=${params}`, signature: `sig1=:${signature}:` };
       };
@@ -69,10 +75,18 @@ export function createSigner(key: SigningKey): { for(shape: RequestShape): Heade
   };
 }
 
+/** Every header of one request of `shape` to `url`, signed by the SDK itself (set-up calls, not measured). */
+export async function signOnce(key: SigningKey, url: URL, shape: RequestShape): Promise<Record<string, string>> {
+  const body = shape.body === undefined || shape.body === '' ? undefined : utf8.encode(shape.body);
+  const plain = plainHeadersOf(shape);
+  const signed = await signRequest(
+    { method: shape.method, url, idempotencyKey: randomUUID(), body, authorization: plain.authorization },
+    createSdkSigner(key.keyId, { alg: 'hmac-sha256', secret: key.secret }),
+  );
+  return { ...plain, ...signed };
+}
+
 /** The headers of an unsigned request of the shape (straight to a service, past the gateway). */
 export function plainHeaders(shape: RequestShape): Record<string, string> {
-  const headers: Record<string, string> = {};
-  if (shape.body !== undefined && shape.body !== '') headers['content-type'] = 'application/json';
-  if (shape.bearer !== undefined) headers.authorization = `Bearer ${shape.bearer}`;
-  return headers;
+  return plainHeadersOf(shape);
 }

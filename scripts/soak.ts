@@ -1,14 +1,10 @@
 // `pnpm soak`: mixed traffic through the gateway at a steady rate for 10 minutes, then a summary.
 // Passes when no request got a 5xx or failed at the network level and no process's heap kept growing.
-// By default it starts its own local stack (scripts/start-local.ts) on free ports and fresh databases;
+// By default it starts its own local stack (@platform/stack) on free ports, fresh databases and a Redis prefix;
 // SOAK_GATEWAY_URL points it at a running one instead (with SOAK_KEY_ID/SOAK_KEY_SECRET, SOAK_ADMIN_*).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { dropDatabase } from '@platform/service-kit';
-import { TEST_POSTGRES_URL, freePort, uniqueName } from '@platform/service-kit/testing';
-// The hand-written RFC 9421 signer of the gateway tests: it shares no code with the gateway's verifier.
-import { type TestSigningKey, signedHeaders } from '../gateway/test/support/signing-client.ts';
+import { createSigner, signRequest } from '@platform/client';
+import { LOCAL_POSTGRES_URL, LOCAL_REDIS_URL, startStack as launch } from '@platform/stack';
 
 const env = process.env;
 const DURATION_S = Number(env.SOAK_DURATION_S ?? 600);
@@ -16,46 +12,28 @@ const RATE = Number(env.SOAK_RATE ?? 40);
 const WARMUP_S = Math.min(60, DURATION_S / 5);
 const MAX_IN_FLIGHT = 200;
 const USERS = 20;
-const key: TestSigningKey = { keyId: env.SOAK_KEY_ID ?? 'local-dev', alg: 'hmac-sha256', secret: env.SOAK_KEY_SECRET ?? 'local-dev-secret' };
+// Signed by the SDK, as any client signs.
+const signer = createSigner(env.SOAK_KEY_ID ?? 'local-dev', { alg: 'hmac-sha256', secret: env.SOAK_KEY_SECRET ?? 'local-dev-secret' });
 const admin = { username: env.SOAK_ADMIN_USERNAME ?? 'admin@example.com', password: env.SOAK_ADMIN_PASSWORD ?? 'local-admin-password' };
-const root = fileURLToPath(new URL('..', import.meta.url));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The local stack, started by this script, with its own ports and databases. */
+/** The local stack, started by this script, with its own ports, databases and Redis keys. */
 async function startStack(): Promise<{ gateway: string; processes: Record<string, string>; stop: () => Promise<void> }> {
-  const ports = { GATEWAY_PORT: await freePort(), GATEWAY_MANAGEMENT_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
-  const databaseUrl = (prefix: string) => {
-    const url = new URL(TEST_POSTGRES_URL);
-    url.pathname = `/${uniqueName(prefix)}`;
-    return url.toString();
-  };
-  const databases = { IDENTITY_DATABASE_URL: databaseUrl('soak_identity'), RISK_DATABASE_URL: databaseUrl('soak_risk') };
-  const child: ChildProcess = spawn(process.execPath, ['scripts/start-local.ts'], {
-    cwd: root,
-    env: { ...env, APP_ENV: 'local', LOG_LEVEL: 'error', LOGIN_FAILURES_PER_MIN: '1000000', ...databases, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])) },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  const run = `soak_${Date.now().toString(36)}_${randomUUID().slice(0, 8)}`;
+  const stack = await launch({
+    env: { ...env, APP_ENV: 'local', LOG_LEVEL: 'error', LOGIN_FAILURES_PER_MIN: '1000000' },
+    databases: { serverUrl: env.TEST_POSTGRES_URL ?? LOCAL_POSTGRES_URL, run },
+    redis: { url: env.TEST_REDIS_URL ?? LOCAL_REDIS_URL, prefix: `${run}:` },
+    output: 'inherit',
+    readyTimeoutMs: 90_000,
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  // Where each process answers /health/ready and /metrics: the gateway's management port.
-  const processes = {
-    gateway: `http://127.0.0.1:${ports.GATEWAY_MANAGEMENT_PORT}`,
-    identity: `http://127.0.0.1:${ports.IDENTITY_PORT}`,
-    risk: `http://127.0.0.1:${ports.RISK_PORT}`,
-  };
-  for (const url of Object.values(processes)) {
-    const deadline = Date.now() + 90_000;
-    while ((await fetch(`${url}/health/ready`).then((r) => r.status, () => 0)) !== 200) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${url} never became ready`);
-      await sleep(250);
-    }
-  }
   return {
-    gateway: `http://127.0.0.1:${ports.GATEWAY_PORT}`,
-    processes,
+    gateway: stack.urls.gateway,
+    // Where each process answers /metrics: the gateway on its management port.
+    processes: { ...stack.urls, gateway: stack.gatewayManagementUrl },
     stop: async () => {
-      child.kill('SIGINT');
-      console.log(`stack stopped with exit code ${await exited}`);
-      for (const url of Object.values(databases)) await dropDatabase(url);
+      const codes = await stack.stop();
+      console.log(`stack stopped with exit codes ${JSON.stringify(Object.fromEntries(codes))}`);
     },
   };
 }
@@ -67,10 +45,13 @@ interface Answer {
 
 /** One signed request through the gateway; status 0 means the request failed at the network level. */
 async function call(base: string, method: string, target: string, body?: unknown, bearer?: string): Promise<Answer> {
-  const bytes = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-  const headers = signedHeaders(method, target, { key, body: bytes, bearer });
+  const bytes = body === undefined ? undefined : new TextEncoder().encode(typeof body === 'string' ? body : JSON.stringify(body));
+  const url = new URL(target, base);
   try {
-    const res = await fetch(`${base}${target}`, { method, headers, body: bytes, signal: AbortSignal.timeout(30_000) });
+    const signed = await signRequest({ method, url, idempotencyKey: randomUUID(), body: bytes, authorization: bearer === undefined ? undefined : `Bearer ${bearer}` }, signer);
+    const headers: Record<string, string> = { ...signed };
+    if (bytes !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(url, { method, headers, body: bytes, signal: AbortSignal.timeout(30_000) });
     const text = await res.text();
     let parsed: Record<string, unknown> = {};
     try {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -8,7 +8,7 @@ import { dropDatabase } from '@platform/service-kit';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
 import { DEPLOYABLES, type DeployableName, REPO_ROOT, imageEnv, parseDockerfile, readDockerfile } from './deploy-support/deployables.ts';
-import { freePort } from './support/processes.ts';
+import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 
 // Without a Docker engine, each image is laid out as its Dockerfile's runtime stage does it: the
 // `pnpm deploy` output of its package, plus the runtime stage's other COPY lines, with the image's ENV.
@@ -80,31 +80,18 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
       BCRYPT_COST: '4',
       LOG_LEVEL: 'warn',
     };
-    const children: ChildProcess[] = [];
-    let output = '';
+    const children: StartedProcess[] = [];
+    const output = () => children.map((c) => c.output()).join('');
     try {
       for (const d of DEPLOYABLES) {
         const app = apps.get(d.name)!;
         const env: Record<string, string> = {};
         for (const [name, value] of imageEnv(REPO_ROOT, d)) if ('literal' in value) env[name] = inApp(app, value.literal);
         Object.assign(env, shared, { [d.portKey]: String(ports[d.name]) }, d.name === 'gateway' ? { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } : {});
-        const child = spawn(process.execPath, ['dist/src/index.js'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
-        child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-        child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-        children.push(child);
+        children.push(startProcess({ name: d.name, entry: 'dist/src/index.js', cwd: app, env, url: `http://127.0.0.1:${ports[d.name]}`, output: 'capture' }));
       }
       const deadline = Date.now() + 60_000;
-      for (const port of Object.values(ports)) {
-        let status = 0;
-        while (status !== 200 && Date.now() < deadline) {
-          status = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-            (r) => r.status,
-            () => 0,
-          );
-          if (status !== 200) await new Promise((r) => setTimeout(r, 200));
-        }
-        assert.equal(status, 200, `port ${port} never ready:\n${output}`);
-      }
+      for (const child of children) assert.ok(await untilOk(`${child.url}/health/ready`, deadline, child), `${child.url} never ready:\n${output()}`);
       const gateway = `http://127.0.0.1:${ports.gateway}`;
       // The documents the gateway image was given by IDENTITY_OPENAPI_PATH and RISK_OPENAPI_PATH.
       assert.equal((await fetch(`${gateway}/openapi.json`)).status, 200);
@@ -113,11 +100,9 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
       const login = await fetch(`${gateway}/v1/auth/login`, { method: 'POST', headers, body });
       assert.equal(login.status, 200, await login.text());
 
-      const exits = children.map((c) => new Promise<number | null>((resolve) => c.once('exit', (code) => resolve(code))));
-      for (const child of children) child.kill('SIGTERM');
-      assert.deepEqual(await Promise.all(exits), [0, 0, 0], output);
+      assert.deepEqual(await Promise.all(children.map((c) => c.stop())), [0, 0, 0], output());
     } finally {
-      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      await Promise.all(children.map((c) => c.kill()));
       for (const name of Object.values(databases)) await dropDatabase(url(name));
     }
   });

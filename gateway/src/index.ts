@@ -1,51 +1,60 @@
-import { closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped } from '@platform/service-kit';
+import { type Host, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped } from '@platform/service-kit';
 import { createGateway } from './app.ts';
 import { gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
 import type { OpenApiDocument } from './docs/openapi-merge.ts';
 
-// Composition root: the only module that reads process.env, connects, and listens.
-const config = loadConfigOrExit(gatewayConfigSpec, process.env);
-const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+/**
+ * Composition root: the only code that reads the environment, connects, and listens. Run as its own
+ * process it is given this process's environment; the embedded local stack (packages/embedded) hands
+ * each deployable its own environment, its Redis factory and its exit instead.
+ */
+export async function startGateway(host: Host = { env: process.env }): Promise<void> {
+  const config = loadConfigOrExit(gatewayConfigSpec, host.env);
+  const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 
-// The API documents are the gateway's allow-list (CONTRACT.md part 8): without them it cannot tell an
-// operation from anything else, so it refuses to start rather than proxy blindly.
-let apiDocument: OpenApiDocument;
-try {
-  apiDocument = await loadApiDocumentFor(config);
-} catch (err) {
-  logger.fatal({ err }, 'the API documents could not be loaded (IDENTITY_OPENAPI_PATH, RISK_OPENAPI_PATH): they name the operations the gateway proxies');
-  process.exit(1);
+  // The API documents are the gateway's allow-list (CONTRACT.md part 8): without them it cannot tell an
+  // operation from anything else, so it refuses to start rather than proxy blindly.
+  let apiDocument: OpenApiDocument;
+  try {
+    apiDocument = await loadApiDocumentFor(config);
+  } catch (err) {
+    logger.fatal({ err }, 'the API documents could not be loaded (IDENTITY_OPENAPI_PATH, RISK_OPENAPI_PATH): they name the operations the gateway proxies');
+    process.exit(1);
+  }
+
+  const lifecycle = { draining: false };
+  // No auto-pipelining: with a frozen Redis it queues each claim behind the previous one's timeout, past
+  // the 1 s in which the gateway must fail closed (CONTRACT.md part 3).
+  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger, autoPipelining: false });
+  const metrics = createMetrics('gateway', { collectDefault: true });
+
+  const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument });
+
+  await serveUntilStopped({
+    service: 'gateway',
+    app: gateway.app,
+    port: config.GATEWAY_PORT,
+    management: { app: gateway.management, port: config.GATEWAY_MANAGEMENT_PORT },
+    host: config.HOST,
+    logger,
+    lifecycle,
+    drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+    limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
+    appEnv: config.APP_ENV,
+    exit: host.exit,
+    connections: {
+      redis: config.REDIS_URL,
+      identity: config.IDENTITY_URL,
+      risk: config.RISK_URL,
+      jwks: config.IDENTITY_JWKS_URL,
+      clientKeys: config.GATEWAY_CLIENT_KEYS.map((k) => `${k.keyId} (${k.alg})`).join(', '),
+    },
+    closers: [
+      { name: 'upstream connections', close: async () => gateway.close() },
+      { name: 'redis', close: () => closeRedis(redis) },
+    ],
+  });
 }
 
-const lifecycle = { draining: false };
-// No auto-pipelining: with a frozen Redis it queues each claim behind the previous one's timeout, past
-// the 1 s in which the gateway must fail closed (CONTRACT.md part 3).
-const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger, autoPipelining: false });
-const metrics = createMetrics('gateway', { collectDefault: true });
-
-const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument });
-
-await serveUntilStopped({
-  service: 'gateway',
-  app: gateway.app,
-  port: config.GATEWAY_PORT,
-  management: { app: gateway.management, port: config.GATEWAY_MANAGEMENT_PORT },
-  host: config.HOST,
-  logger,
-  lifecycle,
-  drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
-  limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
-  appEnv: config.APP_ENV,
-  connections: {
-    redis: config.REDIS_URL,
-    identity: config.IDENTITY_URL,
-    risk: config.RISK_URL,
-    jwks: config.IDENTITY_JWKS_URL,
-    clientKeys: config.GATEWAY_CLIENT_KEYS.map((k) => `${k.keyId} (${k.alg})`).join(', '),
-  },
-  closers: [
-    { name: 'upstream connections', close: async () => gateway.close() },
-    { name: 'redis', close: () => closeRedis(redis) },
-  ],
-});
+if (import.meta.main) await startGateway();

@@ -1,9 +1,10 @@
 // What the deployment checks know about each deployable, read from the code itself: its config spec
 // (every variable config.ts reads), its port, its one-shot scripts, and its Dockerfile.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APP_ENVS, type ConfigSpec } from '@platform/service-kit';
+import type { EnvValue } from '@platform/stack';
 import { gatewayConfigSpec } from '../../gateway/src/config.ts';
 import { type IdentityConfig, identityConfigProblems, identityConfigSpec } from '../../services/identity/src/config.ts';
 import { riskConfigSpec } from '../../services/risk/src/config.ts';
@@ -53,7 +54,7 @@ export function deployable(name: DeployableName): Deployable {
 }
 
 /** Where a variable's value comes from: written in the file, or a Secret (whose value is never seen here). */
-export type EnvValue = { literal: string } | { secret: string };
+export type { EnvValue };
 
 // Set by the images themselves or read by the scripts, not by config.ts.
 const NOT_IN_SPECS = new Set(['APP_ENV', 'NODE_ENV', 'NODE_OPTIONS']);
@@ -119,45 +120,5 @@ export function sourceOf(d: Deployable, compiled: string): string | undefined {
   return existsSync(source) ? source : undefined;
 }
 
-/** One instruction of a Dockerfile, continuation lines joined. */
-export interface DockerInstruction {
-  op: string;
-  args: string;
-}
-
-/** The stages of a Dockerfile: each FROM and the instructions after it. */
-export function parseDockerfile(text: string): Array<{ from: string; instructions: DockerInstruction[] }> {
-  const lines = text.replace(/\\\n/g, ' ').split('\n');
-  const stages: Array<{ from: string; instructions: DockerInstruction[] }> = [];
-  for (const line of lines) {
-    const match = /^\s*([A-Z]+)\s+(.*)$/.exec(line);
-    if (!match || line.trimStart().startsWith('#')) continue;
-    const [, op, args] = match as unknown as [string, string, string];
-    if (op === 'FROM') stages.push({ from: args.split(/\s+/)[0]!, instructions: [] });
-    else stages.at(-1)?.instructions.push({ op, args: args.trim() });
-  }
-  return stages;
-}
-
-/** The variables a stage's ENV instructions set (`ENV A=1 B=2`). */
-export function stageEnv(instructions: readonly DockerInstruction[]): Map<string, EnvValue> {
-  const env = new Map<string, EnvValue>();
-  for (const { op, args } of instructions) {
-    if (op !== 'ENV') continue;
-    // `A=1 B="two words"`: a value is a double-quoted string (quotes removed) or runs to the next space.
-    for (const [, name, quoted, plain] of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|(\S*))/g)) {
-      if (name !== undefined) env.set(name, { literal: quoted ?? plain ?? '' });
-    }
-  }
-  return env;
-}
-
-/** The Dockerfile of a deployable, read from a deployment tree. */
-export function readDockerfile(root: string, d: Deployable): string {
-  return readFileSync(join(root, 'deploy', d.name, 'Dockerfile'), 'utf8');
-}
-
-/** The variables the final stage of the deployable's image sets. */
-export function imageEnv(root: string, d: Deployable): Map<string, EnvValue> {
-  return stageEnv(parseDockerfile(readDockerfile(root, d)).at(-1)?.instructions ?? []);
-}
+// The Dockerfile reader is the launcher's (@platform/stack), which the benchmark reads images' NODE_OPTIONS with.
+export { type DockerInstruction, imageEnv, parseDockerfile, readDockerfile, stageEnv } from '@platform/stack';

@@ -1,5 +1,7 @@
-// `kustomize build` for the features deploy/k8s uses, so the tests see what `kubectl apply -k` would
-// apply without the kustomize binary. A kustomization using anything else is refused, never half-read.
+// What `kubectl apply -k` would apply: `kubectl kustomize` itself where the machine has kubectl, else a
+// small resolver of the features deploy/k8s uses (a kustomization using anything else is refused, never
+// half-read), so `pnpm test` checks the overlays on a machine without kubectl too.
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -172,11 +174,40 @@ function buildLayer(dir: string): Layer {
   return layer;
 }
 
-/**
- * The objects `kustomize build <dir>` produces: generated ConfigMaps get a content-hash suffix (so a
- * config change rolls the pods), and every reference to them follows the new name.
- */
+let kubectl: boolean | undefined;
+
+/** True when `kubectl` (with its built-in kustomize) runs here; asked once. */
+function hasKubectl(): boolean {
+  if (kubectl === undefined) {
+    try {
+      execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore', timeout: 10_000 });
+      kubectl = true;
+    } catch {
+      kubectl = false;
+    }
+  }
+  return kubectl;
+}
+
+/** The objects `kustomize build <dir>` produces: by `kubectl kustomize` where there is kubectl, else by the resolver. */
 export function kustomizeBuild(dir: string): K8sObject[] {
+  if (!hasKubectl()) return resolveKustomization(dir);
+  let yaml: string;
+  try {
+    yaml = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  } catch (err) {
+    const stderr = String((err as { stderr?: unknown }).stderr ?? '').trim();
+    throw new Error(`kubectl kustomize ${dir}: ${stderr === '' ? String(err) : stderr}`, { cause: err });
+  }
+  return parseAllDocuments(yaml).map((doc) => doc.toJSON() as K8sObject);
+}
+
+/**
+ * The resolver: the objects `kustomize build <dir>` produces for the features deploy/k8s uses. Generated
+ * ConfigMaps get a content-hash suffix (so a config change rolls the pods), and every reference to them
+ * follows the new name.
+ */
+export function resolveKustomization(dir: string): K8sObject[] {
   const { objects, generated } = buildLayer(dir);
   const renamed = new Map<string, string>();
   for (const configMap of generated) {

@@ -1,23 +1,19 @@
+import { type StartedProcess, databaseUrl, startProcess, untilOk } from '@platform/stack';
 import { TEST_POSTGRES_URL } from '@platform/service-kit/testing';
 
-export { freePort } from '@platform/service-kit/testing';
+export { freePort } from '@platform/stack';
 
 /** The URL of database `name` on the test Postgres server. */
 export function testDatabaseUrl(name: string): string {
-  const url = new URL(TEST_POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
+  return databaseUrl(TEST_POSTGRES_URL, name);
 }
 
 /** Polls `url` until it answers 200 (true) or the deadline passes (false). */
-export async function waitUntilOk(url: string, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    const status = await fetch(url).then(
-      (r) => r.status,
-      () => 0,
-    );
-    if (status === 200) return true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return false;
+export function waitUntilOk(url: string, deadline: number): Promise<boolean> {
+  return untilOk(url, deadline);
+}
+
+/** `pnpm start` (scripts/start-local.ts) with `env`, run as pnpm runs it: no export conditions, output captured. */
+export function startPnpmStart(env: NodeJS.ProcessEnv, gatewayPort: number): StartedProcess {
+  return startProcess({ name: 'pnpm start', entry: 'scripts/start-local.ts', conditions: [], url: `http://127.0.0.1:${gatewayPort}`, output: 'capture', env });
 }

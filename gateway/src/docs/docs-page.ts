@@ -1,3 +1,4 @@
+import MarkdownIt from 'markdown-it';
 import type { OpenApiDocument } from './openapi-merge.ts';
 
 type Json = Record<string, unknown>;
@@ -9,23 +10,13 @@ function escape(text: unknown): string {
   return String(text ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** The little Markdown the documents use: paragraphs, `- ` lists, `## ` headings, `code` and **bold**. */
+// CommonMark, with raw HTML in a description escaped rather than passed through, and no bare URL turned
+// into a link: the page shows the documents' text, it never grows markup of its own from it.
+const commonMark = new MarkdownIt({ html: false, linkify: false });
+
+/** A description of the documents (CommonMark) as HTML. */
 function markdown(text: unknown): string {
-  // Odd pieces between backticks are code, where `**` is just text (`/v1/auth/**`).
-  const inline = (line: string) =>
-    line
-      .split('`')
-      .map((piece, i) => (i % 2 === 1 ? `<code>${escape(piece)}</code>` : escape(piece).replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')))
-      .join('');
-  return String(text ?? '')
-    .split(/\n\s*\n/)
-    .map((block) => {
-      const lines = block.trim().split('\n');
-      if (lines[0]?.startsWith('## ')) return `<h3>${inline(lines[0].slice(3))}</h3>`;
-      if (lines.every((l) => l.trim().startsWith('- '))) return `<ul>${lines.map((l) => `<li>${inline(l.trim().slice(2))}</li>`).join('')}</ul>`;
-      return block.trim() === '' ? '' : `<p>${inline(lines.join(' '))}</p>`;
-    })
-    .join('\n');
+  return typeof text === 'string' ? commonMark.render(text) : '';
 }
 
 /** `#/components/schemas/User` → a link to that schema's section of the page. */

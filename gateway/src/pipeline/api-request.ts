@@ -9,7 +9,7 @@ import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
 import type { ClaimOutcome, ReplayGuard } from '../idempotency/replay-guard.ts';
 import { clientOrigin, upstreamRequestHeaders } from '../proxy/forwarded-headers.ts';
 import type { GatewayOperation } from '../proxy/operation-table.ts';
-import type { UpstreamProxy } from '../proxy/upstream-proxy.ts';
+import type { UpstreamOutcome, UpstreamProxy } from '../proxy/upstream-proxy.ts';
 import { SignatureFault } from '../signing/signature-fault.ts';
 import { type SignatureVerifierOptions, type VerifiedSignature, verifyRequestSignature } from '../signing/verify-request.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
@@ -66,29 +66,29 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
   // The token is checked on the CPU now so its revocation keys can join the one Redis round trip below.
   const bearer: BearerVerdict = operation.needsBearer ? await checkBearer(deps.tokens, req.headers.authorization) : { principal: undefined };
   const owner = randomUUID();
+  let releasing: Promise<void> | undefined;
+  // The one place the idempotency key is freed (CONTRACT.md part 3): the request ended in a 5xx. Told by
+  // the answer once it is over (the upstream's, the proxy's 502/504, the deadline's 503), by the upstream
+  // as soon as it answered (so the release leaves before the relayed 5xx, and a client that hung up
+  // still gets its retry), and by a failure here (Redis down, a fault of the gateway).
+  const settle = (status: number) => {
+    if (status < 500) return;
+    releasing ??= deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
+      requestLog(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
+    });
+  };
+  res.once('close', () => settle(res.statusCode));
+  try {
   let outcome: ClaimOutcome;
   try {
     outcome = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, owner });
   } catch (err) {
-    // Fail closed: without Redis no replay can be ruled out, so nothing is proxied.
+      // Fail closed: without Redis no replay can be ruled out, so nothing is proxied. A frozen Redis
+      // still runs the claim once it resumes; the release, on the same connection, comes after it.
     deps.metrics.rejected('redis-unavailable');
-    // A frozen Redis still runs the claim once it resumes, which would keep the key of a request
-    // answered 503. The release is queued on the same connection behind the claim, so it undoes it.
-    deps.guard.release({ keyId, idempotencyKey, owner }).catch(() => undefined);
     throw new ServiceUnavailableError(undefined, { cause: err });
   }
   assertAdmitted(outcome, bearer, deps);
-  let releasing: Promise<void> | undefined;
-  const release = () =>
-    (releasing ??= deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
-      requestLog(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
-    }));
-  // The proxy releases before it answers a 5xx; any other 5xx (the request deadline answering while
-  // the upstream is still busy) releases once it has been sent.
-  res.once('finish', () => {
-    if (res.statusCode >= 500) void release();
-  });
-  try {
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);
     const headers = upstreamRequestHeaders(req.headers, {
       requestId: String(res.getHeader('x-request-id') ?? ''),
@@ -101,10 +101,14 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
       bodyLength: body.length,
       assertionKey: deps.assertionKey,
     });
-    proxy.forward(req, res, next, { body, headers, release, done: deps.metrics.upstreamTimer(proxy.name) });
+    const timer = deps.metrics.upstreamTimer(proxy.name);
+    const ended = (outcome: UpstreamOutcome) => {
+      timer(String(outcome));
+      settle(typeof outcome === 'number' ? outcome : 502);
+    };
+    proxy.forward(req, res, next, { headers, ended });
   } catch (err) {
-    // A fault of the gateway itself after the claim is a 5xx too: the client may retry with the same key.
-    if (toHttpError(err).status >= 500) await release();
+    settle(toHttpError(err).status);
     throw err;
   }
 }

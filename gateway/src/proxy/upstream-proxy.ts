@@ -1,26 +1,26 @@
 import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin } from 'http-proxy-middleware';
+import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
 import { BadGatewayError, GatewayTimeoutError, parseUpstreamError } from '@platform/errors';
 import { clientResponseHeaders } from './forwarded-headers.ts';
 
-/** One request on its way upstream: the verified body bytes and what to do when the upstream fails. */
-export interface ProxyJob {
-  body: Buffer;
+/** How one exchange with an upstream ended: the status it answered, or no answer at all. */
+export type UpstreamOutcome = number | 'timeout' | 'unreachable';
+
+/** What the checks decided about a request that goes upstream. */
+export interface Forwarding {
   /** The complete header set for the upstream (allow-listed client headers plus the gateway's own). */
   headers: Record<string, string>;
-  /** Frees the idempotency key; called before a 5xx (upstream's, 502 or 504) is answered. */
-  release: () => Promise<void>;
-  /** Told when the exchange ends: the upstream status, `timeout` or `unreachable`. */
-  done: (outcome: string) => void;
+  /** Told once, as soon as the upstream has answered (before the answer is relayed) or failed. */
+  ended: (outcome: UpstreamOutcome) => void;
 }
 
 /** Sends checked requests to one upstream over a pool of kept-alive connections. */
 export interface UpstreamProxy {
   /** The upstream's name, for metrics and logs. */
   name: string;
-  forward(req: Request, res: Response, next: NextFunction, job: ProxyJob): void;
+  /** Proxies `req` (its verified body is `req.body`); a 502 or 504 goes to `next`. */
+  forward(req: Request, res: Response, next: NextFunction, forwarding: Forwarding): void;
   /** Closes the idle pooled connections (shutdown). */
   close(): void;
 }
@@ -39,112 +39,123 @@ export interface UpstreamProxyOptions {
  * (5 s), so the gateway never reuses a socket the upstream is closing at that very moment.
  */
 const IDLE_SOCKET_MS = 4000;
-/** An error answer that is not JSON (a load balancer's HTML page) is read this far, then re-shaped. */
-const MAX_FOREIGN_ERROR_BYTES = 16_384;
+const JSON_TYPE = /^application\/(.+\+)?json\b/i;
 
-interface InFlight extends ProxyJob {
+/** One request in flight, kept where Express keeps per-request state: http-proxy's events get only req and res. */
+interface Exchange extends Forwarding {
   next: NextFunction;
-  /** The request URI as received, the `path` of an error body. */
-  path: string;
-  timedOut: boolean;
-  /** The upstream's response has arrived: from then on only a broken stream can go wrong. */
-  answered: boolean;
 }
 
-function readBounded(stream: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (chunk: Buffer) => {
-      if (size < limit) chunks.push(chunk);
-      size += chunk.length;
-    });
-    stream.on('end', () => resolve(Buffer.concat(chunks).subarray(0, limit)));
-    stream.on('error', () => resolve(Buffer.concat(chunks)));
-  });
+// http-proxy's events are typed with Node's request and response; in this app they are Express's.
+function exchangeOf(res: ServerResponse): Exchange | undefined {
+  return ((res as Response).locals as { upstream?: Exchange }).upstream;
 }
 
-/** Relays the upstream's answer: allow-listed headers, the body streamed; 5xx first releases the key. */
-async function relay(proxyRes: IncomingMessage, res: ServerResponse, job: InFlight, alwaysMessages: boolean): Promise<void> {
-  const status = proxyRes.statusCode ?? 502;
-  job.answered = true;
-  job.done(String(status));
-  if (res.headersSent) {
-    // The request deadline answered first: drain the late answer so its pooled socket is freed.
-    proxyRes.resume();
-    return;
-  }
-  if (status >= 500) await job.release();
-  const contentType = String(proxyRes.headers['content-type'] ?? '');
-  if (status >= 400 && !/^application\/(.+\+)?json\b/i.test(contentType)) {
-    // Every error body a client sees has the contract's shape, even one made by something in between.
-    const body = parseUpstreamError(status, await readBounded(proxyRes, MAX_FOREIGN_ERROR_BYTES), job.path);
-    if (alwaysMessages) body.messages ??= [body.message];
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
-    return;
-  }
-  res.writeHead(status, clientResponseHeaders(proxyRes.headers));
-  proxyRes.pipe(res);
+/** Calls `fn` the first time only: an exchange ends once, however many events report it. */
+function once<T>(fn: (value: T) => void): (value: T) => void {
+  let called = false;
+  return (value) => {
+    if (called) return;
+    called = true;
+    fn(value);
+  };
 }
 
 /**
- * An http-proxy-middleware instance for one upstream. The gateway has already buffered and verified
- * the body, so it is written from that buffer (the same bytes the digest covered) rather than piped
- * from the spent request stream; the headers are replaced by the allow-listed set before proxying.
+ * Answers an upstream error that is not JSON (a load balancer's HTML page) in the error shape: every
+ * error body a client sees has the contract's shape, even one made by something in between. Its bytes
+ * are drained unread: a body that does not say it is JSON gives the shape nothing but its status.
+ */
+function answerForeignError(proxyRes: IncomingMessage, path: string, res: ServerResponse, alwaysMessages: boolean): void {
+  proxyRes.resume();
+  const status = proxyRes.statusCode ?? 502;
+  const body = parseUpstreamError(status, undefined, path);
+  if (alwaysMessages) body.messages ??= [body.message];
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+}
+
+/**
+ * An http-proxy-middleware instance for one upstream, used through its documented events: `proxyReq`
+ * puts the allow-listed headers on the outgoing request and writes the verified body from `req.body`
+ * (as its `fixRequestBody` does for parsed bodies: the stream itself was read for the digest);
+ * `proxyRes` trims the upstream's headers to the allow-list and lets http-proxy stream the answer;
+ * `error` hands the 502 or 504 to Express.
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProxy {
   const agent = new Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' });
-  const jobs = new WeakMap<IncomingMessage, InFlight>();
+  const alwaysMessages = options.alwaysMessages === true;
   const middleware = createProxyMiddleware({
     target: options.target,
     agent,
     changeOrigin: true,
-    selfHandleResponse: true,
-    proxyTimeout: options.timeoutMs,
     // Not the default error-page and logger plugins: their page is plain text, their logger the console.
     ejectPlugins: true,
-    plugins: [debugProxyErrorsPlugin, proxyEventsPlugin],
+    plugins: [proxyEventsPlugin],
     on: {
-      proxyReq: (proxyReq, req) => {
-        const job = jobs.get(req);
-        if (job === undefined) return;
-        proxyReq.on('timeout', () => {
-          job.timedOut = true;
-        });
-        // Runs when the socket is assigned, before http-proxy ends the (already consumed) request stream.
-        if (job.body.length > 0) proxyReq.write(job.body);
+      proxyReq: (proxyReq, req, res) => {
+        const exchange = exchangeOf(res);
+        if (exchange === undefined) return;
+        // http-proxy copied every client header (and set Host to the target's): keep only the allow-list.
+        for (const name of proxyReq.getHeaderNames()) {
+          if (name !== 'host' && !(name in exchange.headers)) proxyReq.removeHeader(name);
+        }
+        for (const [name, value] of Object.entries(exchange.headers)) proxyReq.setHeader(name, value);
+        // A silence of the upstream, however long the exchange already took, ends in a 504.
+        proxyReq.setTimeout(options.timeoutMs, () => proxyReq.destroy(new GatewayTimeoutError()));
+        // Runs when the socket is assigned, before http-proxy ends the (already read) request stream.
+        const body: unknown = (req as Request).body;
+        if (Buffer.isBuffer(body) && body.length > 0) proxyReq.write(body);
       },
       proxyRes: (proxyRes, req, res) => {
-        const job = jobs.get(req);
-        if (job === undefined) return;
-        relay(proxyRes, res, job, options.alwaysMessages === true).catch((err: unknown) => job.next(err));
-      },
-      error: (err, req, res) => {
-        const job = jobs.get(req);
-        if (job === undefined) return;
-        const response = res as ServerResponse | Socket;
-        if (job.answered || !('headersSent' in response) || response.headersSent) {
-          // The upstream's answer has begun; when it breaks, all that is left is to cut the client's
-          // (an error page being re-shaped is finished by relay with what was read).
-          if (!('headersSent' in response) || response.headersSent) response.destroy();
+        const exchange = exchangeOf(res);
+        if (exchange === undefined) return;
+        exchange.ended(proxyRes.statusCode ?? 502);
+        // An answer that breaks off midway cannot be finished: cut the client's connection rather
+        // than leave it waiting for the rest (unless the client already has a whole answer of ours).
+        proxyRes.once('close', () => {
+          if (!proxyRes.complete && !res.writableEnded) res.destroy();
+        });
+        if (res.writableEnded) {
+          // The request deadline answered first: http-proxy relays nothing, so drain the late answer
+          // to free its pooled socket.
+          proxyRes.resume();
           return;
         }
-        job.done(job.timedOut ? 'timeout' : 'unreachable');
-        const failure = job.timedOut ? new GatewayTimeoutError(undefined, { cause: err }) : new BadGatewayError(undefined, { cause: err });
-        job.release().then(
-          () => job.next(failure),
-          () => job.next(failure),
-        );
+        const status = proxyRes.statusCode ?? 502;
+        if (status >= 400 && !JSON_TYPE.test(String(proxyRes.headers['content-type'] ?? ''))) {
+          answerForeignError(proxyRes, (req as Request).originalUrl, res, alwaysMessages);
+          return;
+        }
+        proxyRes.headers = clientResponseHeaders(proxyRes.headers) as IncomingMessage['headers'];
+      },
+      error: (err, _req, res) => {
+        // `res` is a socket only for WebSocket upgrades, which the gateway never proxies.
+        const exchange = 'headersSent' in res ? exchangeOf(res) : undefined;
+        if (exchange === undefined || !('headersSent' in res)) {
+          res.destroy();
+          return;
+        }
+        const timedOut = err instanceof GatewayTimeoutError;
+        // A no-op when the upstream had answered before it failed.
+        exchange.ended(timedOut ? 'timeout' : 'unreachable');
+        // The request deadline answered first: the client has its whole answer already.
+        if (res.writableEnded) return;
+        if (res.headersSent) {
+          // The upstream's answer had begun: all that is left is to cut the client's connection.
+          res.destroy();
+          return;
+        }
+        exchange.next(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
       },
     },
   });
   return {
     name: options.name,
-    forward(req, res, next, job) {
-      jobs.set(req, { ...job, next, path: req.originalUrl, timedOut: false, answered: false });
-      // http-proxy copies req.headers to the upstream request: replace them by the allow-listed set
-      // (this also drops Expect and Connection, which would otherwise change how it sends the body).
-      req.headers = job.headers;
+    forward(req, res, next, forwarding) {
+      res.locals.upstream = { headers: forwarding.headers, ended: once(forwarding.ended), next } satisfies Exchange;
+      // This server has already answered `Expect: 100-continue`, and the header is hop-by-hop. Left in,
+      // http-proxy would send the request without its proxyReq event: without the allow-list and the body.
+      delete req.headers.expect;
       void middleware(req, res, next);
     },
     close() {

@@ -1,12 +1,15 @@
 // The embedded local stack: what `pnpm start` runs (scripts/start-local.ts) when, in `local`, Postgres or
 // Redis cannot be reached. `--postgres`: both service databases on PGlite behind Postgres-protocol
 // sockets; `--redis`: one in-process Redis stand-in. Gateway, identity and risk run in this one process
-// (their own composition roots, unchanged) so they share the stand-in; each stops on SIGINT/SIGTERM as
-// usual, and the process ends after the last one, once the embedded databases are closed.
+// (their own composition roots, each handed its environment, the shared stand-in and its exit) so they
+// share the stand-in; each stops on SIGINT/SIGTERM as usual, and the process ends after the last one,
+// once the embedded databases are closed.
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createLogger, installProcessHost, packageRoot } from '@platform/service-kit';
+import { type Host, createLogger, packageRoot } from '@platform/service-kit';
+import { startGateway } from '../../../gateway/src/index.ts';
+import { startIdentity } from '../../../services/identity/src/index.ts';
+import { startRisk } from '../../../services/risk/src/index.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { inProcessRedis } from './in-process-redis.ts';
 
@@ -15,7 +18,8 @@ const root = join(packageRoot(import.meta.url), '..', '..');
 const dataRoot = process.env.EMBEDDED_DATA_DIR ?? join(root, '.local', 'pglite');
 const logger = createLogger({ service: 'embedded', level: process.env.LOG_LEVEL ?? 'info' });
 // All three start at once: the others fetch identity's token keys only when a request needs them.
-const COMPOSITION_ROOTS = ['services/identity/src/index.ts', 'services/risk/src/index.ts', 'gateway/src/index.ts'];
+const COMPOSITION_ROOTS = { identity: startIdentity, risk: startRisk, gateway: startGateway } as const;
+const SERVICES = Object.keys(COMPOSITION_ROOTS);
 
 logger.warn(
   {
@@ -39,19 +43,17 @@ async function closeDatabases(): Promise<number> {
 
 let started = false;
 const stopped = new Map<string, number>();
-installProcessHost({
-  redis: embed.redis ? inProcessRedis : undefined,
-  exit: (service, code) => {
-    if (stopped.has(service)) return;
-    stopped.set(service, code);
-    if (stopped.size < COMPOSITION_ROOTS.length) return;
-    void closeDatabases().then((closeCode) => {
-      const exitCode = Math.max(closeCode, ...stopped.values());
-      logger.info({ exitCode }, 'embedded stack stopped');
-      process.exit(exitCode);
-    });
-  },
-});
+/** The exit a deployable calls once it has drained: the process ends after the last one, databases closed. */
+const exitOf = (service: string) => (code: number) => {
+  if (stopped.has(service)) return;
+  stopped.set(service, code);
+  if (stopped.size < SERVICES.length) return;
+  void closeDatabases().then((closeCode) => {
+    const exitCode = Math.max(closeCode, ...stopped.values());
+    logger.info({ exitCode }, 'embedded stack stopped');
+    process.exit(exitCode);
+  });
+};
 // The deployables drain on the first stop request once they listen. Before that, or on a second
 // request, the process ends at once, as each of them would alone.
 let stopRequests = 0;
@@ -65,19 +67,27 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 try {
+  // What the deployables are handed instead of the servers they cannot reach; this process's own
+  // environment is left as it is.
+  const replaced: NodeJS.ProcessEnv = {};
   if (embed.postgres) {
     // One after the other: both run on this one thread, and in parallel they only take longer.
     const identityDb = await startEmbeddedPostgres(join(dataRoot, 'identity'));
     databases.push(identityDb);
     const riskDb = await startEmbeddedPostgres(join(dataRoot, 'risk'));
     databases.push(riskDb);
-    process.env.IDENTITY_DATABASE_URL = identityDb.url;
-    process.env.RISK_DATABASE_URL = riskDb.url;
+    replaced.IDENTITY_DATABASE_URL = identityDb.url;
+    replaced.RISK_DATABASE_URL = riskDb.url;
     logger.info({ identity: identityDb.url, risk: riskDb.url, dataDir: dataRoot }, 'embedded Postgres (PGlite) listening');
   }
   // Only so that the deployables' own start lines do not name the unreachable server.
-  if (embed.redis) process.env.REDIS_URL = 'redis://in-process.invalid:6379/0';
-  await Promise.all(COMPOSITION_ROOTS.map((entry) => import(pathToFileURL(join(root, entry)).href)));
+  if (embed.redis) replaced.REDIS_URL = 'redis://in-process.invalid:6379/0';
+  const hostOf = (service: string): Host => ({
+    env: { ...process.env, ...replaced },
+    createRedis: embed.redis ? inProcessRedis : undefined,
+    exit: exitOf(service),
+  });
+  await Promise.all(Object.entries(COMPOSITION_ROOTS).map(([service, start]) => start(hostOf(service))));
   started = true;
 } catch (err) {
   logger.fatal({ err }, 'the embedded stack failed to start');

@@ -5,8 +5,20 @@ import { type Knex, type Migration, createDatabase, databaseName, ensureDatabase
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { safeUrl } from './paths.ts';
-import { processHost } from './process-host.ts';
+import type { Redis, RedisOptions } from './redis.ts';
 import { type ServerLimits, listen, stopOnSignals } from './server.ts';
+
+/**
+ * What a composition root is given by whatever runs it: the environment it reads its configuration
+ * from and, for several deployables in one process (the embedded local stack), what that host shares.
+ */
+export interface Host {
+  env: NodeJS.ProcessEnv;
+  /** Makes the Redis client in place of `createRedis` (the embedded stack: one in-process stand-in for all). */
+  createRedis?: (options: RedisOptions) => Redis;
+  /** Called instead of `process.exit(code)` once the deployable has drained and closed. */
+  exit?: (code: number) => void;
+}
 
 export interface ConnectDatabaseOptions {
   appEnv: AppEnv;
@@ -59,6 +71,8 @@ export interface ServeOptions {
   closers: ReadonlyArray<{ name: string; close: () => Promise<void> }>;
   /** A second, internal port (metrics, health) on the same host, drained with the first. */
   management?: { app: RequestListener; port: number };
+  /** Ends the process after the stop; `process.exit` unless the host runs several deployables (Host.exit). */
+  exit?: (code: number) => void;
 }
 
 /**
@@ -80,12 +94,6 @@ export async function serveUntilStopped(options: ServeOptions): Promise<void> {
     servers: management === undefined ? [server] : [server, management],
     drainTimeoutMs: options.drainTimeoutMs,
     closers: options.closers,
-    exit: hostedExit(options.service),
+    exit: options.exit,
   });
-}
-
-/** With several deployables in one process (the embedded stack), the host ends the process, not each of them. */
-function hostedExit(service: string): ((code: number) => void) | undefined {
-  const exit = processHost().exit;
-  return exit === undefined ? undefined : (code) => exit(service, code);
 }

@@ -13,6 +13,5 @@ export * from './metrics.ts';
 export * from './numeric-parameters.ts';
 export * from './openapi.ts';
 export * from './paths.ts';
-export * from './process-host.ts';
 export * from './redis.ts';
 export * from './server.ts';

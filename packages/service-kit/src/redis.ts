@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import type { ReadinessCheck } from './health.ts';
 import type { Logger } from './logger.ts';
-import { processHost } from './process-host.ts';
 
 export type { Redis } from 'ioredis';
 
@@ -27,9 +26,6 @@ export interface RedisOptions {
  * readiness says so; the client reconnects by itself. Connection changes are logged once each.
  */
 export function createRedis(options: RedisOptions): Redis {
-  // In the embedded local stack (packages/embedded) every deployable of the process shares one stand-in.
-  const shared = processHost().redis;
-  if (shared !== undefined) return shared(options);
   const redis = new Redis(options.url, {
     keyPrefix: options.keyPrefix,
     enableOfflineQueue: false,

@@ -1,5 +1,6 @@
 import { isAbsolute, join } from 'node:path';
 import {
+  type Host,
   closeRedis,
   connectDatabase,
   createLogger,
@@ -18,51 +19,60 @@ import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms-sender.ts';
 import { ensureBootstrapAdmin } from './users/bootstrap-admin.ts';
 
-// Composition root: the only module that reads process.env, connects, and listens.
-const config = loadConfigOrExit(identityConfigSpec, process.env, identityConfigProblems);
-const logger = createLogger({ service: 'identity', level: config.LOG_LEVEL });
-const lifecycle = { draining: false };
+/**
+ * Composition root: the only code that reads the environment, connects, and listens. Run as its own
+ * process it is given this process's environment; the embedded local stack (packages/embedded) hands
+ * each deployable its own environment, its Redis factory and its exit instead.
+ */
+export async function startIdentity(host: Host = { env: process.env }): Promise<void> {
+  const config = loadConfigOrExit(identityConfigSpec, host.env, identityConfigProblems);
+  const logger = createLogger({ service: 'identity', level: config.LOG_LEVEL });
+  const lifecycle = { draining: false };
 
-const keyFile = isAbsolute(config.JWT_LOCAL_KEY_FILE) ? config.JWT_LOCAL_KEY_FILE : join(packageRoot(import.meta.url), config.JWT_LOCAL_KEY_FILE);
-const signingKey = signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : await loadOrCreateLocalKeyPem(keyFile));
-const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
-const db = await connectDatabase({
-  appEnv: config.APP_ENV,
-  url: config.IDENTITY_DATABASE_URL,
-  applicationName: 'identity',
-  migrations,
-  logger,
-  connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-  statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
-});
-const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
-const metrics = createMetrics('identity', { collectDefault: true });
-const mailer = createMailer(
-  config.MAIL_PROVIDER === 'http' ? { provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS } : { provider: 'log' },
-  logger,
-);
-const sms = createSmsSender(
-  config.SMS_PROVIDER === 'http'
-    ? { provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }
-    : { provider: 'log' },
-  logger,
-);
-await ensureBootstrapAdmin({ db, hasher, logger }, { username: config.BOOTSTRAP_ADMIN_USERNAME, password: config.BOOTSTRAP_ADMIN_PASSWORD });
+  const keyFile = isAbsolute(config.JWT_LOCAL_KEY_FILE) ? config.JWT_LOCAL_KEY_FILE : join(packageRoot(import.meta.url), config.JWT_LOCAL_KEY_FILE);
+  const signingKey = signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : await loadOrCreateLocalKeyPem(keyFile));
+  const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
+  const db = await connectDatabase({
+    appEnv: config.APP_ENV,
+    url: config.IDENTITY_DATABASE_URL,
+    applicationName: 'identity',
+    migrations,
+    logger,
+    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+  });
+  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
+  const metrics = createMetrics('identity', { collectDefault: true });
+  const mailer = createMailer(
+    config.MAIL_PROVIDER === 'http' ? { provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS } : { provider: 'log' },
+    logger,
+  );
+  const sms = createSmsSender(
+    config.SMS_PROVIDER === 'http'
+      ? { provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }
+      : { provider: 'log' },
+    logger,
+  );
+  await ensureBootstrapAdmin({ db, hasher, logger }, { username: config.BOOTSTRAP_ADMIN_USERNAME, password: config.BOOTSTRAP_ADMIN_PASSWORD });
 
-await serveUntilStopped({
-  service: 'identity',
-  app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms }),
-  port: config.IDENTITY_PORT,
-  host: config.HOST,
-  logger,
-  lifecycle,
-  drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
-  limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
-  appEnv: config.APP_ENV,
-  connections: { postgres: config.IDENTITY_DATABASE_URL, redis: config.REDIS_URL },
-  closers: [
-    { name: 'postgres', close: () => db.destroy() },
-    { name: 'redis', close: () => closeRedis(redis) },
-    { name: 'password workers', close: () => hasher.close() },
-  ],
-});
+  await serveUntilStopped({
+    service: 'identity',
+    app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms }),
+    port: config.IDENTITY_PORT,
+    host: config.HOST,
+    logger,
+    lifecycle,
+    drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+    limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
+    appEnv: config.APP_ENV,
+    exit: host.exit,
+    connections: { postgres: config.IDENTITY_DATABASE_URL, redis: config.REDIS_URL },
+    closers: [
+      { name: 'postgres', close: () => db.destroy() },
+      { name: 'redis', close: () => closeRedis(redis) },
+      { name: 'password workers', close: () => hasher.close() },
+    ],
+  });
+}
+
+if (import.meta.main) await startIdentity();

@@ -1,4 +1,5 @@
 import {
+  type Host,
   closeRedis,
   connectDatabase,
   createLogger,
@@ -13,42 +14,51 @@ import { createApp } from './app.ts';
 import { riskConfigSpec } from './config.ts';
 import { createStationIndexLoader } from './weather-stations/station-index-loader.ts';
 
-// Composition root: the only module that reads process.env, connects, and listens.
-const config = loadConfigOrExit(riskConfigSpec, process.env);
-const logger = createLogger({ service: 'risk', level: config.LOG_LEVEL });
-const lifecycle = { draining: false };
-const db = await connectDatabase({
-  appEnv: config.APP_ENV,
-  url: config.RISK_DATABASE_URL,
-  applicationName: 'risk',
-  migrations,
-  logger,
-  connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-  statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
-});
-// CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
-if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
-const redis = createRedis({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
-const metrics = createMetrics('risk', { collectDefault: true });
-// The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
-// ready until a later poll succeeds.
-const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
-await stations.start();
+/**
+ * Composition root: the only code that reads the environment, connects, and listens. Run as its own
+ * process it is given this process's environment; the embedded local stack (packages/embedded) hands
+ * each deployable its own environment, its Redis factory and its exit instead.
+ */
+export async function startRisk(host: Host = { env: process.env }): Promise<void> {
+  const config = loadConfigOrExit(riskConfigSpec, host.env);
+  const logger = createLogger({ service: 'risk', level: config.LOG_LEVEL });
+  const lifecycle = { draining: false };
+  const db = await connectDatabase({
+    appEnv: config.APP_ENV,
+    url: config.RISK_DATABASE_URL,
+    applicationName: 'risk',
+    migrations,
+    logger,
+    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+  });
+  // CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
+  if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
+  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
+  const metrics = createMetrics('risk', { collectDefault: true });
+  // The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
+  // ready until a later poll succeeds.
+  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
+  await stations.start();
 
-await serveUntilStopped({
-  service: 'risk',
-  app: createApp({ config, logger, redis, metrics, lifecycle, stations }),
-  port: config.RISK_PORT,
-  host: config.HOST,
-  logger,
-  lifecycle,
-  drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
-  limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
-  appEnv: config.APP_ENV,
-  connections: { postgres: config.RISK_DATABASE_URL, redis: config.REDIS_URL },
-  closers: [
-    { name: 'station index', close: () => stations.stop() },
-    { name: 'postgres', close: () => db.destroy() },
-    { name: 'redis', close: () => closeRedis(redis) },
-  ],
-});
+  await serveUntilStopped({
+    service: 'risk',
+    app: createApp({ config, logger, redis, metrics, lifecycle, stations }),
+    port: config.RISK_PORT,
+    host: config.HOST,
+    logger,
+    lifecycle,
+    drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+    limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
+    appEnv: config.APP_ENV,
+    exit: host.exit,
+    connections: { postgres: config.RISK_DATABASE_URL, redis: config.REDIS_URL },
+    closers: [
+      { name: 'station index', close: () => stations.stop() },
+      { name: 'postgres', close: () => db.destroy() },
+      { name: 'redis', close: () => closeRedis(redis) },
+    ],
+  });
+}
+
+if (import.meta.main) await startRisk();

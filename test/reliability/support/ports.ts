@@ -1,4 +1,4 @@
-export { freePort } from '../../support/processes.ts';
+export { freePort } from '@platform/stack';
 
 /** Polls `probe` every `intervalMs` until it returns true; false when `timeoutMs` passed first. */
 export async function eventually(probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<boolean> {

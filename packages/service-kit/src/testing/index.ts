@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { type Knex, type Migration, createDatabase, dropDatabase, ensureDatabaseExists, migrateToLatest } from '../database.ts';
 import { type Logger, createLogger } from '../logger.ts';
@@ -9,15 +8,6 @@ import { type Redis, closeRedis, createRedis, waitForRedis } from '../redis.ts';
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The Redis tests use; every test app gets its own key prefix on it. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
-
-/** A TCP port free on 127.0.0.1 right now, for a process a test (or the benchmark) starts. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A database made for one test run. */
 export interface TestDatabase {

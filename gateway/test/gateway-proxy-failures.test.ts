@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { type FakeUpstream, startUpstream } from './support/fake-upstream.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { newIdempotencyKey, signedHeaders } from './support/signing-client.ts';
+
+const LOGIN = '/v1/auth/login';
+const BODY = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The proxy's failure paths beside those of gateway-proxy, gateway-replay and gateway-deadline. */
+describe('gateway proxy failures', () => {
+  let testRedis: TestRedis;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-proxy-failures');
+  });
+  after(async () => {
+    await testRedis.close();
+  });
+
+  /** A gateway in front of an identity stub answering with `handler`; closed with the stub. */
+  async function gatewayBefore(handler: Parameters<typeof startUpstream>[0], env: Record<string, string> = {}): Promise<{ gw: TestGateway; identity: FakeUpstream; close: () => Promise<void> }> {
+    const identity = await startUpstream(handler);
+    const gw = await startGateway({ redis: testRedis.redis, identity, env });
+    return { gw, identity, close: async () => Promise.all([gw.close(), identity.close()]).then(() => undefined) };
+  }
+
+  const login = (gw: TestGateway, idempotencyKey: string, headers: Record<string, string> = {}) =>
+    send(gw.url, 'POST', LOGIN, signedHeaders('POST', LOGIN, { key: gw.keys.hmac, body: BODY, idempotencyKey, headers }), BODY);
+
+  /** Sends a signed login and hangs up as soon as the request has gone out, before any answer. */
+  function loginAndHangUp(gw: TestGateway, idempotencyKey: string): Promise<void> {
+    return new Promise((resolve) => {
+      const req = request(`${gw.url}${LOGIN}`, { method: 'POST', agent: false, headers: signedHeaders('POST', LOGIN, { key: gw.keys.hmac, body: BODY, idempotencyKey }) });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      req.end(BODY, () => setTimeout(() => req.destroy(), 50));
+    });
+  }
+
+  it('when the upstream is silent past UPSTREAM_TIMEOUT_MS, the 504 releases the idempotency key', async () => {
+    let delayMs = 1000;
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), delayMs);
+    }, { UPSTREAM_TIMEOUT_MS: '200' });
+    try {
+      const idempotencyKey = newIdempotencyKey();
+      assert.equal((await login(gw, idempotencyKey)).status, 504);
+      delayMs = 0;
+      assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+    } finally {
+      await close();
+    }
+  });
+
+  it('when the request deadline answers before the upstream times out, the client keeps its 503 and the timeout is still counted', async () => {
+    let delayMs = 1000;
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), delayMs);
+    }, { REQUEST_DEADLINE_MS: '200', UPSTREAM_TIMEOUT_MS: '400' });
+    try {
+      const idempotencyKey = newIdempotencyKey();
+      const res = await login(gw, idempotencyKey);
+      assert.equal(res.status, 503);
+      assert.equal(res.json().status, 503);
+      await sleep(400);
+      const metrics = (await send(gw.managementUrl, 'GET', '/metrics')).body.toString();
+      assert.match(metrics, /^gateway_upstream_duration_seconds_count\{.*upstream="identity",outcome="timeout".*\} 1$/m);
+      delayMs = 0;
+      assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+    } finally {
+      await close();
+    }
+  });
+
+  it('when the client hangs up and the upstream then answers 5xx, releases the key; after a 2xx it keeps it', async () => {
+    let status = 500;
+    const { gw, identity, close } = await gatewayBefore((_req, res) => {
+      setTimeout(() => res.writeHead(status, { 'content-type': 'application/json' }).end('{"message":"x"}'), 300);
+    });
+    try {
+      const failed = newIdempotencyKey();
+      await loginAndHangUp(gw, failed);
+      // The upstream still gets the request and answers after the client is gone.
+      await sleep(500);
+      assert.equal(identity.received.length, 1);
+      status = 200;
+      assert.equal((await login(gw, failed)).status, 200, 'a 5xx nobody received must still free the key');
+
+      const succeeded = newIdempotencyKey();
+      await loginAndHangUp(gw, succeeded);
+      await sleep(500);
+      assert.equal((await login(gw, succeeded)).status, 409, 'the upstream did the work: the key stays claimed');
+    } finally {
+      await close();
+    }
+  });
+
+  /** An identity stub that starts an answer of `status` and `contentType`, sends `partial` of it and hangs up, until `heal()`. */
+  async function breakingOffMidway(status: number, contentType: string, partial: string) {
+    let broken = true;
+    const stub = await gatewayBefore((_req, res) => {
+      if (!broken) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      res.writeHead(status, { 'content-type': contentType, 'content-length': '1000' });
+      res.write(partial);
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    return { ...stub, heal: () => (broken = false) };
+  }
+
+  it('when the upstream breaks off in the middle of its answer, cuts the client connection and keeps serving', async () => {
+    const { gw, close, heal } = await breakingOffMidway(200, 'application/json', '{"partial":');
+    try {
+      await assert.rejects(login(gw, newIdempotencyKey()), 'the client was left waiting for the rest of the answer');
+      heal();
+      assert.equal((await login(gw, newIdempotencyKey())).status, 200);
+    } finally {
+      await close();
+    }
+  });
+
+  it('when an error page that is not JSON breaks off midway, still answers its status in the error shape and releases the key', async () => {
+    const { gw, close, heal } = await breakingOffMidway(503, 'text/html', '<html><body>Service Unav');
+    try {
+      const idempotencyKey = newIdempotencyKey();
+      const res = await login(gw, idempotencyKey);
+      assert.equal(res.status, 503);
+      assert.equal(res.json().message, 'Service Unavailable');
+      await sleep(100);
+      heal();
+      assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+    } finally {
+      await close();
+    }
+  });
+
+  it('when the client sends Expect: 100-continue, forwards the body and the allow-listed headers only', async () => {
+    const { gw, identity, close } = await gatewayBefore(undefined);
+    try {
+      const res = await login(gw, newIdempotencyKey(), { expect: '100-continue', cookie: 'session=1' });
+      assert.equal(res.status, 200, res.body.toString());
+      const received = identity.received.at(-1)!;
+      assert.ok(received.body.equals(BODY));
+      for (const dropped of ['expect', 'cookie', 'signature', 'signature-input', 'content-digest']) {
+        assert.equal(received.headers[dropped], undefined, `${dropped} reached the upstream`);
+      }
+      assert.equal(received.headers['x-client-key-id'], gw.keys.hmac.keyId);
+    } finally {
+      await close();
+    }
+  });
+});
