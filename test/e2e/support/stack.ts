@@ -23,9 +23,10 @@ export interface Stack {
 
 /**
  * Starts identity, risk and gateway from the sources as `pnpm start` does (APP_ENV=local: each creates,
- * migrates and, for risk, seeds its database), wired to the given mail and SMS providers.
+ * migrates and, for risk, seeds its database), wired to the given mail and SMS providers; `settings`
+ * adds to (or overrides) the environment of all three.
  */
-export async function startStack(providers: { mailUrl: string; smsUrl: string }): Promise<Stack> {
+export async function startStack(providers: { mailUrl: string; smsUrl: string }, settings: Record<string, string> = {}): Promise<Stack> {
   const run = `e2e_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const keyDir = await mkdtemp(join(tmpdir(), 'e2e-keys-'));
   const admin = { username: `admin-${run}@example.com`, password: 'e2e-admin-password' };
@@ -44,6 +45,7 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string })
         MAIL_HTTP_URL: providers.mailUrl,
         SMS_PROVIDER: 'http',
         SMS_HTTP_URL: providers.smsUrl,
+        ...settings,
       },
       databases: { serverUrl: TEST_POSTGRES_URL, run },
       redis: { url: TEST_REDIS_URL, prefix: `${run}:` },
