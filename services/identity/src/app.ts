@@ -19,7 +19,7 @@ import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
 import type { PasswordHasher } from './auth/password-hasher.ts';
 import { createSessionRevoker } from './auth/session-revoker.ts';
-import { type SigningKey, jwksOf } from './auth/signing-key.ts';
+import { type SigningKey, distinctKeys, jwksOf, verificationKeyFromPem } from './auth/signing-key.ts';
 import type { IdentityConfig } from './config.ts';
 import type { Mailer } from './notifications/mailer.ts';
 import type { SmsSender } from './notifications/sms-sender.ts';
@@ -50,8 +50,10 @@ export interface IdentityDeps {
 export function createApp(deps: IdentityDeps): Express {
   const { config, db } = deps;
   const blacklist = redisBlacklist(deps.redis);
+  // The signing key and the retired ones of JWT_PREVIOUS_PUBLIC_KEYS: a rotation logs nobody out.
+  const verificationKeys = distinctKeys([deps.signingKey, ...config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem)]);
   const verifier = createTokenVerifier({
-    keys: staticKeySource(new Map([[deps.signingKey.kid, deps.signingKey.publicKey]])),
+    keys: staticKeySource(new Map(verificationKeys.map((key) => [key.kid, key.publicKey]))),
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
     blacklist,
@@ -85,7 +87,7 @@ export function createApp(deps: IdentityDeps): Express {
     apiSpec: OPENAPI_PATH,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [
-      authRouter(auth, jwksOf([deps.signingKey])),
+      authRouter(auth, jwksOf(verificationKeys)),
       usersRouter({
         db,
         verifier,

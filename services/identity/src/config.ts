@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec } from '@platform/service-kit';
+import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -42,6 +43,11 @@ export const identityConfigSpec = {
     localDefault: '',
     secret: true,
   }),
+  JWT_PREVIOUS_PUBLIC_KEYS: env.custom(
+    'PEM public keys (concatenated) of retired signing keys: their tokens still verify and they stay in the JWKS until removed (README: key rotation)',
+    publicKeyPemsOf,
+    { default: [] },
+  ),
   JWT_LOCAL_KEY_FILE: env.string('Local only: where the generated signing key is kept when JWT_PRIVATE_KEY is empty', {
     default: '.local/jwt-signing-key.pem',
   }),

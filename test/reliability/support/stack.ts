@@ -73,7 +73,8 @@ async function tableDigests(db: Knex): Promise<string> {
 export async function startStack(options: { env?: Record<string, string>; gatewayEnv?: Record<string, string> } = {}): Promise<Stack> {
   const identity = await startIdentity({ LOGIN_FAILURES_PER_MIN: '100000', ...options.env });
   const servers: ServerHandle[] = [];
-  const identityServer = await listen(identity.app, 0);
+  // Through `identity.app` on every request: `identity.restart(env)` is a restart of identity behind the same URL.
+  const identityServer = await listen((req, res) => identity.app(req, res), 0);
   servers.push(identityServer);
   const jwksUrl = `${identityServer.url}/.well-known/jwks.json`;
 

@@ -334,9 +334,12 @@ export interface paths {
         };
         /**
          * Public keys that verify access tokens
-         * @description The JSON Web Key Set (RFC 7517) of the keys that sign access tokens; a token's `kid` header
-         *     names its key. Verifiers (the gateway, the risk service) fetch and cache it. Retired keys stay
-         *     listed until every token they signed has expired.
+         * @description The JSON Web Key Set (RFC 7517) of the keys that verify access tokens; a token's `kid` header
+         *     names its key. First the key that signs new tokens (`JWT_PRIVATE_KEY`), then the retired keys of
+         *     `JWT_PREVIOUS_PUBLIC_KEYS`, whose tokens stay valid until the operator removes them once every
+         *     token they signed has expired (README: rotate the token signing key). Verifiers (the gateway,
+         *     the risk service) fetch and cache it, and fetch it again when a token names a `kid` they do not
+         *     know.
          */
         get: operations["getJwks"];
         put?: never;
@@ -1298,6 +1301,8 @@ export interface operations {
             /** @description The current key set. */
             200: {
                 headers: {
+                    /** @description `public, max-age=300`: the key set may be cached for 5 minutes. */
+                    "Cache-Control": "public, max-age=300";
                     [name: string]: unknown;
                 };
                 content: {
