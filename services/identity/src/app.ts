@@ -15,6 +15,7 @@ import {
 import { createAccessTokenIssuer } from './auth/access-tokens.ts';
 import type { AuthServices } from './auth/auth-services.ts';
 import { accountsRouter } from './accounts/accounts.routes.ts';
+import { auditRouter } from './audit/audit.routes.ts';
 import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
 import type { PasswordHasher } from './auth/password-hasher.ts';
@@ -130,6 +131,7 @@ export function createApp(deps: IdentityDeps): Express {
         allowedLinkOrigins: allowedOrigins(config.ACTIVATION_LINK_ALLOWLIST),
       }),
       accountsRouter({ db, verifier }),
+      auditRouter({ db, verifier }),
     ],
   });
   // The gateway is the only caller; its X-Forwarded-For names the client for login throttling.

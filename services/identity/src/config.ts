@@ -59,6 +59,10 @@ export const identityConfigSpec = {
     default: 7_776_000,
   }),
 
+  AUDIT_RETENTION_DAYS: env.integer('Days audit events are kept; older ones are pruned hourly by every identity process', { min: 1, max: 36_500 }, {
+    default: 400,
+  }),
+
   USERNAME_CHANGES_PER_DAY: env.integer('Changes of one user\'s username by non-ADMINs per UTC day (429 beyond)', { min: 1, max: 1000 }, { default: 3 }),
 
   TRUST_PROXY_HOPS: env.integer('Proxies in front (the gateway) whose X-Forwarded-For is trusted for the source address', { min: 0, max: 10 }, {

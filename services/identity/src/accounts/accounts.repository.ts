@@ -28,6 +28,11 @@ export async function findAccountById(db: Knex, id: string): Promise<AccountReco
   return (await db('accounts').where({ id }).first(ACCOUNT_COLUMNS)) as AccountRecord | undefined;
 }
 
+/** The account with that id, locked until the transaction ends. */
+export async function lockAccountById(trx: Knex.Transaction, id: string): Promise<AccountRecord | undefined> {
+  return (await trx('accounts').where({ id }).forUpdate().first(ACCOUNT_COLUMNS)) as AccountRecord | undefined;
+}
+
 /** The editable columns of an account, under their API names. */
 export interface AccountFields {
   type?: string;

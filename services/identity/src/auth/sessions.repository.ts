@@ -69,10 +69,14 @@ export async function markRefreshTokenUsed(db: Knex, id: string): Promise<void> 
   await db('refresh_tokens').where({ id }).update({ used_at: db.fn.now() });
 }
 
-/** Ends one session: it and every refresh token of it stop working. Ending an ended session is a no-op. */
-export async function endSession(db: Knex, sessionId: string, reason: SessionEndReason): Promise<void> {
-  await db('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now(), revoked_reason: reason });
+/**
+ * Ends one session: it and every refresh token of it stop working. Returns false when it had ended
+ * already (then nothing changes). Two statements: call it inside a transaction.
+ */
+export async function endSession(db: Knex, sessionId: string, reason: SessionEndReason): Promise<boolean> {
+  const ended = await db('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now(), revoked_reason: reason });
   await db('refresh_tokens').where({ session_id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
+  return ended > 0;
 }
 
 /** Ends every live session of a user (password change, status change, reset); returns their ids. */

@@ -325,6 +325,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit trail
+         * @description ADMIN only. The audit events matching every filter given, newest first. Each security-relevant
+         *     change is recorded in the same transaction as the change itself: there is no event of a change
+         *     that rolled back, and no change without its event. `actorUserId` is the caller who made the
+         *     change (null for anonymous requests such as login and password reset), `subjectUserId` the user
+         *     it is about (null for a failed login of an unknown username), `clientKeyId` and
+         *     `sourceAddress` where the request came from (as the gateway vouched for them), `requestId` its
+         *     `X-Request-Id`. `details` says what changed and never holds a password, token, code or hash:
+         *
+         *     - `login.succeeded` `{ sessionId }`; `login.failed` `{ username, reason, failedLoginCount? }`
+         *       with `reason` `unknown-username`, `wrong-password`, `user-not-active` or
+         *       `wrong-current-password` (a username change with a wrong password), `username` as given;
+         *     - `user.blocked` `{ failedLoginCount }`; `user.unblocked` `{ previousStatus, previousFailedLoginCount }`;
+         *     - `user.created` `{ username, roles, status, passwordSet | bootstrap }`; `user.updated` `{ fields }`
+         *       (the names of the changed fields), and beside it `user.username_changed`
+         *       `{ previousUsername, newUsername }`, `user.password_changed` `{}`, `user.roles_changed`
+         *       `{ previousRoles, newRoles }`, `user.status_changed` `{ previousStatus, newStatus }`;
+         *     - `password_reset.requested` `{ delivery, expiresAt }`; `password_reset.completed` `{}`;
+         *     - `session.revoked` `{ sessionIds, reason }` (`logout`, `revoked`, `refresh-token-reuse`,
+         *       `user-changed`, `password-reset`, `user-blocked`, `username-changed`, `max-lifetime`);
+         *       `refresh_token.reused` `{ sessionId }`;
+         *     - `account.created` `{ accountId, type, subscriptionPlan }`; `account.updated` `{ accountId, fields }`;
+         *     - `phone.code_sent` `{ accountId, recipientPhoneNumber }`; `phone.verified` `{ accountId, phoneNumber }`.
+         *
+         *     Events are kept `AUDIT_RETENTION_DAYS` (default 400) and then pruned.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -426,6 +469,8 @@ export interface components {
         AccessToken: string;
         /** @description An opaque refresh token. */
         RefreshToken: string;
+        /** @description Pass as `cursor` for the next page; null on the last page. */
+        NextCursor: string | null;
         LoginRequest: {
             /** @description The username (an e-mail address). Not format-checked, so any unknown value answers 401. */
             username: string;
@@ -637,6 +682,43 @@ export interface components {
             /** @description The 6-digit code from the SMS. */
             code: string;
         };
+        /** @enum {string} */
+        AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified";
+        /** @description One recorded change; fields that are not known are null. */
+        AuditEvent: {
+            /** Format: uuid */
+            id: string;
+            type: components["schemas"]["AuditEventType"];
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             */
+            at: string;
+            /**
+             * Format: uuid
+             * @description The user who made the change; null for an anonymous request.
+             */
+            actorUserId: string | null;
+            /**
+             * Format: uuid
+             * @description The user the change is about; null when it names no existing user.
+             */
+            subjectUserId: string | null;
+            /** @description The client key that signed the request at the gateway. */
+            clientKeyId: string | null;
+            /** @description The address the request came from. */
+            sourceAddress: string | null;
+            /** @description The `X-Request-Id` of the request; its log line carries the same. */
+            requestId: string | null;
+            /** @description What changed, by type (see `listAuditEvents`); never a secret. */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        AuditEventPage: {
+            items: components["schemas"]["AuditEvent"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
         /** @description A JSON Web Key Set (RFC 7517). */
         Jwks: {
             keys: components["schemas"]["Jwk"][];
@@ -841,6 +923,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The most items the page holds. */
+        Limit: number;
+        /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+        Cursor: string;
         /** @description The user's identifier. */
         UserIdPath: components["schemas"]["UserId"];
     };
@@ -1285,6 +1371,46 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events about this user. */
+                subjectUserId?: components["schemas"]["UserId"];
+                /** @description Only events of changes this user made. */
+                actorUserId?: components["schemas"]["UserId"];
+                /** @description Only events of this type. */
+                type?: components["schemas"]["AuditEventType"];
+                /** @description Only events at or after this time. */
+                since?: string;
+                /** @description Only events before this time; not earlier than `since` (else 400). */
+                until?: string;
+                /** @description The most items the page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
