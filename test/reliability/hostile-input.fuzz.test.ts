@@ -56,6 +56,9 @@ describe('hostile input through the gateway (fast-check over both OpenAPI docume
 
   before(async () => {
     stack = await startStack({ env: { PASSWORD_RESET_REQUESTS_PER_HOUR: '100000' } });
+  });
+  // A fresh ADMIN session per operation: `DELETE /v1/auth/sessions` generated for one ends the caller's own.
+  beforeEach(async () => {
     admin = await stack.userWith(['ADMIN']);
     baseline = await stack.snapshot();
   });

@@ -7,6 +7,7 @@ import { sessionEndReasons } from './0005_session_end_reasons.ts';
 import { usernameChangeCounts } from './0006_username_change_counts.ts';
 import { activationCodeAccountNumber } from './0007_activation_code_account_number.ts';
 import { auditEvents } from './0008_audit_events.ts';
+import { sessionOrigin } from './0009_session_origin.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -18,4 +19,5 @@ export const migrations: readonly Migration[] = [
   usernameChangeCounts,
   activationCodeAccountNumber,
   auditEvents,
+  sessionOrigin,
 ];

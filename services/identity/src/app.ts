@@ -20,6 +20,7 @@ import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
 import type { PasswordHasher } from './auth/password-hasher.ts';
 import { createSessionRevoker } from './auth/session-revoker.ts';
+import { sessionsRouter } from './auth/sessions.routes.ts';
 import { type SigningKey, distinctKeys, jwksOf, verificationKeyFromPem } from './auth/signing-key.ts';
 import type { IdentityConfig } from './config.ts';
 import type { Mailer } from './notifications/mailer.ts';
@@ -89,6 +90,7 @@ export function createApp(deps: IdentityDeps): Express {
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [
       authRouter(auth, jwksOf(verificationKeys)),
+      sessionsRouter(auth),
       usersRouter({
         db,
         verifier,

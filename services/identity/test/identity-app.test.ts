@@ -94,9 +94,12 @@ describe('identity app', () => {
           .map((method) => `${method.toUpperCase()} ${path}`),
       );
       assert.deepEqual(operations.sort(), [
+        'DELETE /v1/auth/sessions',
+        'DELETE /v1/auth/sessions/{sessionId}',
         'GET /.well-known/jwks.json',
         'GET /v1/accounts/{userId}',
         'GET /v1/audit/events',
+        'GET /v1/auth/sessions',
         'GET /v1/users/unblock/{userId}',
         'PATCH /v1/accounts/update',
         'PATCH /v1/users/update',

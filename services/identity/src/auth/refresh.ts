@@ -5,7 +5,7 @@ import { findUserById } from '../users/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenHash } from './refresh-token.ts';
 import { endSessionOfUser } from './end-sessions.ts';
-import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed } from './sessions.repository.ts';
+import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from './sessions.repository.ts';
 
 function refused(reason: string): UnauthorizedError {
   return new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
@@ -40,6 +40,7 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       return { ok: false, reason: 'user is not active', ended: record.sessionId } as const;
     }
     await markRefreshTokenUsed(trx, record.id);
+    await touchSession(trx, record.sessionId);
     await insertRefreshToken(trx, {
       sessionId: record.sessionId,
       tokenHash: refreshTokenHash(next),

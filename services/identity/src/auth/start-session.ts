@@ -8,13 +8,14 @@ import { createSession, insertRefreshToken } from './sessions.repository.ts';
 
 /**
  * Opens a session for a user who just proved who they are, and hands out its first tokens: the failure
- * count cleared, the session, its refresh token and the `login.succeeded` event in one transaction.
+ * count cleared, the session (with the client key and address it was opened from), its refresh token and
+ * the `login.succeeded` event in one transaction.
  */
 export async function startSession(services: AuthServices, user: UserRecord, audit: AuditContext): Promise<AuthenticationResult> {
   const refreshToken = newRefreshToken();
   const sessionId = await services.db.transaction(async (trx) => {
     await recordSuccessfulLogin(trx, user.id);
-    const id = await createSession(trx, user.id);
+    const id = await createSession(trx, user.id, { clientKeyId: audit.clientKeyId, sourceAddress: audit.sourceAddress });
     await insertRefreshToken(trx, {
       sessionId: id,
       tokenHash: refreshTokenHash(refreshToken),

@@ -80,6 +80,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the live sessions of a user
+         * @description The caller's own live sessions (not ended, not expired), newest first: each with where it was
+         *     opened (the client key and source address of its login; null for sessions opened before this was
+         *     recorded), when it was last used (its latest refresh, else its login), when it ends at the latest
+         *     (`SESSION_MAX_LIFETIME_S` after login, or sooner when its refresh token expires unused) and
+         *     whether the caller's own token belongs to it (`current`). An ADMIN may name another user with
+         *     `userId` (unknown → 404); anyone else naming a user other than itself gets 403.
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        /**
+         * End every session of a user
+         * @description Ends every session of the caller, the one of this request included, or with `userId` (ADMIN
+         *     only; anyone else naming another user gets 403) every session of that user. Their refresh tokens
+         *     stop working and their access tokens are refused at once, at the gateway and every service alike.
+         *     Recorded as `session.revoked` with reason `revoked`.
+         */
+        delete: operations["revokeSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one session
+         * @description Its owner or an ADMIN (403 for anyone else) ends the session: a stolen one, say. Its refresh
+         *     token stops working and its access tokens are refused at once, at the gateway and every service
+         *     alike. Recorded as `session.revoked` with reason `revoked`.
+         */
+        delete: operations["revokeSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/create": {
         parameters: {
             query?: never;
@@ -429,6 +483,11 @@ export interface components {
          */
         AccountId: string;
         /**
+         * Format: uuid
+         * @description Session identifier; the `sid` claim of the access tokens of the session.
+         */
+        SessionId: string;
+        /**
          * Format: email
          * @description The user's e-mail address; unique case-insensitively.
          */
@@ -682,6 +741,35 @@ export interface components {
             /** @description The 6-digit code from the SMS. */
             code: string;
         };
+        /** @description A live login session; fields that were not recorded for it are null. */
+        Session: {
+            sessionId: components["schemas"]["SessionId"];
+            /**
+             * Format: date-time
+             * @description The login that opened it.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Its latest refresh; its login when it was never refreshed.
+             */
+            lastUsedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends unless refreshed first (and at the latest `SESSION_MAX_LIFETIME_S` after login).
+             */
+            expiresAt: string;
+            /** @description The client key that signed its login at the gateway. */
+            clientKeyId: string | null;
+            /** @description The address its login came from. */
+            sourceAddress: string | null;
+            /** @description True for the session of the access token of this request. */
+            current: boolean;
+        };
+        SessionPage: {
+            items: components["schemas"]["Session"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
         /** @enum {string} */
         AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified";
         /** @description One recorded change; fields that are not known are null. */
@@ -927,6 +1015,8 @@ export interface components {
         Limit: number;
         /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
         Cursor: string;
+        /** @description ADMIN only (or the caller's own id); the user whose sessions are meant. Default the caller. */
+        SessionsUserId: components["schemas"]["UserId"];
         /** @description The user's identifier. */
         UserIdPath: components["schemas"]["UserId"];
     };
@@ -1026,6 +1116,96 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description ADMIN only (or the caller's own id); the user whose sessions are meant. Default the caller. */
+                userId?: components["parameters"]["SessionsUserId"];
+                /** @description The most items the page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of sessions, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description ADMIN caller only; no user has that `userId`. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeSessions: {
+        parameters: {
+            query?: {
+                /** @description ADMIN only (or the caller's own id); the user whose sessions are meant. Default the caller. */
+                userId?: components["parameters"]["SessionsUserId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions have ended (also when there was none). No body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description ADMIN caller only; no user has that `userId`. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `sessionId` of `listSessions` (the `sid` claim of its access tokens). */
+                sessionId: components["schemas"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session has ended. No body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No session has that id, or it has ended already. */
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
