@@ -74,6 +74,8 @@ const RULES: readonly Rule[] = [
     }),
   },
   { name: 'activate their phone', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'POST', target: '/v1/accounts/phone-number-activation', body: { accountId: v.accountId, code: '000000' } }) },
+  { name: 'find them by username', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users?username=${encodeURIComponent(v.user.username)}` }) },
+  { name: 'read them', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users/${v.user.id}` }) },
   { name: 'read the audit trail about them', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/audit/events?subjectUserId=${v.user.id}` }) },
   { name: 'list their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/auth/sessions?userId=${v.user.id}` }) },
   { name: 'end one of their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'DELETE', target: `/v1/auth/sessions/${sessionIdOf(v.token)}` }) },

@@ -8,6 +8,7 @@ import { usernameChangeCounts } from './0006_username_change_counts.ts';
 import { activationCodeAccountNumber } from './0007_activation_code_account_number.ts';
 import { auditEvents } from './0008_audit_events.ts';
 import { sessionOrigin } from './0009_session_origin.ts';
+import { userSearchIndexes } from './0010_user_search_indexes.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -20,4 +21,5 @@ export const migrations: readonly Migration[] = [
   activationCodeAccountNumber,
   auditEvents,
   sessionOrigin,
+  userSearchIndexes,
 ];

@@ -134,6 +134,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find users
+         * @description ADMIN only. The users matching every filter given, each with its full account when it has one,
+         *     in creation order (then `userId`): how an operator finds the user behind "my account is
+         *     blocked" (`status=BLOCKED`, or `username=` the address the user wrote from). `username` matches
+         *     exactly, ignoring case; `q` is a case-insensitive prefix of the username, the first name or the
+         *     last name (`%` and `_` are literal).
+         */
+        get: operations["findUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a user
+         * @description The user itself or an ADMIN (403 for anyone else, whether or not the user exists): the user with
+         *     its full account when it has one. The literal paths beside this one (`/v1/users/create`,
+         *     `/v1/users/update`, `/v1/users/password-reset`, `/v1/users/password-reset-request`) keep their
+         *     own operations: a GET on them answers 405 with their `Allow`, never this operation.
+         */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/create": {
         parameters: {
             query?: never;
@@ -606,7 +653,7 @@ export interface components {
             status: components["schemas"]["UserStatus"];
             account?: components["schemas"]["EmbeddedAccount"];
         };
-        /** @description A user as answered by unblock; `account`, when present, is the full account. */
+        /** @description A user as answered by unblock, getUser and findUsers; `account`, when present, is the full account. */
         UserWithFullAccount: {
             userId: components["schemas"]["UserId"];
             username: components["schemas"]["Username"];
@@ -618,6 +665,10 @@ export interface components {
             roles: components["schemas"]["Roles"];
             status: components["schemas"]["UserStatus"];
             account?: components["schemas"]["Account"];
+        };
+        UserPage: {
+            items: components["schemas"]["UserWithFullAccount"][];
+            nextCursor: components["schemas"]["NextCursor"];
         };
         PasswordResetRequestBody: {
             username: components["schemas"]["Username"];
@@ -1205,6 +1256,74 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             /** @description No session has that id, or it has ended already. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    findUsers: {
+        parameters: {
+            query?: {
+                /** @description The username, exactly (case-insensitively). */
+                username?: string;
+                /** @description The start of the username, first name or last name, in any letter case. */
+                q?: string;
+                /** @description Only users with this status. */
+                status?: components["schemas"]["UserStatus"];
+                /** @description Only users holding this role. */
+                role?: components["schemas"]["Role"];
+                /** @description The most items the page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of users, in creation order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's identifier. */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserWithFullAccount"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No user has that `userId` (ADMIN caller). */
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];

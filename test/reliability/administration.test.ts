@@ -3,8 +3,9 @@ import { claimsOf } from './support/forge-jwt.ts';
 import { CLIENT_KEY, type LoggedInUser, type Stack, startStack } from './support/stack.ts';
 
 // CONTRACT.md part 11 through the real stack: a session ended by its owner or an ADMIN stops its access
-// tokens at once at the gateway and at every service, through the shared blacklist; the trail says who.
-describe('sessions and the audit trail through the gateway', function () {
+// tokens at once at the gateway and at every service, through the shared blacklist; the trail says who;
+// the user operations beside the literal /v1/users paths are routed as documented.
+describe('administration, audit and sessions through the gateway', function () {
   this.timeout(60_000);
   let stack: Stack;
   let admin: LoggedInUser;
@@ -79,6 +80,24 @@ describe('sessions and the audit trail through the gateway', function () {
       },
     );
     assert.equal(res.headers['x-request-id'], event!.requestId, 'the request id the gateway passed on');
+  });
+
+  it('GET /v1/users/{userId} reaches identity, and a GET on a literal path beside it is 405 with that path\'s Allow, at the gateway as at identity', async () => {
+    const user = await stack.userWith(['STANDARD_USER']);
+    const self = await stack.call('GET', `/v1/users/${user.id}`, { bearer: user.accessToken });
+    assert.deepEqual([self.status, self.json().userId], [200, user.id]);
+    const found = await stack.call('GET', `/v1/users?username=${encodeURIComponent(user.username)}`, { bearer: admin.accessToken });
+    assert.deepEqual((found.json().items as Array<{ userId: string }>).map((u) => u.userId), [user.id]);
+    for (const [path, allow] of [
+      ['/v1/users/create', 'POST'],
+      ['/v1/users/update', 'PATCH'],
+      ['/v1/users/password-reset', 'POST'],
+      ['/v1/users/password-reset-request', 'POST'],
+    ]) {
+      const viaGateway = await stack.call('GET', path!, { bearer: admin.accessToken });
+      const direct = await fetch(`${stack.identityUrl}${path}`, { headers: { authorization: `Bearer ${admin.accessToken}` } });
+      assert.deepEqual([viaGateway.status, viaGateway.headers.allow, direct.status, direct.headers.get('allow')], [405, allow, 405, allow], path);
+    }
   });
 
   it('the audit trail is ADMIN-only through the gateway too', async () => {
