@@ -27,7 +27,8 @@ const TYPES = [
 /**
  * The audit trail (CONTRACT.md part 11): one row per security-relevant change, written in the transaction
  * of the change. No foreign keys: the trail must outlive what it names, and an attempt on an unknown user
- * (a failed login) names nobody. Newest first is the only order read, so every index ends in (at, id).
+ * (a failed login) names nobody. Newest first (at, then seq) is the only order read, so every index ends
+ * in (at, seq).
  */
 export const auditEvents: Migration = {
   name: '0008_audit_events',
@@ -36,8 +37,10 @@ export const auditEvents: Migration = {
       CREATE TABLE audit_events (
         id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
         type text NOT NULL CHECK (type IN (${TYPES})),
-        -- The clock at the insert, not the transaction's start: events of one change keep their order.
+        -- The clock at the insert, not the transaction's start, and the insert order where two share a
+        -- microsecond (the events of one change are one statement): the events of a change keep their order.
         at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        seq bigint GENERATED ALWAYS AS IDENTITY,
         actor_user_id uuid,
         subject_user_id uuid,
         client_key_id text CHECK (length(client_key_id) BETWEEN 1 AND 255),
@@ -46,13 +49,13 @@ export const auditEvents: Migration = {
         details jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(details) = 'object')
       );
       -- GET /v1/audit/events without filters (newest first, keyset pages) and the retention prune (at < cutoff).
-      CREATE INDEX audit_events_by_time ON audit_events (at DESC, id DESC);
+      CREATE INDEX audit_events_by_time ON audit_events (at DESC, seq DESC);
       -- ?subjectUserId=: what happened to one user.
-      CREATE INDEX audit_events_by_subject ON audit_events (subject_user_id, at DESC, id DESC) WHERE subject_user_id IS NOT NULL;
+      CREATE INDEX audit_events_by_subject ON audit_events (subject_user_id, at DESC, seq DESC) WHERE subject_user_id IS NOT NULL;
       -- ?actorUserId=: what one user (an ADMIN, say) did.
-      CREATE INDEX audit_events_by_actor ON audit_events (actor_user_id, at DESC, id DESC) WHERE actor_user_id IS NOT NULL;
+      CREATE INDEX audit_events_by_actor ON audit_events (actor_user_id, at DESC, seq DESC) WHERE actor_user_id IS NOT NULL;
       -- ?type=: every unblock, every reused refresh token.
-      CREATE INDEX audit_events_by_type ON audit_events (type, at DESC, id DESC);
+      CREATE INDEX audit_events_by_type ON audit_events (type, at DESC, seq DESC);
     `);
   },
   down: async (db) => {

@@ -106,8 +106,13 @@ describe('GET /v1/audit/events', () => {
     assert.equal(first.body.items.length, 10);
     assert.equal(typeof first.body.nextCursor, 'string');
     const items = await everyPage(`?subjectUserId=${subject}&limit=10`);
-    // Newest first; events of the same instant by id, descending.
-    const expected = (await identity.db('audit_events').whereIn('id', ids).orderBy([{ column: 'at', order: 'desc' }, { column: 'id', order: 'desc' }]).select('id')) as Array<{ id: string }>;
+    // Newest first; events of the same instant in the reverse order of their insertion.
+    const expected = (await identity.db('audit_events').whereIn('id', ids).orderBy([{ column: 'at', order: 'desc' }, { column: 'seq', order: 'desc' }]).select('id')) as Array<{ id: string }>;
+    // One insert wrote them oldest first, so within each instant too the newest comes first.
+    assert.deepEqual(
+      items.map((e) => e.details.n),
+      Array.from({ length: 23 }, (_, i) => 22 - i),
+    );
     assert.deepEqual(
       items.map((e) => e.id),
       expected.map((e) => e.id),
@@ -184,7 +189,9 @@ describe('GET /v1/audit/events', () => {
       encodeCursor('users', { at: at!, id: id! }),
       forged(['audit-events', '2025-02-30T12:00:00.000000Z', id]),
       forged(['audit-events', '0000-01-01T00:00:00.000000Z', id]),
-      forged(['audit-events', at, 'not-a-uuid']),
+      forged(['audit-events', at, 'not-a-number']),
+      forged(['audit-events', at, '99999999999999999999']),
+      forged(['audit-events', at, '8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e']),
       forged(['audit-events', at, id, 'more']),
       forged({ list: 'audit-events', at, id }),
     ]) {

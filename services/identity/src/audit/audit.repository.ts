@@ -49,7 +49,7 @@ export interface AuditFilter {
   until?: Date;
 }
 
-/** Up to `limit` events matching the filter, newest first, after `after` when given. */
+/** Up to `limit` events matching the filter, newest first (in insertion order within a microsecond), after `after` when given. */
 export async function findAuditEvents(db: Knex, filter: AuditFilter, limit: number, after: Position | undefined): Promise<AuditEventRecord[]> {
   const query = db('audit_events')
     .select(
@@ -63,10 +63,11 @@ export async function findAuditEvents(db: Knex, filter: AuditFilter, limit: numb
       'request_id as requestId',
       'details',
       db.raw(`${exactInstant('at')} AS "positionAt"`),
+      db.raw('seq::text AS "positionSeq"'),
     )
     .orderBy([
       { column: 'at', order: 'desc' },
-      { column: 'id', order: 'desc' },
+      { column: 'seq', order: 'desc' },
     ])
     .limit(limit);
   if (filter.subjectUserId !== undefined) query.where('subject_user_id', filter.subjectUserId);
@@ -74,9 +75,9 @@ export async function findAuditEvents(db: Knex, filter: AuditFilter, limit: numb
   if (filter.type !== undefined) query.where('type', filter.type);
   if (filter.since !== undefined) query.where('at', '>=', filter.since);
   if (filter.until !== undefined) query.where('at', '<', filter.until);
-  if (after !== undefined) query.whereRaw('(at, id) < (?::timestamptz, ?::uuid)', [after.at, after.id]);
-  const rows = (await query) as Array<Omit<AuditEventRecord, 'position'> & { positionAt: string }>;
-  return rows.map(({ positionAt, ...row }) => ({ ...row, position: { at: positionAt, id: row.id } }));
+  if (after !== undefined) query.whereRaw('(at, seq) < (?::timestamptz, ?::bigint)', [after.at, after.id]);
+  const rows = (await query) as Array<Omit<AuditEventRecord, 'position'> & { positionAt: string; positionSeq: string }>;
+  return rows.map(({ positionAt, positionSeq, ...row }) => ({ ...row, position: { at: positionAt, id: positionSeq } }));
 }
 
 /**

@@ -2,7 +2,7 @@ import { BadRequestError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { operations } from '../generated/openapi.ts';
-import { decodeCursor } from '../pagination/cursor.ts';
+import { decodeCursor, isBigint } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';
 import type { AuditEventResponse, AuditEventType } from './audit-event.ts';
 import { type AuditEventRecord, findAuditEvents } from './audit.repository.ts';
@@ -41,7 +41,7 @@ function toResponse(event: AuditEventRecord): AuditEventResponse {
 
 /** GET /v1/audit/events (the caller is an ADMIN): the events matching every filter given, newest first. */
 export async function listAuditEvents(db: Knex, query: AuditEventsQuery): Promise<Page<AuditEventResponse>> {
-  const after = decodeCursor('audit-events', query.cursor);
+  const after = decodeCursor('audit-events', query.cursor, isBigint);
   const since = instant(query.since, 'since');
   const until = instant(query.until, 'until');
   if (since !== undefined && until !== undefined && since > until) {

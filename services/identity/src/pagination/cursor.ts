@@ -2,8 +2,9 @@ import { BadRequestError } from '@platform/errors';
 
 /**
  * Where a page of a keyset-ordered list ends: the exact sort time of its last row (microseconds, UTC, as
- * `exactInstant` selects it) and the row's id, which breaks ties. The next page starts after it, so rows
- * inserted meanwhile never shift a page: every row that was there when the listing began is seen once.
+ * `exactInstant` selects it) and what breaks ties (the row's uuid, or a sequence number), as text. The
+ * next page starts after it, so rows inserted meanwhile never shift a page: every row that was there when
+ * the listing began is seen once.
  */
 export interface Position {
   at: string;
@@ -12,6 +13,12 @@ export interface Position {
 
 const INSTANT = /^(\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A tie-breaker that is a row's uuid (the default). */
+export const isUuid = (id: string): boolean => UUID.test(id);
+
+/** A tie-breaker that is a positive Postgres bigint, written in plain digits. */
+export const isBigint = (id: string): boolean => /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 9_223_372_036_854_775_807n;
 const INVALID = 'query.cursor is not a cursor of this list; start again without it';
 
 /**
@@ -35,7 +42,7 @@ export function encodeCursor(list: string, position: Position): string {
 }
 
 /** The position a cursor of `list` names; undefined without one; 400 for anything this service did not make. */
-export function decodeCursor(list: string, cursor: string | undefined): Position | undefined {
+export function decodeCursor(list: string, cursor: string | undefined, isId: (id: string) => boolean = isUuid): Position | undefined {
   if (cursor === undefined) return undefined;
   let value: unknown;
   try {
@@ -45,7 +52,7 @@ export function decodeCursor(list: string, cursor: string | undefined): Position
   }
   if (Array.isArray(value) && value.length === 3 && value[0] === list) {
     const [, at, id] = value as unknown[];
-    if (typeof at === 'string' && typeof id === 'string' && isInstant(at) && UUID.test(id)) return { at, id };
+    if (typeof at === 'string' && typeof id === 'string' && isInstant(at) && isId(id)) return { at, id };
   }
   throw new BadRequestError(INVALID, { messages: [INVALID] });
 }
