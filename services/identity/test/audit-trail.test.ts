@@ -363,6 +363,14 @@ describe('an event and its change commit together', () => {
     assert.equal(await eventCount(control.id), 2);
   });
 
+  it('a failed login whose username is not well-formed text (a lone surrogate) is recorded with U+FFFD in its place, and answers 401', async () => {
+    const marker = randomUUID();
+    const res = await request(identity.app).post('/v1/auth/login').send({ username: `\ud800${marker}\udfff`, password: 'whatever-1' });
+    assert.equal(res.status, 401);
+    const event = (await identity.db('audit_events').whereRaw("details->>'username' LIKE ?", [`%${marker}%`]).first('details')) as { details: { username: string } };
+    assert.equal(event.details.username, `\ufffd${marker}\ufffd`);
+  });
+
   it('a failed login of an unknown username leaves an event and nothing else', async () => {
     const username = `${randomUUID()}@example.com`;
     const users = await identity.db('users').count('* as n').first();

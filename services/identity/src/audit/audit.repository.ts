@@ -17,6 +17,15 @@ export interface AuditEventRecord {
 }
 
 /**
+ * `details` as jsonb takes it. Some of it is text as a request sent it (the username of a failed login), and
+ * JavaScript text may hold a lone surrogate, which JSON.stringify writes as `\ud800` and Postgres refuses:
+ * such a character becomes U+FFFD, as it does anywhere else the service stores text.
+ */
+function jsonbText(details: Record<string, unknown>): string {
+  return JSON.stringify(details, (_key, value: unknown) => (typeof value === 'string' ? value.toWellFormed() : value));
+}
+
+/**
  * Records events in the caller's transaction (or alone, for a change that is one statement's only
  * consequence): when the transaction rolls back, so do its events, and a failed insert rolls back the change.
  */
@@ -30,7 +39,7 @@ export async function insertAuditEvents(db: Knex, context: AuditContext, events:
       client_key_id: context.clientKeyId,
       source_address: context.sourceAddress,
       request_id: context.requestId,
-      details: event.details ?? {},
+      details: jsonbText(event.details ?? {}),
     })),
   );
 }
