@@ -33,10 +33,10 @@ function likeLiteral(text: string): string {
 }
 
 /**
- * Up to `limit` users matching the filter in creation order (then id), after `after` when given. Each
- * filter matches an index of migration 0010 as written here: keep the expressions in step with it.
+ * The query of `findUsers`, unrun (the benchmark EXPLAINs it). Each filter matches an index of migration
+ * 0010 as written here: keep the expressions in step with it.
  */
-export async function findUsers(db: Knex, filter: UserFilter, limit: number, after: Position | undefined): Promise<Array<UserRecord & { position: Position }>> {
+export function usersQuery(db: Knex, filter: UserFilter, limit: number, after: Position | undefined): Knex.QueryBuilder {
   const query = db('users')
     .select(...COLUMNS, db.raw(`${exactInstant('created_at')} AS "positionAt"`))
     .orderBy([
@@ -57,7 +57,12 @@ export async function findUsers(db: Knex, filter: UserFilter, limit: number, aft
     );
   }
   if (after !== undefined) query.whereRaw('(created_at, id) > (?::timestamptz, ?::uuid)', [after.at, after.id]);
-  const rows = (await query) as Array<UserRecord & { positionAt: string }>;
+  return query;
+}
+
+/** Up to `limit` users matching the filter in creation order (then id), after `after` when given. */
+export async function findUsers(db: Knex, filter: UserFilter, limit: number, after: Position | undefined): Promise<Array<UserRecord & { position: Position }>> {
+  const rows = (await usersQuery(db, filter, limit, after)) as Array<UserRecord & { positionAt: string }>;
   return rows.map(({ positionAt, ...user }) => ({ ...user, position: { at: positionAt, id: user.id } }));
 }
 
