@@ -4,6 +4,7 @@ import type { Role } from '@platform/auth';
 import request from 'supertest';
 import { encodeCursor } from '../src/pagination/cursor.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+import { everyPage } from './support/pages.ts';
 
 const NON_ADMIN_ROLES: readonly Role[] = ['GUEST', 'API_USER', 'STANDARD_USER', 'POWER_USER', 'EXTENDED_USER'];
 
@@ -40,17 +41,7 @@ describe('GET /v1/audit/events', () => {
     return { subject, ids: inserted.map((r) => r.id) };
   }
 
-  async function everyPage(query: string): Promise<Page['items']> {
-    const items: Page['items'] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await list(`${query}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      items.push(...(res.body as Page).items);
-      cursor = (res.body as Page).nextCursor;
-    } while (cursor !== null);
-    return items;
-  }
+  const everyEvent = (query: string) => everyPage<Page['items'][number]>((q) => list(q), query);
 
   it('when an ADMIN asks, answers 200 with the events of a request: type, time, actor, subject, source, request id, details', async () => {
     const user = await identity.createUser();
@@ -105,7 +96,7 @@ describe('GET /v1/audit/events', () => {
     const first = await list(`?subjectUserId=${subject}&limit=10`);
     assert.equal(first.body.items.length, 10);
     assert.equal(typeof first.body.nextCursor, 'string');
-    const items = await everyPage(`?subjectUserId=${subject}&limit=10`);
+    const items = await everyEvent(`?subjectUserId=${subject}&limit=10`);
     // Newest first; events of the same instant in the reverse order of their insertion.
     const expected = (await identity.db('audit_events').whereIn('id', ids).orderBy([{ column: 'at', order: 'desc' }, { column: 'seq', order: 'desc' }]).select('id')) as Array<{ id: string }>;
     // One insert wrote them oldest first, so within each instant too the newest comes first.
@@ -126,7 +117,7 @@ describe('GET /v1/audit/events', () => {
     const { subject, ids } = await storedEvents(40, 3);
     const added: string[] = [];
     const [seen] = await Promise.all([
-      everyPage(`?subjectUserId=${subject}&limit=7`),
+      everyEvent(`?subjectUserId=${subject}&limit=7`),
       (async () => {
         for (let i = 0; i < 20; i += 1) {
           const [row] = (await identity.db('audit_events').insert({ type: 'user.updated', subject_user_id: subject }).returning('id')) as Array<{ id: string }>;

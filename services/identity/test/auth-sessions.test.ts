@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Role } from '@platform/auth';
 import request from 'supertest';
 import { type IdentityHarness, type TestUser, startIdentity } from './support/identity-harness.ts';
+import { everyPage } from './support/pages.ts';
 
 const NON_ADMIN_ROLES: readonly Role[] = ['GUEST', 'API_USER', 'STANDARD_USER', 'POWER_USER', 'EXTENDED_USER'];
 const sidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
@@ -101,16 +102,11 @@ describe('sessions: GET /v1/auth/sessions, DELETE /v1/auth/sessions, DELETE /v1/
       const there = tokens.map((t) => sidOf(t.accessToken));
       const seen: string[] = [];
       await Promise.all([
-        (async () => {
-          let cursor: string | null = null;
-          do {
-            const res = await list(token, `?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`);
-            assert.equal(res.status, 200, JSON.stringify(res.body));
-            assert.ok(res.body.items.length <= 2);
-            seen.push(...(res.body.items as Session[]).map((s) => s.sessionId));
-            cursor = res.body.nextCursor as string | null;
-          } while (cursor !== null);
-        })(),
+        everyPage<Session>(async (query) => {
+          const res = await list(token, query);
+          assert.ok(res.body.items.length <= 2);
+          return res;
+        }, '?limit=2').then((sessions) => seen.push(...sessions.map((s) => s.sessionId))),
         Promise.all(Array.from({ length: 6 }, () => identity.login(user))),
       ]);
       assert.equal(new Set(seen).size, seen.length, `a session was shown twice: ${seen.join(' ')}`);

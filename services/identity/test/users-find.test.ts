@@ -4,6 +4,7 @@ import type { Role } from '@platform/auth';
 import request from 'supertest';
 import { encodeCursor } from '../src/pagination/cursor.ts';
 import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername } from './support/identity-harness.ts';
+import { everyPage } from './support/pages.ts';
 
 const NON_ADMIN_ROLES: readonly Role[] = ['GUEST', 'API_USER', 'STANDARD_USER', 'POWER_USER', 'EXTENDED_USER'];
 
@@ -30,17 +31,7 @@ describe('GET /v1/users', () => {
   const find = (query: string, token = adminToken) => request(identity.app).get(`/v1/users${query}`).set('Authorization', `Bearer ${token}`);
   const ids = (res: { body: Page }) => res.body.items.map((u) => u.userId);
 
-  async function everyPage(query: string): Promise<Page['items']> {
-    const items: Page['items'] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await find(`${query}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      items.push(...(res.body as Page).items);
-      cursor = (res.body as Page).nextCursor;
-    } while (cursor !== null);
-    return items;
-  }
+  const everyUser = (query: string) => everyPage<Page['items'][number]>((q) => find(q), query);
 
   it('username: exactly, in any letter case; each user with its full account, nothing more', async () => {
     const user = await identity.createUser({ username: uniqueUsername('Ayse.Yilmaz'), midName: 'Nur' });
@@ -96,7 +87,7 @@ describe('GET /v1/users', () => {
     const blocked = await identity.createUser({ lastName: name, status: 'BLOCKED' });
     const blockedAdmin = await identity.createUser({ lastName: name, status: 'BLOCKED', roles: ['ADMIN', 'STANDARD_USER'] });
     const active = await identity.createUser({ lastName: name, roles: ['ADMIN'] });
-    const everyBlocked = await everyPage('?status=BLOCKED&limit=200');
+    const everyBlocked = await everyUser('?status=BLOCKED&limit=200');
     assert.ok(everyBlocked.every((u) => u.status === 'BLOCKED'));
     assert.ok([blocked.id, blockedAdmin.id].every((id) => everyBlocked.some((u) => u.userId === id)));
     assert.deepEqual(ids(await find(`?q=${name}&status=BLOCKED`)), [blocked.id, blockedAdmin.id]);
@@ -113,7 +104,7 @@ describe('GET /v1/users', () => {
     assert.deepEqual(ids(first), users.slice(0, 50).map((u) => u.id));
     const second = await find(`?q=${name}&cursor=${encodeURIComponent(first.body.nextCursor)}`);
     assert.deepEqual([ids(second), second.body.nextCursor], [users.slice(50).map((u) => u.id), null]);
-    assert.deepEqual((await everyPage(`?q=${name}&limit=1`)).map((u) => u.userId), users.map((u) => u.id));
+    assert.deepEqual((await everyUser(`?q=${name}&limit=1`)).map((u) => u.userId), users.map((u) => u.id));
     const exact = await find(`?q=${name}&limit=53`);
     assert.deepEqual([exact.body.items.length, exact.body.nextCursor], [53, null]);
   });
@@ -128,12 +119,12 @@ describe('GET /v1/users', () => {
         .post('/v1/users/create')
         .set('Authorization', `Bearer ${adminToken}`)
         .send({ username: uniqueUsername(`race${i}`), firstName: 'New', lastName: name, locale: 'en_US', timezone: 'UTC', roles: ['GUEST'], status: 'ACTIVE' });
-    const [seen, created] = await Promise.all([everyPage(`?q=${name}&limit=4`), Promise.all(Array.from({ length: 15 }, (_, i) => create(i)))]);
+    const [seen, created] = await Promise.all([everyUser(`?q=${name}&limit=4`), Promise.all(Array.from({ length: 15 }, (_, i) => create(i)))]);
     assert.ok(created.every((res) => res.status === 201));
     const seenIds = seen.map((u) => u.userId);
     assert.equal(new Set(seenIds).size, seenIds.length, 'a user was listed twice');
     for (const user of there) assert.equal(seenIds.filter((id) => id === user.id).length, 1, `${user.id} was not listed exactly once`);
-    const after = await everyPage(`?q=${name}&limit=200`);
+    const after = await everyUser(`?q=${name}&limit=200`);
     assert.equal(after.length, 45);
   });
 
