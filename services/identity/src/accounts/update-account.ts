@@ -7,7 +7,7 @@ import type { components } from '../generated/openapi.ts';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
 import { assertPictureUrl } from './account-rules.ts';
-import { type AccountFields, findAccountById, lockAccountById, updateAccountRow } from './accounts.repository.ts';
+import { type AccountFields, lockAccountById, updateAccountRow } from './accounts.repository.ts';
 import { canonicalUuid } from './canonical-uuid.ts';
 
 /** The fields whose stored value the update changed (a field sent with its current value changed nothing). */
@@ -17,7 +17,8 @@ function changedFields(before: AccountRecord, after: AccountRecord, sent: Accoun
 
 /**
  * PATCH /v1/accounts/update: present fields change; a new phone number is unverified again. The row is
- * locked while it changes, so the recorded `account.updated` names exactly the fields this update changed.
+ * locked while it is judged and changed, so the recorded `account.updated` names exactly the fields this
+ * update changed.
  */
 export async function updateAccount(
   db: Knex,
@@ -27,18 +28,17 @@ export async function updateAccount(
 ): Promise<AccountResponse> {
   const { accountId: givenAccountId, ...fields } = input;
   const accountId = canonicalUuid(givenAccountId);
-  const existing = await findAccountById(db, accountId);
-  if (existing === undefined) throw new NotFoundError('Account not found');
-  assertMayUseAccountOf(principal, existing.userId);
-  assertPictureUrl(fields.profilePictureUrl);
   const account = await db.transaction(async (trx) => {
     const before = await lockAccountById(trx, accountId);
-    const after = before === undefined ? undefined : await updateAccountRow(trx, accountId, fields);
-    if (before === undefined || after === undefined) return undefined;
+    if (before === undefined) throw new NotFoundError('Account not found');
+    assertMayUseAccountOf(principal, before.userId);
+    assertPictureUrl(fields.profilePictureUrl);
+    // Locked above, so it is there: undefined only to the type checker.
+    const after = await updateAccountRow(trx, accountId, fields);
+    if (after === undefined) throw new NotFoundError('Account not found');
     const changed = changedFields(before, after, fields);
     if (changed.length > 0) await insertAuditEvent(trx, audit, { type: 'account.updated', subjectUserId: after.userId, details: { accountId, fields: changed } });
     return after;
   });
-  if (account === undefined) throw new NotFoundError('Account not found');
   return toAccountResponse(account);
 }

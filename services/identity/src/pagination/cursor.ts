@@ -19,6 +19,7 @@ export const isUuid = (id: string): boolean => UUID.test(id);
 
 /** A tie-breaker that is a positive Postgres bigint, written in plain digits. */
 export const isBigint = (id: string): boolean => /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 9_223_372_036_854_775_807n;
+
 const INVALID = 'query.cursor is not a cursor of this list; start again without it';
 
 /**
