@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 /** The scenario groups of one run, in the order they run. */
-export const GROUPS = ['limits', 'risk', 'gateway', 'latency', 'login', 'scale'] as const;
+export const GROUPS = ['limits', 'risk', 'gateway', 'latency', 'login', 'scale', 'users'] as const;
 /** One scenario group; `BENCH_ONLY` picks some of them. */
 export type Group = (typeof GROUPS)[number];
 
@@ -30,6 +30,8 @@ export interface BenchConfig {
   logins: number;
   /** How many times the real station set the scale scenario loads. */
   scale: number;
+  /** How many users the user search scenario loads into its scratch database. */
+  users: number;
   groups: ReadonlySet<Group>;
   resultsDir: string;
   /** Keep the started processes' logs after a successful run (they are kept after a failure anyway). */
@@ -96,6 +98,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     rate: number(env, 'BENCH_RATE', 500, 1),
     logins: number(env, 'BENCH_LOGINS', 10, 1),
     scale: number(env, 'BENCH_SCALE', 100, 2),
+    users: number(env, 'BENCH_USERS', 1_000_000, 1000),
     groups: groupsOf(env.BENCH_ONLY),
     resultsDir: env.BENCH_RESULTS_DIR ?? `${ROOT}bench/results`,
     keepLogs: env.BENCH_KEEP_LOGS === '1',

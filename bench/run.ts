@@ -12,6 +12,7 @@ import { type Report, evaluate, formatReport, machine } from './report.ts';
 import { scaleScenarios } from './scale.ts';
 import { gatewayScenarios, latencyScenarios, limitScenarios, riskScenarios } from './scenarios.ts';
 import { createSigner } from './signer.ts';
+import { userSearchScenarios } from './users.ts';
 import { adminSession, startStack } from './stack.ts';
 
 const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
@@ -21,6 +22,7 @@ const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
   latency: latencyScenarios,
   login: loginScenarios,
   scale: scaleScenarios,
+  users: userSearchScenarios,
 };
 
 function progress(message: string): void {

@@ -50,7 +50,7 @@ export interface FuzzOptions {
   /** The merged document, as the gateway serves it at /openapi.json. */
   document: Json;
   clientKey: { keyId: string; secret: string };
-  /** Fresh access tokens of an ADMIN and of a plain user, asked for at the start of every round. */
+  /** Fresh access tokens of an ADMIN and of a plain user, asked for before every batch. */
   tokens: () => Promise<{ admin: string; user: string }>;
   seed: number;
   /** Run rounds (one batch per operation each) until this much time has passed. */
@@ -194,9 +194,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const deadline = Date.now() + options.durationMs;
   try {
     while (Date.now() < deadline) {
-      const tokens = await options.tokens();
       for (const [index, op] of operations.entries()) {
         if (Date.now() >= deadline) break;
+        // Fresh tokens per batch: a generated DELETE /v1/auth/sessions ends the caller's own sessions.
+        const tokens = await options.tokens();
         const requests = fc.sample(requestsFor(doc, op), { seed: batchSeed(options.seed, report.rounds, index), numRuns: options.batch ?? 5 });
         const statuses = new Set(Object.keys(((((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json).responses as Json) ?? {}));
         for (const generated of requests) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { ApiError, type Client, createClient } from '@platform/client';
+import { ApiError, type Client, allPages, createClient } from '@platform/client';
 import { type CaptureServer, startCaptureServer } from '../../services/identity/test/support/capture-server.ts';
 import { type Stack, startStack } from './support/stack.ts';
 
@@ -127,6 +127,52 @@ describe('end to end, through the gateway with the SDK', function () {
     const unblocked = await admin.users.unblock(created.userId);
     assert.equal(unblocked.status, 'ACTIVE');
     assert.ok((await client().auth.login({ username: created.username, password: created.password })).accessToken);
+  });
+
+  it('the operator\'s story: a user locks itself out; the ADMIN finds it among the BLOCKED, reads its audit events, unblocks it; its sessions show only the new login', async () => {
+    const admin = await adminClient();
+    const adminId = (await admin.users.find({ username: stack.admin.username })).items[0]!.userId;
+    const created = await newUser(admin);
+    const user = client();
+    const before = await user.auth.login({ username: created.username, password: created.password });
+
+    // "My account is blocked": six wrong passwords, then the right one is refused too.
+    for (let i = 0; i < 6; i += 1) await refused(() => client().auth.login({ username: created.username, password: `forgotten-${i}` }));
+    assert.equal((await refused(() => client().auth.login({ username: created.username, password: created.password }))).status, 401);
+
+    // The ADMIN knows only the address; GET /v1/users?status=BLOCKED, page after page, finds the userId.
+    const blocked: Array<{ userId: string; status: string }> = [];
+    for await (const found of allPages((cursor) => admin.users.find({ status: 'BLOCKED', limit: 2, cursor }))) blocked.push(found);
+    assert.ok(blocked.every((u) => u.status === 'BLOCKED'));
+    const found = blocked.find((u) => u.userId === created.userId);
+    assert.ok(found, 'the blocked user is listed');
+
+    // What happened to it, newest first, each with the client key and the address it came from.
+    const trail = (await admin.audit.events({ subjectUserId: found.userId })).items;
+    assert.deepEqual(
+      trail.map((e) => e.type),
+      ['login.failed', 'session.revoked', 'user.blocked', ...Array<string>(6).fill('login.failed'), 'login.succeeded', 'user.created'],
+    );
+    const failures = trail.filter((e) => e.type === 'login.failed');
+    assert.ok(failures.every((e) => e.clientKeyId === 'local-dev' && e.sourceAddress === '127.0.0.1' && e.actorUserId === null), JSON.stringify(failures[0]));
+    assert.deepEqual(trail[0]!.details, { username: created.username, reason: 'user-not-active', status: 'BLOCKED' });
+    const sidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
+    assert.deepEqual(trail[1]!.details, { sessionIds: [sidOf(before.accessToken)], reason: 'user-blocked' });
+    assert.equal(trail.at(-1)!.actorUserId, adminId);
+
+    await admin.users.unblock(found.userId);
+    const [unblocked] = (await admin.audit.events({ subjectUserId: found.userId, type: 'user.unblocked' })).items;
+    assert.deepEqual([unblocked!.actorUserId, unblocked!.clientKeyId, unblocked!.details.previousStatus], [adminId, 'local-dev', 'BLOCKED']);
+
+    // The user logs in again: its sessions list holds that login alone, the one from before the block is gone.
+    const again = await user.auth.login({ username: created.username, password: created.password });
+    const { items: sessions, nextCursor } = await user.sessions.list();
+    assert.equal(nextCursor, null);
+    assert.deepEqual(
+      sessions.map((s) => [s.sessionId, s.current, s.clientKeyId, s.sourceAddress]),
+      [[sidOf(again.accessToken), true, 'local-dev', '127.0.0.1']],
+    );
+    assert.deepEqual((await admin.sessions.list({ userId: found.userId })).items.map((s) => s.sessionId), [sidOf(again.accessToken)]);
   });
 
   it('a password reset by e-mail link ends with a redirect to the login page, and the new password works', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { Role } from '@platform/auth';
 import { insertAccountIfAbsent } from '../../services/identity/src/accounts/accounts.repository.ts';
 import type { TestUser } from '../../services/identity/test/support/identity-harness.ts';
+import { claimsOf } from './support/forge-jwt.ts';
 import { type LoggedInUser, type Stack, startStack } from './support/stack.ts';
 
 const ROLES: readonly Role[] = ['GUEST', 'API_USER', 'STANDARD_USER', 'POWER_USER', 'EXTENDED_USER', 'ADMIN'];
@@ -9,11 +10,15 @@ const ROLES: readonly Role[] = ['GUEST', 'API_USER', 'STANDARD_USER', 'POWER_USE
 type Caller = 'anonymous' | Role | 'self';
 const CALLERS: readonly Caller[] = ['anonymous', ...ROLES, 'self'];
 
-/** A victim of the request: a STANDARD_USER, and their account unless the operation creates it. */
+/** A victim of the request: a STANDARD_USER with a session, and their account unless the operation creates it. */
 interface Victim {
   user: TestUser;
   accountId: string | undefined;
+  /** The access token of the victim's session. */
+  token: string;
 }
+
+const sessionIdOf = (token: string) => String(claimsOf(token).sid);
 
 /** One row of the table: the request against a victim, and who may make it. */
 interface Rule {
@@ -69,6 +74,12 @@ const RULES: readonly Rule[] = [
     }),
   },
   { name: 'activate their phone', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'POST', target: '/v1/accounts/phone-number-activation', body: { accountId: v.accountId, code: '000000' } }) },
+  { name: 'find them by username', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users?username=${encodeURIComponent(v.user.username)}` }) },
+  { name: 'read them', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users/${v.user.id}` }) },
+  { name: 'read the audit trail about them', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/audit/events?subjectUserId=${v.user.id}` }) },
+  { name: 'list their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/auth/sessions?userId=${v.user.id}` }) },
+  { name: 'end one of their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'DELETE', target: `/v1/auth/sessions/${sessionIdOf(v.token)}` }) },
+  { name: 'end all their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'DELETE', target: `/v1/auth/sessions?userId=${v.user.id}` }) },
   { name: 'list cities', allowed: EVERY_ROLE, request: () => ({ method: 'GET', target: '/v1/weather-stations/get-cities' }) },
   { name: 'find a station', allowed: EVERY_ROLE, request: () => ({ method: 'GET', target: '/v1/weather-stations/by/id/17130' }) },
   { name: 'list districts', allowed: EVERY_ROLE, request: () => ({ method: 'GET', target: '/v1/weather-stations/get-districts-of/ankara' }) },
@@ -93,7 +104,7 @@ describe('authorization table: every operation × every role, against another us
     await stack?.close();
   });
 
-  async function victimFor(rule: Rule): Promise<Victim & { token: string }> {
+  async function victimFor(rule: Rule): Promise<Victim> {
     const user = await stack.userWith(['STANDARD_USER']);
     const account = rule.withoutAccount ? undefined : await insertAccountIfAbsent(stack.identity.db, user.id, { type: 'INDIVIDUAL', mobilePhoneNumber: '+905321234567' });
     return { user, accountId: account?.id, token: user.accessToken };

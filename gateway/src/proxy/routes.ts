@@ -11,7 +11,7 @@ export interface UpstreamRoute {
 /** The routing table: by path prefix, whatever the Host. `/.well-known/jwks.json` is deliberately absent. */
 export function upstreamRoutes(urls: Record<UpstreamName, string>): Record<UpstreamName, UpstreamRoute> {
   return {
-    identity: { name: 'identity', url: urls.identity, prefixes: ['/v1/auth', '/v1/users', '/v1/accounts'] },
+    identity: { name: 'identity', url: urls.identity, prefixes: ['/v1/auth', '/v1/users', '/v1/accounts', '/v1/audit'] },
     risk: { name: 'risk', url: urls.risk, prefixes: ['/v1/weather-stations'] },
   };
 }

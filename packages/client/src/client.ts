@@ -1,5 +1,5 @@
 import { type Environment, resolveBaseUrls } from './environments.ts';
-import { accountOperations, authOperations, stationOperations, userOperations } from './operations.ts';
+import { accountOperations, auditOperations, authOperations, sessionOperations, stationOperations, userOperations } from './operations.ts';
 import { type SigningKey, createSigner } from './signing/signer.ts';
 import { type ApiRequest, type ApiResponse, createTransport } from './transport.ts';
 import type { AuthenticationResult } from './types.ts';
@@ -56,8 +56,10 @@ export function createClient(options: ClientOptions) {
     baseUrl,
     riskBaseUrl,
     auth: authOperations(transport, tokenAccess),
+    sessions: sessionOperations(transport),
     users: userOperations(transport),
     accounts: accountOperations(transport),
+    audit: auditOperations(transport),
     stations: stationOperations(transport),
     /** The stored tokens, to persist them. */
     getTokens: (): AuthenticationResult | undefined => tokens,

@@ -1,5 +1,6 @@
 // @platform/client: the typed SDK of the platform API. Runs on any runtime with fetch and WebCrypto.
 export { type Client, type ClientOptions, createClient } from './client.ts';
+export { allPages } from './operations.ts';
 export { type BaseUrls, ENVIRONMENTS, type Environment, isEnvironment, resolveBaseUrls } from './environments.ts';
 export { ApiError, NetworkError, isErrorBody } from './errors.ts';
 export type { ApiRequest, ApiResponse, CallOptions, Service } from './transport.ts';

@@ -3,12 +3,16 @@
 import type { ApiRequest, CallOptions, Transport } from './transport.ts';
 import type {
   Account,
+  AuditEventPage,
+  AuditEventsQuery,
   AuthenticationResult,
   CityDistrictQuery,
   CreateAccountRequest,
   CreateUserRequest,
+  FindUsersQuery,
   LoginRequest,
   NearestQuery,
+  Page,
   PasswordResetBody,
   PasswordResetOutcome,
   PasswordResetRequestBody,
@@ -16,11 +20,14 @@ import type {
   PhoneActivationBody,
   PhoneActivationRequestBody,
   PhoneActivationTicket,
+  SessionPage,
+  SessionsQuery,
   Station,
   StationWithDistance,
   UpdateAccountRequest,
   UpdateUserRequest,
   User,
+  UserPage,
   UserWithFullAccount,
 } from './types.ts';
 
@@ -75,6 +82,15 @@ export function userOperations(transport: Transport) {
     /** Changes the fields present in `body` of user `body.userId`. */
     update: (body: UpdateUserRequest, options?: CallOptions): Promise<User> =>
       call(transport, { service: 'identity', method: 'PATCH', path: '/v1/users/update', body, bearer: true }, options),
+    /**
+     * Finds users (ADMIN) by `username` (exact), `q` (a prefix of username, first or last name), `status`
+     * and `role`, in creation order, one page at a time (`allPages` walks them all).
+     */
+    find: (query: FindUsersQuery = {}, options?: CallOptions): Promise<UserPage> =>
+      call(transport, { service: 'identity', method: 'GET', path: '/v1/users', query, bearer: true }, options),
+    /** Reads a user with its account (the user itself or an ADMIN). */
+    get: (userId: string, options?: CallOptions): Promise<UserWithFullAccount> =>
+      call(transport, { service: 'identity', method: 'GET', path: `/v1/users/${segment(userId)}`, bearer: true }, options),
     /** Lifts the brute-force block of a user (ADMIN). */
     unblock: (userId: string, options?: CallOptions): Promise<UserWithFullAccount> =>
       call(transport, { service: 'identity', method: 'GET', path: `/v1/users/unblock/${segment(userId)}`, bearer: true }, options),
@@ -93,6 +109,30 @@ export function userOperations(transport: Transport) {
       if (res.status >= 300 && res.status < 400 && location !== null) return { redirectTo: location };
       return res.body as PasswordResetOutcome;
     },
+  };
+}
+
+/** `/v1/auth/sessions/**`: the caller's sessions (an ADMIN: anyone's, with `userId`). */
+export function sessionOperations(transport: Transport) {
+  return {
+    /** The live sessions, newest first; `current` marks the one of the stored token. */
+    list: (query: SessionsQuery = {}, options?: CallOptions): Promise<SessionPage> =>
+      call(transport, { service: 'identity', method: 'GET', path: '/v1/auth/sessions', query, bearer: true }, options),
+    /** Ends one session: its tokens are refused at once everywhere. */
+    revoke: (sessionId: string, options?: CallOptions): Promise<void> =>
+      call(transport, { service: 'identity', method: 'DELETE', path: `/v1/auth/sessions/${segment(sessionId)}`, bearer: true }, options),
+    /** Ends every session of the caller (the stored token's too), or of `userId` for an ADMIN. */
+    revokeAll: (query: { userId?: string } = {}, options?: CallOptions): Promise<void> =>
+      call(transport, { service: 'identity', method: 'DELETE', path: '/v1/auth/sessions', query, bearer: true }, options),
+  };
+}
+
+/** `/v1/audit/**` (ADMIN). */
+export function auditOperations(transport: Transport) {
+  return {
+    /** Audit events matching every filter given, newest first, one page at a time. */
+    events: (query: AuditEventsQuery = {}, options?: CallOptions): Promise<AuditEventPage> =>
+      call(transport, { service: 'identity', method: 'GET', path: '/v1/audit/events', query, bearer: true }, options),
   };
 }
 
@@ -136,4 +176,17 @@ export function stationOperations(transport: Transport) {
     nearest: (query: NearestQuery, options?: CallOptions): Promise<StationWithDistance[]> =>
       call(transport, { service: 'risk', method: 'GET', path: '/v1/weather-stations/nearest', query, bearer: true }, options),
   };
+}
+
+/**
+ * Every item of a list operation, page after page: `allPages((cursor) => client.users.find({ status: 'BLOCKED', cursor }))`.
+ * Each page is fetched when the previous one is used up.
+ */
+export async function* allPages<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const page = await fetchPage(cursor);
+    yield* page.items;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
 }

@@ -25,6 +25,15 @@ export type Account = Identity['Account'];
 export type PhoneActivationRequestBody = Identity['PhoneActivationRequestBody'];
 export type PhoneActivationTicket = Identity['PhoneActivationTicket'];
 export type PhoneActivationBody = Identity['PhoneActivationBody'];
+export type UserPage = Identity['UserPage'];
+export type FindUsersQuery = NonNullable<IdentityOperations['findUsers']['parameters']['query']>;
+export type AuditEvent = Identity['AuditEvent'];
+export type AuditEventType = Identity['AuditEventType'];
+export type AuditEventPage = Identity['AuditEventPage'];
+export type AuditEventsQuery = NonNullable<IdentityOperations['listAuditEvents']['parameters']['query']>;
+export type Session = Identity['Session'];
+export type SessionPage = Identity['SessionPage'];
+export type SessionsQuery = NonNullable<IdentityOperations['listSessions']['parameters']['query']>;
 export type Role = Identity['Role'];
 export type UserStatus = Identity['UserStatus'];
 export type AccountType = Identity['AccountType'];
@@ -37,6 +46,12 @@ export type NearestQuery = RiskOperations['findNearestStations']['parameters']['
 
 /** `resetPassword` without `loginPageLink`: the service's message; with it: where the 303 points. */
 export type PasswordResetOutcome = PasswordResetResult | { redirectTo: string };
+
+/** A page of a list operation (CONTRACT.md part 11): pass `nextCursor` as `cursor` for the next; null on the last. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
 
 /** The operation ids of both documents, for tooling that wants to enumerate them. */
 export type OperationId = keyof IdentityOperations | keyof RiskOperations;

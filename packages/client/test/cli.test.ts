@@ -119,6 +119,74 @@ describe('pnpm cli', () => {
     });
   });
 
+  describe('operators\' lists and sessions (users find, users get, audit, sessions list|revoke)', () => {
+    const USER_ID = '3f1c2a4e-8b7d-4c6e-9a1f-2b3c4d5e6f70';
+    const users = [
+      { userId: USER_ID, username: 'ayse@example.com', firstName: 'Ayşe', lastName: 'Yılmaz', locale: 'tr_TR', timezone: 'Europe/Istanbul', roles: ['STANDARD_USER', 'POWER_USER'], status: 'BLOCKED', account: { id: 'a-1' } },
+      { userId: '8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e', username: 'ali@example.com', firstName: 'Ali', lastName: 'Kaya', locale: 'tr_TR', timezone: 'UTC', roles: ['GUEST'], status: 'BLOCKED' },
+    ];
+
+    it('users find --output table: the chosen columns, one row per user, then the cursor of the next page', async () => {
+      gw.handler = () => ({ status: 200, body: { items: users, nextCursor: 'bmV4dA' } });
+      const run = await runCli(['users', 'find', '--status', 'BLOCKED', '--q', 'ay', '--limit', '2', '--output', 'table', ...flags]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(gw.requests[0]!.url, '/v1/users?q=ay&status=BLOCKED&limit=2');
+      const lines = run.stdout.trimEnd().split('\n');
+      assert.match(lines[0]!, /^userId\s+username\s+firstName\s+lastName\s+status\s+roles$/);
+      assert.match(lines[1]!, new RegExp(`^${USER_ID}\\s+ayse@example.com\\s+Ayşe\\s+Yılmaz\\s+BLOCKED\\s+STANDARD_USER,POWER_USER$`));
+      assert.equal(lines.length, 5);
+      assert.equal(lines[4], 'more: --cursor bmV4dA');
+    });
+
+    it('users find --all: follows every cursor and prints all users as one JSON array', async () => {
+      gw.handler = (req) =>
+        new URL(req.url, 'http://x').searchParams.get('cursor') === null
+          ? { status: 200, body: { items: [users[0]], nextCursor: 'c1' } }
+          : { status: 200, body: { items: [users[1]], nextCursor: null } };
+      const run = await runCli(['users', 'find', '--status', 'BLOCKED', '--all', ...flags]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.deepEqual(JSON.parse(run.stdout), users);
+      assert.deepEqual(gw.requests.map((r) => r.url), ['/v1/users?status=BLOCKED', '/v1/users?status=BLOCKED&cursor=c1']);
+    });
+
+    it('users get <userId> and audit --subject … --type …: one GET each, the filters as query', async () => {
+      gw.handler = (req) => (req.url.startsWith('/v1/audit') ? { status: 200, body: { items: [], nextCursor: null } } : { status: 200, body: users[0] });
+      assert.equal((await runCli(['users', 'get', USER_ID, ...flags])).code, 0);
+      const audit = await runCli(['audit', '--subject', USER_ID, '--type', 'user.unblocked', '--since', '2025-06-01T00:00:00Z', '--output', 'table', ...flags]);
+      assert.equal(audit.code, 0, audit.stderr);
+      assert.match(audit.stdout, /^at\s+type\s+actorUserId\s+subjectUserId\s+clientKeyId\s+sourceAddress\s+details\n$/);
+      assert.deepEqual(gw.requests.map((r) => [r.method, r.url]), [
+        ['GET', `/v1/users/${USER_ID}`],
+        ['GET', `/v1/audit/events?subjectUserId=${USER_ID}&type=user.unblocked&since=2025-06-01T00%3A00%3A00Z`],
+      ]);
+    });
+
+    it('sessions list --output table, sessions revoke <sessionId>, sessions revoke --all --user-id …', async () => {
+      const session = { sessionId: 's-1', createdAt: '2025-06-01T10:00:00.000Z', lastUsedAt: '2025-06-01T10:05:00.000Z', expiresAt: '2025-06-01T11:00:00.000Z', clientKeyId: 'local-dev', sourceAddress: '10.0.0.7', current: true };
+      gw.handler = (req) => (req.method === 'DELETE' ? { status: 204 } : { status: 200, body: { items: [session], nextCursor: null } });
+      const list = await runCli(['sessions', 'list', '--output', 'table', ...flags]);
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout.split('\n')[1]!, /^s-1\s+true\s+2025-06-01T10:00:00.000Z\s+2025-06-01T10:05:00.000Z\s+2025-06-01T11:00:00.000Z\s+local-dev\s+10\.0\.0\.7$/);
+      const one = await runCli(['sessions', 'revoke', 's-1', ...flags]);
+      assert.deepEqual([one.code, one.stdout], [0, '']);
+      const all = await runCli(['sessions', 'revoke', '--all', '--user-id', USER_ID, ...flags]);
+      assert.deepEqual([all.code, all.stdout], [0, '']);
+      assert.deepEqual(gw.requests.map((r) => [r.method, r.url]), [
+        ['GET', '/v1/auth/sessions'],
+        ['DELETE', '/v1/auth/sessions/s-1'],
+        ['DELETE', `/v1/auth/sessions?userId=${USER_ID}`],
+      ]);
+    });
+
+    it('sessions revoke without a session or with both a session and --all or --user-id: a usage error, nothing sent', async () => {
+      for (const args of [['sessions', 'revoke'], ['sessions', 'revoke', 's-1', '--all'], ['sessions', 'revoke', 's-1', '--user-id', USER_ID], ['users', 'find', '--limit', 'ten']]) {
+        const run = await runCli([...args, ...flags]);
+        assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      }
+      assert.equal(gw.requests.length, 0);
+    });
+  });
+
   it('an error answer: prints the error body to stderr and exits 1', async () => {
     gw.handler = (req) => errorReply(404, 'Not Found', 'City not found', req.url, { messages: ['City not found: Atlantis'] });
     const run = await runCli(['stations', 'districts', 'Atlantis', ...flags]);

@@ -6,6 +6,9 @@ import { phoneActivationCodes } from './0004_phone_activation_codes.ts';
 import { sessionEndReasons } from './0005_session_end_reasons.ts';
 import { usernameChangeCounts } from './0006_username_change_counts.ts';
 import { activationCodeAccountNumber } from './0007_activation_code_account_number.ts';
+import { auditEvents } from './0008_audit_events.ts';
+import { sessionOrigin } from './0009_session_origin.ts';
+import { userSearchIndexes } from './0010_user_search_indexes.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -16,4 +19,7 @@ export const migrations: readonly Migration[] = [
   sessionEndReasons,
   usernameChangeCounts,
   activationCodeAccountNumber,
+  auditEvents,
+  sessionOrigin,
+  userSearchIndexes,
 ];

@@ -15,11 +15,13 @@ import {
 import { createAccessTokenIssuer } from './auth/access-tokens.ts';
 import type { AuthServices } from './auth/auth-services.ts';
 import { accountsRouter } from './accounts/accounts.routes.ts';
+import { auditRouter } from './audit/audit.routes.ts';
 import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
 import type { PasswordHasher } from './auth/password-hasher.ts';
 import { createSessionRevoker } from './auth/session-revoker.ts';
-import { type SigningKey, jwksOf } from './auth/signing-key.ts';
+import { sessionsRouter } from './auth/sessions.routes.ts';
+import { type SigningKey, distinctKeys, jwksOf, verificationKeyFromPem } from './auth/signing-key.ts';
 import type { IdentityConfig } from './config.ts';
 import type { Mailer } from './notifications/mailer.ts';
 import type { SmsSender } from './notifications/sms-sender.ts';
@@ -50,8 +52,10 @@ export interface IdentityDeps {
 export function createApp(deps: IdentityDeps): Express {
   const { config, db } = deps;
   const blacklist = redisBlacklist(deps.redis);
+  // The signing key and the retired ones of JWT_PREVIOUS_PUBLIC_KEYS: a rotation logs nobody out.
+  const verificationKeys = distinctKeys([deps.signingKey, ...config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem)]);
   const verifier = createTokenVerifier({
-    keys: staticKeySource(new Map([[deps.signingKey.kid, deps.signingKey.publicKey]])),
+    keys: staticKeySource(new Map(verificationKeys.map((key) => [key.kid, key.publicKey]))),
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
     blacklist,
@@ -86,7 +90,8 @@ export function createApp(deps: IdentityDeps): Express {
     internalAssertionKey: config.INTERNAL_ASSERTION_KEY,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
     routers: [
-      authRouter(auth, jwksOf([deps.signingKey])),
+      authRouter(auth, jwksOf(verificationKeys)),
+      sessionsRouter(auth),
       usersRouter({
         db,
         verifier,
@@ -129,6 +134,7 @@ export function createApp(deps: IdentityDeps): Express {
         allowedLinkOrigins: allowedOrigins(config.ACTIVATION_LINK_ALLOWLIST),
       }),
       accountsRouter({ db, verifier }),
+      auditRouter({ db, verifier }),
     ],
   });
   return app;

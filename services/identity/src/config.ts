@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec } from '@platform/service-kit';
+import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -43,6 +44,11 @@ export const identityConfigSpec = {
     localDefault: '',
     secret: true,
   }),
+  JWT_PREVIOUS_PUBLIC_KEYS: env.custom(
+    'PEM public keys (concatenated) of retired signing keys: their tokens still verify and they stay in the JWKS until removed (README: key rotation)',
+    publicKeyPemsOf,
+    { default: [] },
+  ),
   JWT_LOCAL_KEY_FILE: env.string('Local only: where the generated signing key is kept when JWT_PRIVATE_KEY is empty', {
     default: '.local/jwt-signing-key.pem',
   }),
@@ -52,6 +58,10 @@ export const identityConfigSpec = {
   REFRESH_TOKEN_TTL_S: env.integer('Refresh token lifetime, seconds', { min: 300, max: 31_536_000 }, { default: 2_592_000 }),
   SESSION_MAX_LIFETIME_S: env.integer('Absolute lifetime of a login session, seconds: no refresh after it, however often rotated', { min: 300, max: 315_360_000 }, {
     default: 7_776_000,
+  }),
+
+  AUDIT_RETENTION_DAYS: env.integer('Days audit events are kept; older ones are pruned hourly by every identity process', { min: 1, max: 36_500 }, {
+    default: 400,
   }),
 
   USERNAME_CHANGES_PER_DAY: env.integer('Changes of one user\'s username by non-ADMINs per UTC day (429 beyond)', { min: 1, max: 1000 }, { default: 3 }),

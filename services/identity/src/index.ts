@@ -12,6 +12,7 @@ import {
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
+import { startAuditPruning } from './audit/audit-retention.ts';
 import { createPasswordHasher } from './auth/password-hasher.ts';
 import { loadOrCreateLocalKeyPem, signingKeyFromPem } from './auth/signing-key.ts';
 import { identityConfigProblems, identityConfigSpec } from './config.ts';
@@ -55,6 +56,8 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
   );
   await ensureBootstrapAdmin({ db, hasher, logger }, { username: config.BOOTSTRAP_ADMIN_USERNAME, password: config.BOOTSTRAP_ADMIN_PASSWORD });
 
+  const auditPruning = startAuditPruning({ db, logger, retentionDays: config.AUDIT_RETENTION_DAYS });
+
   await serveUntilStopped({
     service: 'identity',
     app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms }),
@@ -68,6 +71,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     exit: host.exit,
     connections: { postgres: config.IDENTITY_DATABASE_URL, redis: config.REDIS_URL },
     closers: [
+      { name: 'audit pruning', close: () => auditPruning.stop() },
       { name: 'postgres', close: () => db.destroy() },
       { name: 'redis', close: () => closeRedis(redis) },
       { name: 'password workers', close: () => hasher.close() },

@@ -1,5 +1,6 @@
 import type { Client } from '../client.ts';
-import type { CreateAccountRequest, CreateUserRequest, UpdateAccountRequest, UpdateUserRequest } from '../types.ts';
+import { allPages } from '../operations.ts';
+import type { AuditEventType, CreateAccountRequest, CreateUserRequest, Page, Role, UpdateAccountRequest, UpdateUserRequest, UserStatus } from '../types.ts';
 import { type Flags, UsageError } from './settings.ts';
 
 /** What a command gets: the client (holding the saved tokens), its arguments and flags. */
@@ -25,6 +26,12 @@ commands:
   users update <userId> [--username … --password … --first-name … --mid-name … --last-name …
                --locale … --timezone … --roles … --status …] [--data <json>]
   users unblock <userId>
+  users find [--username <e-mail>] [--q <prefix>] [--status <S>] [--role <R>]     (ADMIN)
+  users get <userId>
+  audit [--subject <userId>] [--actor <userId>] [--type <event type>] [--since <time>] [--until <time>]  (ADMIN)
+  sessions list [--user-id <userId>]                 (another user's: ADMIN)
+  sessions revoke <sessionId> | sessions revoke --all [--user-id <userId>]
+  lists (users find, audit, sessions list): [--limit n] [--cursor <nextCursor>] [--all: every page]
   accounts get <userId>
   accounts create <userId> --type INDIVIDUAL|ORGANIZATION [--plan <plan>] [--phone <n>] [--location …]
                [--company …] [--industry …] [--picture-url …] [--data <json>]
@@ -49,6 +56,18 @@ function numberArg(value: string | undefined, name: string, integer: boolean): n
   const parsed = Number(value);
   if (value.trim() === '' || !Number.isFinite(parsed) || (integer && !Number.isInteger(parsed))) throw new UsageError(`${name} must be ${integer ? 'an integer' : 'a number'}, not ${value}`);
   return parsed;
+}
+
+/**
+ * A list command: one page (from `--cursor`), or with `--all` every item of every page. Pages are
+ * `--limit` long; the server checks the filters.
+ */
+async function listing<T>(ctx: CommandContext, fetchPage: (query: { limit?: number; cursor?: string }) => Promise<Page<T>>): Promise<Page<T> | T[]> {
+  const limit = numberArg(ctx.flags.limit, '--limit', true);
+  if (ctx.flags.all !== true) return fetchPage({ limit, cursor: ctx.flags.cursor });
+  const items: T[] = [];
+  for await (const item of allPages((cursor) => fetchPage({ limit, cursor: cursor ?? ctx.flags.cursor }))) items.push(item);
+  return items;
 }
 
 /** The request body: `--data` JSON first, then each given flag under its field name. */
@@ -103,6 +122,39 @@ export const COMMANDS: Record<string, Command> = {
   'users create': (ctx) => ctx.client.users.create(body(ctx.flags, userFields) as CreateUserRequest),
   'users update': (ctx) => ctx.client.users.update({ ...body(ctx.flags, userFields), userId: arg(ctx, 0, 'userId') } as UpdateUserRequest),
   'users unblock': (ctx) => ctx.client.users.unblock(arg(ctx, 0, 'userId')),
+  'users find': (ctx) =>
+    listing(ctx, (page) =>
+      ctx.client.users.find({
+        username: ctx.flags.username,
+        q: ctx.flags.q,
+        status: ctx.flags.status as UserStatus | undefined,
+        role: ctx.flags.role as Role | undefined,
+        ...page,
+      }),
+    ),
+  'users get': (ctx) => ctx.client.users.get(arg(ctx, 0, 'userId')),
+  audit: (ctx) =>
+    listing(ctx, (page) =>
+      ctx.client.audit.events({
+        subjectUserId: ctx.flags.subject,
+        actorUserId: ctx.flags.actor,
+        type: ctx.flags.type as AuditEventType | undefined,
+        since: ctx.flags.since,
+        until: ctx.flags.until,
+        ...page,
+      }),
+    ),
+  'sessions list': (ctx) => listing(ctx, (page) => ctx.client.sessions.list({ userId: ctx.flags['user-id'], ...page })),
+  'sessions revoke': async (ctx) => {
+    if (ctx.flags.all === true) {
+      if (ctx.args.length > 0) throw new UsageError('sessions revoke takes a <sessionId> or --all, not both');
+      await ctx.client.sessions.revokeAll({ userId: ctx.flags['user-id'] });
+    } else {
+      if (ctx.flags['user-id'] !== undefined) throw new UsageError('--user-id goes with --all; a <sessionId> names its user already');
+      await ctx.client.sessions.revoke(arg(ctx, 0, 'sessionId'));
+    }
+    return undefined;
+  },
   'accounts get': (ctx) => ctx.client.accounts.get(arg(ctx, 0, 'userId')),
   'accounts create': (ctx) =>
     ctx.client.accounts.create({ ...body(ctx.flags, { ...accountFields, subscriptionPlan: 'plan' }), userId: arg(ctx, 0, 'userId') } as CreateAccountRequest),
@@ -121,12 +173,19 @@ export const COMMANDS: Record<string, Command> = {
     }),
 };
 
-/** Finds the command named by the leading positionals (one word or two) and returns it with the rest. */
-export function findCommand(positionals: string[]): { command: Command; args: string[] } {
+/** The columns `--output table` shows for the lists whose items are too wide to show whole. */
+export const TABLE_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  'users find': ['userId', 'username', 'firstName', 'lastName', 'status', 'roles'],
+  audit: ['at', 'type', 'actorUserId', 'subjectUserId', 'clientKeyId', 'sourceAddress', 'details'],
+  'sessions list': ['sessionId', 'current', 'createdAt', 'lastUsedAt', 'expiresAt', 'clientKeyId', 'sourceAddress'],
+};
+
+/** Finds the command named by the leading positionals (one word or two) and returns it, its name and the rest. */
+export function findCommand(positionals: string[]): { name: string; command: Command; args: string[] } {
   const [first = '', second = ''] = positionals;
   const two = COMMANDS[`${first} ${second}`];
-  if (two !== undefined) return { command: two, args: positionals.slice(2) };
+  if (two !== undefined) return { name: `${first} ${second}`, command: two, args: positionals.slice(2) };
   const one = COMMANDS[first];
-  if (one !== undefined) return { command: one, args: positionals.slice(1) };
+  if (one !== undefined) return { name: first, command: one, args: positionals.slice(1) };
   throw new UsageError(first === '' ? 'no command given' : `unknown command: ${positionals.slice(0, 2).join(' ')}`);
 }

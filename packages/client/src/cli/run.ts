@@ -1,6 +1,6 @@
 import { createClient } from '../client.ts';
 import { ApiError, NetworkError } from '../errors.ts';
-import { USAGE, findCommand } from './commands.ts';
+import { TABLE_COLUMNS, USAGE, findCommand } from './commands.ts';
 import { render } from './output.ts';
 import { promptPassword } from './password.ts';
 import { UsageError, parseCommandLine, resolveSettings } from './settings.ts';
@@ -14,7 +14,7 @@ export async function run(argv: string[], vars: NodeJS.ProcessEnv): Promise<numb
       process.stdout.write(`${USAGE}\n`);
       return flags.help === true ? 0 : 2;
     }
-    const { command, args } = findCommand(positionals);
+    const { name, command, args } = findCommand(positionals);
     const settings = resolveSettings(flags, vars);
     // Refresh tokens rotate, so every change (login, automatic refresh, logout) is saved at once.
     // `login` replaces whatever the file holds, so a damaged file must not stop it.
@@ -22,7 +22,7 @@ export async function run(argv: string[], vars: NodeJS.ProcessEnv): Promise<numb
     const client = createClient({ ...settings.client, tokens: saved, onTokens: (t) => writeTokens(settings.tokenFile, t) });
     const password = async (): Promise<string> => flags.password ?? vars.PASSWORD ?? (await promptPassword('Password: '));
     const result = await command({ client, args, flags, tokenFile: settings.tokenFile, password });
-    const text = render(result, settings.output);
+    const text = render(result, settings.output, TABLE_COLUMNS[name]);
     if (text !== '') process.stdout.write(`${text}\n`);
     return 0;
   } catch (err) {

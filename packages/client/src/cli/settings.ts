@@ -34,6 +34,15 @@ export const FLAGS = {
   company: { type: 'string' },
   industry: { type: 'string' },
   'picture-url': { type: 'string' },
+  q: { type: 'string' },
+  role: { type: 'string' },
+  cursor: { type: 'string' },
+  all: { type: 'boolean' },
+  subject: { type: 'string' },
+  actor: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  'user-id': { type: 'string' },
 } as const;
 
 /** The parsed command line. */

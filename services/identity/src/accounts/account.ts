@@ -1,7 +1,7 @@
-export const ACCOUNT_TYPES = ['INDIVIDUAL', 'ORGANIZATION'] as const;
-export type AccountType = (typeof ACCOUNT_TYPES)[number];
-export const SUBSCRIPTION_PLANS = ['NONE', 'TRIAL', 'BASIC_MONTHLY', 'BASIC_YEARLY', 'PREMIUM_MONTHLY', 'PREMIUM_YEARLY', 'CUSTOM'] as const;
-export type SubscriptionPlan = (typeof SUBSCRIPTION_PLANS)[number];
+import type { components } from '../generated/openapi.ts';
+
+export type AccountType = components['schemas']['AccountType'];
+export type SubscriptionPlan = components['schemas']['SubscriptionPlan'];
 
 /** An account as stored. */
 export interface AccountRecord {
@@ -20,25 +20,11 @@ export interface AccountRecord {
   updatedAt: Date;
 }
 
-/** The Account of SPEC.md part 2, as answered by the account operations and by unblock. */
-export interface AccountResponse {
-  id: string;
-  userId: string;
-  type: AccountType;
-  subscriptionPlan: SubscriptionPlan;
-  mobilePhoneNumber?: string;
-  location?: string;
-  company?: string;
-  industry?: string;
-  profilePictureUrl?: string;
-  emailVerified: boolean;
-  mobilePhoneNumberVerified: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
+/** The Account of SPEC.md part 2, as answered by the account operations and by unblock (openapi.yaml `Account`). */
+export type AccountResponse = components['schemas']['Account'];
 
 /** The account embedded in a user answer of create and update: without `type` and `subscriptionPlan`. */
-export type EmbeddedAccountResponse = Omit<AccountResponse, 'type' | 'subscriptionPlan'>;
+export type EmbeddedAccountResponse = components['schemas']['EmbeddedAccount'];
 
 /** Stored account → the wire shape; absent optional fields are left out rather than sent as null. */
 export function toAccountResponse(account: AccountRecord): AccountResponse {

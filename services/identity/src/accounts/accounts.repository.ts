@@ -23,9 +23,21 @@ export async function findAccountByUserId(db: Knex, userId: string): Promise<Acc
   return (await db('accounts').where({ user_id: userId }).first(ACCOUNT_COLUMNS)) as AccountRecord | undefined;
 }
 
+/** The accounts of these users, by user id (users without one are absent). */
+export async function findAccountsByUserIds(db: Knex, userIds: readonly string[]): Promise<Map<string, AccountRecord>> {
+  if (userIds.length === 0) return new Map();
+  const rows = (await db('accounts').whereIn('user_id', userIds).select(ACCOUNT_COLUMNS)) as AccountRecord[];
+  return new Map(rows.map((account) => [account.userId, account]));
+}
+
 /** The account with that id. */
 export async function findAccountById(db: Knex, id: string): Promise<AccountRecord | undefined> {
   return (await db('accounts').where({ id }).first(ACCOUNT_COLUMNS)) as AccountRecord | undefined;
+}
+
+/** The account with that id, locked until the transaction ends. */
+export async function lockAccountById(trx: Knex.Transaction, id: string): Promise<AccountRecord | undefined> {
+  return (await trx('accounts').where({ id }).forUpdate().first(ACCOUNT_COLUMNS)) as AccountRecord | undefined;
 }
 
 /** The editable columns of an account, under their API names. */

@@ -1,6 +1,7 @@
 import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
 import type { Knex } from '@platform/service-kit';
 import { Router } from 'express';
+import { auditContextOf } from '../audit/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
 import { createAccount } from './create-account.ts';
 import { getAccountOfUser } from './get-account.ts';
@@ -13,10 +14,12 @@ export function accountsRouter(deps: { db: Knex; verifier: TokenVerifier }): Rou
   const router = Router();
   const authenticated = bearerAuth(deps.verifier);
   router.post('/v1/accounts/create', authenticated, async (req, res) => {
-    res.status(201).json(await createAccount(deps.db, principalOf(req), req.body as Schemas['CreateAccountRequest']));
+    const principal = principalOf(req);
+    res.status(201).json(await createAccount(deps.db, principal, auditContextOf(req, principal), req.body as Schemas['CreateAccountRequest']));
   });
   router.patch('/v1/accounts/update', authenticated, async (req, res) => {
-    res.json(await updateAccount(deps.db, principalOf(req), req.body as Schemas['UpdateAccountRequest']));
+    const principal = principalOf(req);
+    res.json(await updateAccount(deps.db, principal, auditContextOf(req, principal), req.body as Schemas['UpdateAccountRequest']));
   });
   router.get('/v1/accounts/:userId', authenticated, async (req, res) => {
     res.json(await getAccountOfUser(deps.db, principalOf(req), req.params.userId as string));

@@ -1,6 +1,8 @@
 import type { Principal } from '@platform/auth';
 import { ConflictError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { findUserById } from '../users/users.repository.ts';
 import { type AccountResponse, toAccountResponse } from './account.ts';
@@ -9,15 +11,27 @@ import { assertMayChoosePlan, assertPictureUrl } from './account-rules.ts';
 import { insertAccountIfAbsent } from './accounts.repository.ts';
 import { canonicalUuid } from './canonical-uuid.ts';
 
-/** POST /v1/accounts/create: the one account of a user; a second answers 409, also under a race. */
-export async function createAccount(db: Knex, principal: Principal, input: components['schemas']['CreateAccountRequest']): Promise<AccountResponse> {
+/** POST /v1/accounts/create: the one account of a user, recorded; a second answers 409, also under a race. */
+export async function createAccount(
+  db: Knex,
+  principal: Principal,
+  audit: AuditContext,
+  input: components['schemas']['CreateAccountRequest'],
+): Promise<AccountResponse> {
   const { userId: givenUserId, ...fields } = input;
   const userId = canonicalUuid(givenUserId);
   assertMayUseAccountOf(principal, userId);
   assertMayChoosePlan(principal, fields.subscriptionPlan);
   assertPictureUrl(fields.profilePictureUrl);
   if ((await findUserById(db, userId)) === undefined) throw new NotFoundError('User not found');
-  const account = await insertAccountIfAbsent(db, userId, fields);
+  const account = await db.transaction(async (trx) => {
+    const created = await insertAccountIfAbsent(trx, userId, fields);
+    if (created !== undefined) {
+      const details = { accountId: created.id, type: created.type, subscriptionPlan: created.subscriptionPlan };
+      await insertAuditEvent(trx, audit, { type: 'account.created', subjectUserId: userId, details });
+    }
+    return created;
+  });
   if (account === undefined) throw new ConflictError('Account already exists');
   return toAccountResponse(account);
 }

@@ -1,22 +1,44 @@
 import type { Principal } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
-import { type AccountResponse, toAccountResponse } from './account.ts';
+import { type AccountRecord, type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
 import { assertPictureUrl } from './account-rules.ts';
-import { findAccountById, updateAccountRow } from './accounts.repository.ts';
+import { type AccountFields, lockAccountById, updateAccountRow } from './accounts.repository.ts';
 import { canonicalUuid } from './canonical-uuid.ts';
 
-/** PATCH /v1/accounts/update: present fields change; a new phone number is unverified again. */
-export async function updateAccount(db: Knex, principal: Principal, input: components['schemas']['UpdateAccountRequest']): Promise<AccountResponse> {
+/** The fields whose stored value the update changed (a field sent with its current value changed nothing). */
+function changedFields(before: AccountRecord, after: AccountRecord, sent: AccountFields): string[] {
+  return (Object.keys(sent) as Array<keyof AccountFields>).filter((field) => sent[field] !== undefined && before[field] !== after[field]);
+}
+
+/**
+ * PATCH /v1/accounts/update: present fields change; a new phone number is unverified again. The row is
+ * locked while it is judged and changed, so the recorded `account.updated` names exactly the fields this
+ * update changed.
+ */
+export async function updateAccount(
+  db: Knex,
+  principal: Principal,
+  audit: AuditContext,
+  input: components['schemas']['UpdateAccountRequest'],
+): Promise<AccountResponse> {
   const { accountId: givenAccountId, ...fields } = input;
   const accountId = canonicalUuid(givenAccountId);
-  const existing = await findAccountById(db, accountId);
-  if (existing === undefined) throw new NotFoundError('Account not found');
-  assertMayUseAccountOf(principal, existing.userId);
-  assertPictureUrl(fields.profilePictureUrl);
-  const account = await updateAccountRow(db, accountId, fields);
-  if (account === undefined) throw new NotFoundError('Account not found');
+  const account = await db.transaction(async (trx) => {
+    const before = await lockAccountById(trx, accountId);
+    if (before === undefined) throw new NotFoundError('Account not found');
+    assertMayUseAccountOf(principal, before.userId);
+    assertPictureUrl(fields.profilePictureUrl);
+    // Locked above, so it is there: undefined only to the type checker.
+    const after = await updateAccountRow(trx, accountId, fields);
+    if (after === undefined) throw new NotFoundError('Account not found');
+    const changed = changedFields(before, after, fields);
+    if (changed.length > 0) await insertAuditEvent(trx, audit, { type: 'account.updated', subjectUserId: after.userId, details: { accountId, fields: changed } });
+    return after;
+  });
   return toAccountResponse(account);
 }

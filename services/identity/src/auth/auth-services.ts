@@ -1,5 +1,6 @@
 import type { TokenBlacklist, TokenVerifier } from '@platform/auth';
 import type { Knex, Logger } from '@platform/service-kit';
+import type { components } from '../generated/openapi.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import type { AccessTokenIssuer } from './access-tokens.ts';
 import type { CallerThrottle } from './caller-throttle.ts';
@@ -24,10 +25,5 @@ export interface AuthServices {
   sessionMaxLifetimeS: number;
 }
 
-/** The authentication result of SPEC.md part 2. */
-export interface AuthenticationResult {
-  username: string;
-  type: 'Bearer';
-  accessToken: string;
-  refreshToken: string;
-}
+/** The authentication result of SPEC.md part 2 (openapi.yaml `AuthenticationResult`). */
+export type AuthenticationResult = components['schemas']['AuthenticationResult'];

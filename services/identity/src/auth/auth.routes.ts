@@ -1,5 +1,6 @@
 import type { Jwks } from '@platform/auth';
 import { Router } from 'express';
+import { auditContextOf } from '../audit/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
 import type { AuthServices } from './auth-services.ts';
 import { login } from './login.ts';
@@ -14,15 +15,15 @@ export function authRouter(services: AuthServices, jwks: Jwks): Router {
   const router = Router();
   router.post('/v1/auth/login', async (req, res) => {
     const body = req.body as Schemas['LoginRequest'];
-    res.json(await login(services, body, callerOf(req)));
+    res.json(await login(services, body, callerOf(req), auditContextOf(req)));
   });
   router.post('/v1/auth/refresh', async (req, res) => {
     const body = req.body as Schemas['RefreshRequest'];
-    res.json(await refreshTokens(services, body.refreshToken));
+    res.json(await refreshTokens(services, body.refreshToken, auditContextOf(req)));
   });
   router.post('/v1/auth/logout', async (req, res) => {
     const body = req.body as Schemas['LogoutRequest'];
-    await logout(services, body.jwtToken);
+    await logout(services, body.jwtToken, auditContextOf(req));
     res.status(200).end();
   });
   router.get('/.well-known/jwks.json', (_req, res) => {

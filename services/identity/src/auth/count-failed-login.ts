@@ -1,9 +1,11 @@
 import type { Knex, Logger } from '@platform/service-kit';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { recordFailedLogin } from '../users/users.repository.ts';
 import type { UserRecord } from '../users/user.ts';
+import { endSessionsOfUser } from './end-sessions.ts';
 import type { SessionRevoker } from './session-revoker.ts';
-import { endUserSessions } from './sessions.repository.ts';
 
 /** What counting a failed login needs. */
 export interface FailedLoginDeps {
@@ -14,16 +16,27 @@ export interface FailedLoginDeps {
   maxFailedLogins: number;
 }
 
+/** What the `login.failed` event says of the attempt: the username as given and why it failed. */
+export interface FailedAttempt {
+  username: string;
+  reason: 'wrong-password' | 'wrong-current-password';
+}
+
 /**
  * One wrong password of a known user (at login, or as the current password of a username change):
  * counted atomically; the failure that blocks the user also ends every session of theirs, in the same
  * transaction, so tokens stolen before the block stop working at once (CONTRACT.md part 4), and mails
- * the owner.
+ * the owner. The attempt, the block and the ended sessions are recorded in that transaction too.
  */
-export async function countFailedLogin(deps: FailedLoginDeps, user: UserRecord): Promise<void> {
+export async function countFailedLogin(deps: FailedLoginDeps, user: UserRecord, audit: AuditContext, attempt: FailedAttempt): Promise<void> {
   const outcome = await deps.db.transaction(async (trx) => {
     const counted = await recordFailedLogin(trx, user.id, deps.maxFailedLogins);
-    return { ...counted, ended: counted.blockedNow ? await endUserSessions(trx, user.id, 'user-blocked') : [] };
+    const { failedLoginCount } = counted;
+    await insertAuditEvents(trx, audit, [
+      { type: 'login.failed', subjectUserId: user.id, details: { ...attempt, failedLoginCount } },
+      ...(counted.blockedNow ? [{ type: 'user.blocked' as const, subjectUserId: user.id, details: { failedLoginCount } }] : []),
+    ]);
+    return { ...counted, ended: counted.blockedNow ? await endSessionsOfUser(trx, audit, user.id, 'user-blocked') : [] };
   });
   if (!outcome.blockedNow) return;
   await deps.sessions.revoke(outcome.ended);

@@ -1,5 +1,7 @@
 import { UnauthorizedError } from '@platform/errors';
-import { findUserByUsername, recordSuccessfulLogin } from '../users/users.repository.ts';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
+import { findUserByUsername } from '../users/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import type { Caller } from './caller-throttle.ts';
 import { countFailedLogin } from './count-failed-login.ts';
@@ -7,23 +9,29 @@ import { startSession } from './start-session.ts';
 
 /**
  * POST /v1/auth/login. Unknown user, wrong password and a user who is not ACTIVE all end in the same
- * 401, and every path compares a password hash first, so neither body nor timing tells them apart.
+ * 401, and every path compares a password hash first and records the attempt (`login.failed`, with the
+ * username as given), so neither body nor timing tells them apart.
  */
 export async function login(
   services: AuthServices,
   input: { username: string; password: string },
   caller: Caller,
+  audit: AuditContext,
 ): Promise<AuthenticationResult> {
   await services.throttle.assertAllowed(caller);
   const user = await findUserByUsername(services.db, input.username);
   const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash);
 
-  if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
-    await recordSuccessfulLogin(services.db, user.id);
-    return startSession(services, user);
-  }
+  if (user !== undefined && passwordMatches && user.status === 'ACTIVE') return startSession(services, user, audit);
 
   await services.throttle.record(caller);
-  if (user !== undefined && !passwordMatches) await countFailedLogin(services, user);
+  const attempt = { username: input.username };
+  if (user === undefined) {
+    await insertAuditEvent(services.db, audit, { type: 'login.failed', subjectUserId: null, details: { ...attempt, reason: 'unknown-username' } });
+  } else if (!passwordMatches) {
+    await countFailedLogin(services, user, audit, { ...attempt, reason: 'wrong-password' });
+  } else {
+    await insertAuditEvent(services.db, audit, { type: 'login.failed', subjectUserId: user.id, details: { ...attempt, reason: 'user-not-active', status: user.status } });
+  }
   throw new UnauthorizedError('Bad Credentials', { cause: new Error(user === undefined ? 'unknown user' : 'login refused') });
 }

@@ -1,14 +1,16 @@
+import { type AuditContext, withActor } from '../audit/audit-event.ts';
 import type { AuthServices } from './auth-services.ts';
-import { endSession } from './sessions.repository.ts';
+import { endSessionOfUser } from './end-sessions.ts';
 
 /**
  * POST /v1/auth/logout: a token whose signature verifies goes on the blacklist until its `exp` and its
  * session ends. An expired token still ends its session (the blacklist has nothing left to do for it);
- * a token that does not verify is refused with 401 by the verifier.
+ * a token that does not verify is refused with 401 by the verifier. The token's user is the actor.
  */
-export async function logout(services: AuthServices, jwtToken: string): Promise<void> {
+export async function logout(services: AuthServices, jwtToken: string, audit: AuditContext): Promise<void> {
   const principal = await services.verifier.verify(jwtToken, { allowExpired: true, ignoreRevocation: true });
   await services.blacklist.revoke(principal.tokenId, principal.expiresAt);
-  await endSession(services.db, principal.sessionId, 'logout');
+  const session = { id: principal.sessionId, userId: principal.userId };
+  await services.db.transaction((trx) => endSessionOfUser(trx, withActor(audit, principal.userId), session, 'logout'));
   await services.sessions.revoke([principal.sessionId]);
 }

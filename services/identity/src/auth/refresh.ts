@@ -1,8 +1,11 @@
 import { UnauthorizedError } from '@platform/errors';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { findUserById } from '../users/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenHash } from './refresh-token.ts';
-import { endSession, insertRefreshToken, lockRefreshToken, markRefreshTokenUsed } from './sessions.repository.ts';
+import { endSessionOfUser } from './end-sessions.ts';
+import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from './sessions.repository.ts';
 
 function refused(reason: string): UnauthorizedError {
   return new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
@@ -13,28 +16,31 @@ function refused(reason: string): UnauthorizedError {
  * transaction that stores its successor; presenting a retired token again means it was copied, so
  * the whole session ends (RFC 9700 refresh token rotation).
  */
-export async function refreshTokens(services: AuthServices, refreshToken: string): Promise<AuthenticationResult> {
+export async function refreshTokens(services: AuthServices, refreshToken: string, audit: AuditContext): Promise<AuthenticationResult> {
   const next = newRefreshToken();
   const outcome = await services.db.transaction(async (trx) => {
     const record = await lockRefreshToken(trx, refreshTokenHash(refreshToken));
     if (record === undefined) return { ok: false, reason: 'unknown refresh token' } as const;
+    const session = { id: record.sessionId, userId: record.userId };
     if (record.usedAt !== null) {
-      await endSession(trx, record.sessionId, 'refresh-token-reuse');
+      await insertAuditEvent(trx, audit, { type: 'refresh_token.reused', subjectUserId: record.userId, details: { sessionId: record.sessionId } });
+      await endSessionOfUser(trx, audit, session, 'refresh-token-reuse');
       return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
     }
     if (record.revokedAt !== null || record.sessionRevokedAt !== null) return { ok: false, reason: 'session ended' } as const;
     if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
     // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
     if (record.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 <= Date.now()) {
-      await endSession(trx, record.sessionId, 'max-lifetime');
+      await endSessionOfUser(trx, audit, session, 'max-lifetime');
       return { ok: false, reason: 'session outlived its maximum lifetime', ended: record.sessionId } as const;
     }
     const user = await findUserById(trx, record.userId);
     if (user === undefined || user.status !== 'ACTIVE') {
-      await endSession(trx, record.sessionId, 'user-changed');
+      await endSessionOfUser(trx, audit, session, 'user-changed');
       return { ok: false, reason: 'user is not active', ended: record.sessionId } as const;
     }
     await markRefreshTokenUsed(trx, record.id);
+    await touchSession(trx, record.sessionId);
     await insertRefreshToken(trx, {
       sessionId: record.sessionId,
       tokenHash: refreshTokenHash(next),

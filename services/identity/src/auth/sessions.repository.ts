@@ -1,4 +1,5 @@
 import type { Knex } from '@platform/service-kit';
+import { type Position, exactInstant } from '../pagination/cursor.ts';
 
 /** Why a session ended (the `sessions.revoked_reason` constraint lists the same). */
 export type SessionEndReason =
@@ -8,7 +9,8 @@ export type SessionEndReason =
   | 'password-reset'
   | 'user-blocked'
   | 'username-changed'
-  | 'max-lifetime';
+  | 'max-lifetime'
+  | 'revoked';
 
 /** A stored refresh token with what a refresh needs to decide, read under a row lock. */
 export interface RefreshTokenRecord {
@@ -23,10 +25,70 @@ export interface RefreshTokenRecord {
   sessionCreatedAt: Date;
 }
 
+/** Where a session was opened: the client key and source address of its login, when known. */
+export interface SessionOrigin {
+  clientKeyId: string | null;
+  sourceAddress: string | null;
+}
+
 /** Starts a session for the user; returns its id. */
-export async function createSession(db: Knex, userId: string): Promise<string> {
-  const [row] = (await db('sessions').insert({ user_id: userId }).returning('id')) as [{ id: string }];
+export async function createSession(db: Knex, userId: string, origin: SessionOrigin): Promise<string> {
+  const [row] = (await db('sessions')
+    .insert({ user_id: userId, client_key_id: origin.clientKeyId, source_address: origin.sourceAddress })
+    .returning('id')) as [{ id: string }];
   return row.id;
+}
+
+/** A session as GET /v1/auth/sessions shows it, with the position a page after it starts from. */
+export interface LiveSessionRecord extends SessionOrigin {
+  id: string;
+  createdAt: Date;
+  lastUsedAt: Date;
+  expiresAt: Date;
+  position: Position;
+}
+
+/**
+ * Up to `limit` live sessions of a user, newest first, after `after` when given. Live: not ended, and
+ * neither past its absolute lifetime nor past the expiry of its current refresh token (which is when it
+ * expires, whichever comes first).
+ */
+export async function findLiveSessions(
+  db: Knex,
+  userId: string,
+  maxLifetimeS: number,
+  limit: number,
+  after: Position | undefined,
+): Promise<LiveSessionRecord[]> {
+  const cursor = after === undefined ? '' : 'AND (s.created_at, s.id) < (?::timestamptz, ?::uuid)';
+  const result = await db.raw<{ rows: Array<Omit<LiveSessionRecord, 'position'> & { positionAt: string }> }>(
+    `SELECT s.id, s.created_at AS "createdAt", coalesce(s.last_used_at, s.created_at) AS "lastUsedAt",
+            s.client_key_id AS "clientKeyId", s.source_address AS "sourceAddress",
+            least(s.created_at + make_interval(secs => ?), t.expires_at) AS "expiresAt",
+            ${exactInstant('s.created_at')} AS "positionAt"
+       FROM sessions s
+       CROSS JOIN LATERAL (
+         SELECT max(r.expires_at) AS expires_at FROM refresh_tokens r
+          WHERE r.session_id = s.id AND r.used_at IS NULL AND r.revoked_at IS NULL
+       ) t
+      WHERE s.user_id = ? AND s.revoked_at IS NULL
+        AND t.expires_at > now() AND s.created_at + make_interval(secs => ?) > now()
+        ${cursor}
+      ORDER BY s.created_at DESC, s.id DESC
+      LIMIT ?`,
+    [maxLifetimeS, userId, maxLifetimeS, ...(after === undefined ? [] : [after.at, after.id]), limit],
+  );
+  return result.rows.map(({ positionAt, ...row }) => ({ ...row, position: { at: positionAt, id: row.id } }));
+}
+
+/** A session of any state, for deciding who may end it. */
+export async function findSession(db: Knex, sessionId: string): Promise<{ id: string; userId: string } | undefined> {
+  return (await db('sessions').where({ id: sessionId }).first('id', 'user_id as userId')) as { id: string; userId: string } | undefined;
+}
+
+/** A refresh: the session was used now. */
+export async function touchSession(db: Knex, sessionId: string): Promise<void> {
+  await db('sessions').where({ id: sessionId }).update({ last_used_at: db.fn.now() });
 }
 
 /** Stores a refresh token's hash for a session. */
@@ -69,10 +131,14 @@ export async function markRefreshTokenUsed(db: Knex, id: string): Promise<void> 
   await db('refresh_tokens').where({ id }).update({ used_at: db.fn.now() });
 }
 
-/** Ends one session: it and every refresh token of it stop working. Ending an ended session is a no-op. */
-export async function endSession(db: Knex, sessionId: string, reason: SessionEndReason): Promise<void> {
-  await db('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now(), revoked_reason: reason });
+/**
+ * Ends one session: it and every refresh token of it stop working. Returns false when it had ended
+ * already (then nothing changes). Two statements: call it inside a transaction.
+ */
+export async function endSession(db: Knex, sessionId: string, reason: SessionEndReason): Promise<boolean> {
+  const ended = await db('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now(), revoked_reason: reason });
   await db('refresh_tokens').where({ session_id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
+  return ended > 0;
 }
 
 /** Ends every live session of a user (password change, status change, reset); returns their ids. */

@@ -3,14 +3,18 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Jwks } from '@platform/auth';
 
-/** The key that signs access tokens, with everything derived from it once. */
-export interface SigningKey {
+/** A public key that verifies access tokens, with everything derived from it once. */
+export interface VerificationKey {
   kid: string;
   algorithm: 'ES256' | 'RS256';
-  privateKey: KeyObject;
   publicKey: KeyObject;
-  /** The public half as published in the JWKS. */
+  /** The key as published in the JWKS. */
   jwk: JsonWebKey & { kid: string; alg: string; use: 'sig' };
+}
+
+/** The key that signs access tokens: a verification key and its private half. */
+export interface SigningKey extends VerificationKey {
+  privateKey: KeyObject;
 }
 
 /** RFC 7638 thumbprint: a `kid` that names the key itself, so every replica with the same key agrees. */
@@ -19,21 +23,61 @@ function thumbprint(jwk: JsonWebKey): string {
   return createHash('sha256').update(JSON.stringify(members)).digest('base64url');
 }
 
+const KEY_RULE = 'must be a P-256 EC key or an RSA key of at least 2048 bits';
+
+/** The algorithm a key signs with: ES256 for a P-256 EC key, RS256 for RSA of at least 2048 bits; else undefined. */
+function algorithmOf(key: KeyObject): VerificationKey['algorithm'] | undefined {
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+  if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048) return 'RS256';
+  return undefined;
+}
+
+function verificationKeyOf(publicKey: KeyObject, algorithm: VerificationKey['algorithm']): VerificationKey {
+  const publicJwk = publicKey.export({ format: 'jwk' });
+  const kid = thumbprint(publicJwk);
+  return { kid, algorithm, publicKey, jwk: { ...publicJwk, kid, alg: algorithm, use: 'sig' } };
+}
+
 /** Reads a PEM private key: a P-256 EC key signs ES256, an RSA key of at least 2048 bits RS256. */
 export function signingKeyFromPem(pem: string): SigningKey {
   const privateKey = createPrivateKey(pem);
-  let algorithm: SigningKey['algorithm'];
-  if (privateKey.asymmetricKeyType === 'ec' && privateKey.asymmetricKeyDetails?.namedCurve === 'prime256v1') {
-    algorithm = 'ES256';
-  } else if (privateKey.asymmetricKeyType === 'rsa' && (privateKey.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048) {
-    algorithm = 'RS256';
-  } else {
-    throw new Error('JWT_PRIVATE_KEY must be a P-256 EC key or an RSA key of at least 2048 bits');
+  const algorithm = algorithmOf(privateKey);
+  if (algorithm === undefined) throw new Error(`JWT_PRIVATE_KEY ${KEY_RULE}`);
+  return { ...verificationKeyOf(createPublicKey(privateKey), algorithm), privateKey };
+}
+
+/** Reads a PEM public key of the same kinds as `signingKeyFromPem`'s. */
+export function verificationKeyFromPem(pem: string): VerificationKey {
+  const publicKey = createPublicKey(pem);
+  const algorithm = algorithmOf(publicKey);
+  if (algorithm === undefined) throw new Error(KEY_RULE);
+  return verificationKeyOf(publicKey, algorithm);
+}
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g;
+
+/**
+ * Splits concatenated PEM public keys (JWT_PREVIOUS_PUBLIC_KEYS) into one PEM each and checks every one.
+ * Only public keys are taken: a retired private key has no business in the configuration any more.
+ * Throws an Error saying which block is wrong; an empty text is no keys.
+ */
+export function publicKeyPemsOf(text: string): string[] {
+  const pems: string[] = [];
+  for (const match of text.matchAll(PEM_BLOCK)) {
+    const label = match[1] ?? '';
+    const position = `block ${pems.length + 1}`;
+    if (label !== 'PUBLIC KEY' && label !== 'RSA PUBLIC KEY') {
+      throw new Error(`${position} is a ${label}; only PEM public keys (BEGIN PUBLIC KEY) belong here, never a private key`);
+    }
+    try {
+      verificationKeyFromPem(match[0]);
+    } catch (err) {
+      throw new Error(`${position}: ${err instanceof Error && err.message === KEY_RULE ? KEY_RULE : 'is not a readable public key'}`);
+    }
+    pems.push(match[0]);
   }
-  const publicKey = createPublicKey(privateKey);
-  const publicJwk = publicKey.export({ format: 'jwk' });
-  const kid = thumbprint(publicJwk);
-  return { kid, algorithm, privateKey, publicKey, jwk: { ...publicJwk, kid, alg: algorithm, use: 'sig' } };
+  if (text.replace(PEM_BLOCK, '').trim() !== '') throw new Error('holds text outside PEM blocks; concatenate PEM public keys only');
+  return pems;
 }
 
 /** A fresh P-256 key as PEM. */
@@ -62,7 +106,12 @@ export async function loadOrCreateLocalKeyPem(path: string): Promise<string> {
   return readFile(path, 'utf8');
 }
 
+/** The keys without repeats of a `kid` (a previous key listed twice, or the current key listed as previous too). */
+export function distinctKeys(keys: readonly VerificationKey[]): VerificationKey[] {
+  return [...new Map(keys.map((key) => [key.kid, key])).values()];
+}
+
 /** The JWKS document of the given keys. */
-export function jwksOf(keys: readonly SigningKey[]): Jwks {
-  return { keys: keys.map((key) => key.jwk) };
+export function jwksOf(keys: readonly VerificationKey[]): Jwks {
+  return { keys: distinctKeys(keys).map((key) => key.jwk) };
 }

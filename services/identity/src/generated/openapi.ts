@@ -80,6 +80,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the live sessions of a user
+         * @description The caller's own live sessions (not ended, not expired), newest first: each with where it was
+         *     opened (the client key and source address of its login; null for sessions opened before this was
+         *     recorded), when it was last used (its latest refresh, else its login), when it ends at the latest
+         *     (`SESSION_MAX_LIFETIME_S` after login, or sooner when its refresh token expires unused) and
+         *     whether the caller's own token belongs to it (`current`). An ADMIN may name another user with
+         *     `userId` (unknown → 404); anyone else naming a user other than itself gets 403.
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        /**
+         * End every session of a user
+         * @description Ends every session of the caller, the one of this request included, or with `userId` (ADMIN
+         *     only; anyone else naming another user gets 403) every session of that user. Their refresh tokens
+         *     stop working and their access tokens are refused at once, at the gateway and every service alike.
+         *     Recorded as `session.revoked` with reason `revoked`.
+         */
+        delete: operations["revokeSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one session
+         * @description Its owner or an ADMIN (403 for anyone else) ends the session: a stolen one, say. Its refresh
+         *     token stops working and its access tokens are refused at once, at the gateway and every service
+         *     alike. Recorded as `session.revoked` with reason `revoked`.
+         */
+        delete: operations["revokeSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find users
+         * @description ADMIN only. The users matching every filter given, each with its full account when it has one,
+         *     in creation order (then `userId`): how an operator finds the user behind "my account is
+         *     blocked" (`status=BLOCKED`, or `username=` the address the user wrote from). `username` matches
+         *     exactly, ignoring case; `q` is a case-insensitive prefix of the username, the first name or the
+         *     last name (`%` and `_` are literal).
+         */
+        get: operations["findUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a user
+         * @description The user itself or an ADMIN (403 for anyone else, whether or not the user exists): the user with
+         *     its full account when it has one. The literal paths beside this one (`/v1/users/create`,
+         *     `/v1/users/update`, `/v1/users/password-reset`, `/v1/users/password-reset-request`) keep their
+         *     own operations: a GET on them answers 405 with their `Allow`, never this operation.
+         */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/create": {
         parameters: {
             query?: never;
@@ -325,6 +426,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit trail
+         * @description ADMIN only. The audit events matching every filter given, newest first. Each security-relevant
+         *     change is recorded in the same transaction as the change itself: there is no event of a change
+         *     that rolled back, and no change without its event. `actorUserId` is the caller who made the
+         *     change (null for anonymous requests such as login and password reset), `subjectUserId` the user
+         *     it is about (null for a failed login of an unknown username), `clientKeyId` and
+         *     `sourceAddress` where the request came from (as the gateway vouched for them), `requestId` its
+         *     `X-Request-Id`. `details` says what changed and never holds a password, token, code or hash:
+         *
+         *     - `login.succeeded` `{ sessionId }`; `login.failed` `{ username, reason, failedLoginCount? }`
+         *       with `reason` `unknown-username`, `wrong-password`, `user-not-active` or
+         *       `wrong-current-password` (a username change with a wrong password), `username` as given;
+         *     - `user.blocked` `{ failedLoginCount }`; `user.unblocked` `{ previousStatus, previousFailedLoginCount }`;
+         *     - `user.created` `{ username, roles, status, passwordSet | bootstrap }`; `user.updated` `{ fields }`
+         *       (the names of the changed fields), and beside it `user.username_changed`
+         *       `{ previousUsername, newUsername }`, `user.password_changed` `{}`, `user.roles_changed`
+         *       `{ previousRoles, newRoles }`, `user.status_changed` `{ previousStatus, newStatus }`;
+         *     - `password_reset.requested` `{ delivery, expiresAt }`; `password_reset.completed` `{}`;
+         *     - `session.revoked` `{ sessionIds, reason }` (`logout`, `revoked`, `refresh-token-reuse`,
+         *       `user-changed`, `password-reset`, `user-blocked`, `username-changed`, `max-lifetime`);
+         *       `refresh_token.reused` `{ sessionId }`;
+         *     - `account.created` `{ accountId, type, subscriptionPlan }`; `account.updated` `{ accountId, fields }`;
+         *     - `phone.code_sent` `{ accountId, recipientPhoneNumber }`; `phone.verified` `{ accountId, phoneNumber }`.
+         *
+         *     Events are kept `AUDIT_RETENTION_DAYS` (default 400) and then pruned.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -334,9 +478,12 @@ export interface paths {
         };
         /**
          * Public keys that verify access tokens
-         * @description The JSON Web Key Set (RFC 7517) of the keys that sign access tokens; a token's `kid` header
-         *     names its key. Verifiers (the gateway, the risk service) fetch and cache it. Retired keys stay
-         *     listed until every token they signed has expired.
+         * @description The JSON Web Key Set (RFC 7517) of the keys that verify access tokens; a token's `kid` header
+         *     names its key. First the key that signs new tokens (`JWT_PRIVATE_KEY`), then the retired keys of
+         *     `JWT_PREVIOUS_PUBLIC_KEYS`, whose tokens stay valid until the operator removes them once every
+         *     token they signed has expired (README: rotate the token signing key). Verifiers (the gateway,
+         *     the risk service) fetch and cache it, and fetch it again when a token names a `kid` they do not
+         *     know.
          */
         get: operations["getJwks"];
         put?: never;
@@ -383,6 +530,11 @@ export interface components {
          */
         AccountId: string;
         /**
+         * Format: uuid
+         * @description Session identifier; the `sid` claim of the access tokens of the session.
+         */
+        SessionId: string;
+        /**
          * Format: email
          * @description The user's e-mail address; unique case-insensitively.
          */
@@ -423,6 +575,8 @@ export interface components {
         AccessToken: string;
         /** @description An opaque refresh token. */
         RefreshToken: string;
+        /** @description Pass as `cursor` for the next page; null on the last page. */
+        NextCursor: string | null;
         LoginRequest: {
             /** @description The username (an e-mail address). Not format-checked, so any unknown value answers 401. */
             username: string;
@@ -499,7 +653,7 @@ export interface components {
             status: components["schemas"]["UserStatus"];
             account?: components["schemas"]["EmbeddedAccount"];
         };
-        /** @description A user as answered by unblock; `account`, when present, is the full account. */
+        /** @description A user as answered by unblock, getUser and findUsers; `account`, when present, is the full account. */
         UserWithFullAccount: {
             userId: components["schemas"]["UserId"];
             username: components["schemas"]["Username"];
@@ -511,6 +665,10 @@ export interface components {
             roles: components["schemas"]["Roles"];
             status: components["schemas"]["UserStatus"];
             account?: components["schemas"]["Account"];
+        };
+        UserPage: {
+            items: components["schemas"]["UserWithFullAccount"][];
+            nextCursor: components["schemas"]["NextCursor"];
         };
         PasswordResetRequestBody: {
             username: components["schemas"]["Username"];
@@ -633,6 +791,72 @@ export interface components {
             accountId: components["schemas"]["AccountId"];
             /** @description The 6-digit code from the SMS. */
             code: string;
+        };
+        /** @description A live login session; fields that were not recorded for it are null. */
+        Session: {
+            sessionId: components["schemas"]["SessionId"];
+            /**
+             * Format: date-time
+             * @description The login that opened it.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Its latest refresh; its login when it was never refreshed.
+             */
+            lastUsedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends unless refreshed first (and at the latest `SESSION_MAX_LIFETIME_S` after login).
+             */
+            expiresAt: string;
+            /** @description The client key that signed its login at the gateway. */
+            clientKeyId: string | null;
+            /** @description The address its login came from. */
+            sourceAddress: string | null;
+            /** @description True for the session of the access token of this request. */
+            current: boolean;
+        };
+        SessionPage: {
+            items: components["schemas"]["Session"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @enum {string} */
+        AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified";
+        /** @description One recorded change; fields that are not known are null. */
+        AuditEvent: {
+            /** Format: uuid */
+            id: string;
+            type: components["schemas"]["AuditEventType"];
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             */
+            at: string;
+            /**
+             * Format: uuid
+             * @description The user who made the change; null for an anonymous request.
+             */
+            actorUserId: string | null;
+            /**
+             * Format: uuid
+             * @description The user the change is about; null when it names no existing user.
+             */
+            subjectUserId: string | null;
+            /** @description The client key that signed the request at the gateway. */
+            clientKeyId: string | null;
+            /** @description The address the request came from. */
+            sourceAddress: string | null;
+            /** @description The `X-Request-Id` of the request; its log line carries the same. */
+            requestId: string | null;
+            /** @description What changed, by type (see `listAuditEvents`); never a secret. */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        AuditEventPage: {
+            items: components["schemas"]["AuditEvent"][];
+            nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description A JSON Web Key Set (RFC 7517). */
         Jwks: {
@@ -838,6 +1062,12 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The most items the page holds. */
+        Limit: number;
+        /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+        Cursor: string;
+        /** @description ADMIN only (or the caller's own id); the user whose sessions are meant. Default the caller. */
+        SessionsUserId: components["schemas"]["UserId"];
         /** @description The user's identifier. */
         UserIdPath: components["schemas"]["UserId"];
     };
@@ -937,6 +1167,164 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description ADMIN only (or the caller's own id); the user whose sessions are meant. Default the caller. */
+                userId?: components["parameters"]["SessionsUserId"];
+                /** @description The most items the page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of sessions, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description ADMIN caller only; no user has that `userId`. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeSessions: {
+        parameters: {
+            query?: {
+                /** @description ADMIN only (or the caller's own id); the user whose sessions are meant. Default the caller. */
+                userId?: components["parameters"]["SessionsUserId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions have ended (also when there was none). No body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description ADMIN caller only; no user has that `userId`. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `sessionId` of `listSessions` (the `sid` claim of its access tokens). */
+                sessionId: components["schemas"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session has ended. No body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No session has that id, or it has ended already. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    findUsers: {
+        parameters: {
+            query?: {
+                /** @description The username, exactly (case-insensitively). */
+                username?: string;
+                /** @description The start of the username, first name or last name, in any letter case. */
+                q?: string;
+                /** @description Only users with this status. */
+                status?: components["schemas"]["UserStatus"];
+                /** @description Only users holding this role. */
+                role?: components["schemas"]["Role"];
+                /** @description The most items the page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of users, in creation order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's identifier. */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserWithFullAccount"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No user has that `userId` (ADMIN caller). */
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1286,6 +1674,46 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events about this user. */
+                subjectUserId?: components["schemas"]["UserId"];
+                /** @description Only events of changes this user made. */
+                actorUserId?: components["schemas"]["UserId"];
+                /** @description Only events of this type. */
+                type?: components["schemas"]["AuditEventType"];
+                /** @description Only events at or after this time. */
+                since?: string;
+                /** @description Only events before this time; not earlier than `since` (else 400). */
+                until?: string;
+                /** @description The most items the page holds. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page of the same list; absent for the first page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getJwks: {
         parameters: {
             query?: never;
@@ -1298,6 +1726,8 @@ export interface operations {
             /** @description The current key set. */
             200: {
                 headers: {
+                    /** @description `public, max-age=300`: the key set may be cached for 5 minutes. */
+                    "Cache-Control": "public, max-age=300";
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,17 +1,16 @@
+import type { AuditContext } from '../audit/audit-event.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
-import { replaceResetToken } from './password-reset.repository.ts';
+import { issueResetToken } from './issue-reset-token.ts';
 import type { PasswordResetDeps } from './request-password-reset.ts';
-import { newResetToken, resetTokenHash } from './reset-token.ts';
 
 /**
  * The part of an anonymous reset request that depends on the user: look it up and, when it exists, store
- * a new token (voiding older ones) and mail the link to the owner. Runs after the 202 is decided.
+ * a new token (voiding older ones, recorded) and mail the link to the owner. Runs after the 202 is decided.
  */
-export async function mailResetLink(deps: PasswordResetDeps, username: string, page: URL | undefined): Promise<void> {
+export async function mailResetLink(deps: PasswordResetDeps, audit: AuditContext, username: string, page: URL | undefined): Promise<void> {
   const user = await findUserByUsername(deps.db, username);
   if (user === undefined) return;
-  const token = newResetToken();
-  await replaceResetToken(deps.db, user.id, resetTokenHash(token), new Date(Date.now() + deps.tokenTtlS * 1000));
+  const { token } = await issueResetToken(deps, audit, user, 'e-mail');
 
   let link = `user id: ${user.id}\nreset token: ${token}`;
   if (page !== undefined) {
@@ -33,9 +32,9 @@ export async function mailResetLink(deps: PasswordResetDeps, username: string, p
  * so the response of a known user and of an unknown one take the same path and the same time. A failure
  * is logged (without the username) and never becomes an unhandled rejection.
  */
-export function mailResetLinkLater(deps: PasswordResetDeps, username: string, page: URL | undefined): void {
+export function mailResetLinkLater(deps: PasswordResetDeps, audit: AuditContext, username: string, page: URL | undefined): void {
   setImmediate(() => {
-    mailResetLink(deps, username, page).catch((err: unknown) => {
+    mailResetLink(deps, audit, username, page).catch((err: unknown) => {
       try {
         deps.logger.error({ err }, 'password reset request could not be completed');
       } catch {

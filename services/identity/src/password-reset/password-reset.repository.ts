@@ -12,17 +12,15 @@ export interface ResetTokenRecord {
 const TOKEN_COLUMNS = ['id', 'user_id as userId', 'expires_at as expiresAt', 'used_at as usedAt', 'voided_at as voidedAt'];
 
 /**
- * Voids the user's open tokens and stores the new one, in one transaction (a partial index allows one open
- * token). Requests for one user take turns on an advisory lock: without it two concurrent requests each
- * void only what their snapshot shows, and the second insert breaks the one-open-token index (a 500, which
- * would also tell an anonymous caller that the user exists).
+ * Voids the user's open tokens and stores the new one, in the caller's transaction (a partial index allows
+ * one open token). Requests for one user take turns on an advisory lock: without it two concurrent
+ * requests each void only what their snapshot shows, and the second insert breaks the one-open-token
+ * index (a 500, which would also tell an anonymous caller that the user exists).
  */
-export async function replaceResetToken(db: Knex, userId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
-  await db.transaction(async (trx) => {
-    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`password-reset:${userId}`]);
-    await trx('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
-    await trx('password_reset_tokens').insert({ user_id: userId, token_hash: tokenHash, expires_at: expiresAt });
-  });
+export async function replaceResetToken(trx: Knex.Transaction, userId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
+  await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`password-reset:${userId}`]);
+  await trx('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
+  await trx('password_reset_tokens').insert({ user_id: userId, token_hash: tokenHash, expires_at: expiresAt });
 }
 
 /** The user's token with that hash, unlocked: a cheap first look before any expensive work. */

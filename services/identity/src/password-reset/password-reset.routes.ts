@@ -1,6 +1,7 @@
 import { type Principal, type TokenVerifier, bearerTokenOf } from '@platform/auth';
 import { UnauthorizedError } from '@platform/errors';
 import { type Request, Router } from 'express';
+import { auditContextOf } from '../audit/audit-context.ts';
 import { type CallerThrottle, callerOf } from '../auth/caller-throttle.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { SessionRevoker } from '../auth/session-revoker.ts';
@@ -27,12 +28,12 @@ export function passwordResetRouter(
     const principal = await optionalPrincipal(req, deps.verifier);
     const caller = callerOf(req);
     await deps.throttle.consume(caller);
-    const outcome = await requestPasswordReset(deps, principal, req.body as Schemas['PasswordResetRequestBody']);
+    const outcome = await requestPasswordReset(deps, principal, auditContextOf(req, principal), req.body as Schemas['PasswordResetRequestBody']);
     if ('ticket' in outcome) res.status(201).json(outcome.ticket);
     else res.status(202).end();
   });
   router.post('/v1/users/password-reset', async (req, res) => {
-    const outcome = await resetPassword(deps, req.body as Schemas['PasswordResetBody']);
+    const outcome = await resetPassword(deps, auditContextOf(req), req.body as Schemas['PasswordResetBody']);
     if ('redirectTo' in outcome) res.status(303).location(outcome.redirectTo).end();
     else res.json(outcome);
   });

@@ -1,13 +1,13 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
 import type { Knex, Logger } from '@platform/service-kit';
+import type { AuditContext } from '../audit/audit-event.ts';
 import type { components } from '../generated/openapi.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
-import { replaceResetToken } from './password-reset.repository.ts';
+import { issueResetToken } from './issue-reset-token.ts';
 import { mailResetLinkLater } from './mail-reset-link.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
-import { newResetToken, resetTokenHash } from './reset-token.ts';
 
 export interface PasswordResetDeps {
   db: Knex;
@@ -30,18 +30,17 @@ export type ResetRequestOutcome = { ticket: components['schemas']['PasswordReset
 export async function requestPasswordReset(
   deps: PasswordResetDeps,
   principal: Principal | undefined,
+  audit: AuditContext,
   input: components['schemas']['PasswordResetRequestBody'],
 ): Promise<ResetRequestOutcome> {
   // Checked first, so a refused link says nothing about the username either.
   const page = input.resetPageLink === undefined ? undefined : assertAllowedLink(input.resetPageLink, deps.allowedOrigins, 'resetPageLink');
   if (principal === undefined || !hasAnyRole(principal, ['ADMIN'])) {
-    mailResetLinkLater(deps, input.username, page);
+    mailResetLinkLater(deps, audit, input.username, page);
     return { accepted: true };
   }
   const user = await findUserByUsername(deps.db, input.username);
   if (user === undefined) throw new NotFoundError('User not found');
-  const token = newResetToken();
-  const expiresAt = new Date(Date.now() + deps.tokenTtlS * 1000);
-  await replaceResetToken(deps.db, user.id, resetTokenHash(token), expiresAt);
+  const { token, expiresAt } = await issueResetToken(deps, audit, user, 'ticket');
   return { ticket: { userId: user.id, token, expiresAt: expiresAt.toISOString() } };
 }

@@ -1,9 +1,11 @@
 import { BadRequestError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { SessionRevoker } from '../auth/session-revoker.ts';
-import { endUserSessions } from '../auth/sessions.repository.ts';
+import { endSessionsOfUser } from '../auth/end-sessions.ts';
 import type { components } from '../generated/openapi.ts';
 import { assertValidUserFields } from '../users/user-rules.ts';
 import { assertUncommonPassword } from '../users/password-rules.ts';
@@ -28,10 +30,12 @@ export type ResetOutcome = { redirectTo: string } | { message: string };
 
 /**
  * POST /v1/users/password-reset: consumes the token and sets the password in one transaction, and ends
- * every session of the user. The block of a blocked user stays (CONTRACT.md part 4).
+ * every session of the user, recorded in the same transaction. The block of a blocked user stays
+ * (CONTRACT.md part 4).
  */
 export async function resetPassword(
   deps: { db: Knex; hasher: PasswordHasher; allowedOrigins: ReadonlySet<string>; sessions: SessionRevoker },
+  audit: AuditContext,
   input: components['schemas']['PasswordResetBody'],
 ): Promise<ResetOutcome> {
   // Both checks come first: a refused request must not use up the token.
@@ -53,7 +57,8 @@ export async function resetPassword(
     if (!isUsable(token)) return undefined;
     await markResetTokenUsed(trx, token.id);
     await updateUserRow(trx, userId, { passwordHash });
-    return endUserSessions(trx, userId, 'password-reset');
+    await insertAuditEvent(trx, audit, { type: 'password_reset.completed', subjectUserId: userId });
+    return endSessionsOfUser(trx, audit, userId, 'password-reset');
   });
   if (ended === undefined) throw invalidToken();
   await deps.sessions.revoke(ended);

@@ -5,6 +5,8 @@ import { type AccountRecord, type AccountResponse, toAccountResponse } from '../
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { activationCodeHmac, sameHmac } from './activation-code.ts';
 import { consumeActivationCode, lockOpenActivationCode, recordWrongCode } from './phone-activation.repository.ts';
@@ -24,6 +26,7 @@ function refused(message: string): BadRequestError {
 export async function activatePhoneNumber(
   deps: { db: Knex; codeKey: string },
   principal: Principal,
+  audit: AuditContext,
   input: components['schemas']['PhoneActivationBody'],
 ): Promise<AccountResponse> {
   const account = await findAccountById(deps.db, canonicalUuid(input.accountId));
@@ -42,6 +45,8 @@ export async function activatePhoneNumber(
     const activated = await consumeActivationCode(trx, code);
     // The number changed after the code went out: the code proves nothing about the new one.
     if (activated === undefined) return { ok: false, refused: 'The phone number changed since the code was sent; request a new one' };
+    const details = { accountId: activated.id, phoneNumber: code.phoneNumber };
+    await insertAuditEvent(trx, audit, { type: 'phone.verified', subjectUserId: activated.userId, details });
     return { ok: true, activated };
   });
   if (!outcome.ok) throw refused(outcome.refused);

@@ -15,20 +15,18 @@ export interface ActivationCodeRecord {
   failedAttempts: number;
 }
 
-/** Voids the account's open code and stores the new one, in one transaction. */
+/** Voids the account's open code and stores the new one, in the caller's transaction. */
 export async function replaceActivationCode(
-  db: Knex,
+  trx: Knex.Transaction,
   code: { accountId: string; codeHmac: Buffer; phoneNumber: string; accountPhoneNumber: string; expiresAt: Date },
 ): Promise<void> {
-  await db.transaction(async (trx) => {
-    await trx('phone_activation_codes').where({ account_id: code.accountId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
-    await trx('phone_activation_codes').insert({
-      account_id: code.accountId,
-      code_hmac: code.codeHmac,
-      phone_number: code.phoneNumber,
-      account_phone_number: code.accountPhoneNumber,
-      expires_at: code.expiresAt,
-    });
+  await trx('phone_activation_codes').where({ account_id: code.accountId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
+  await trx('phone_activation_codes').insert({
+    account_id: code.accountId,
+    code_hmac: code.codeHmac,
+    phone_number: code.phoneNumber,
+    account_phone_number: code.accountPhoneNumber,
+    expires_at: code.expiresAt,
   });
 }
 

@@ -1,5 +1,6 @@
 import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
 import { Router } from 'express';
+import { auditContextOf } from '../audit/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
 import { activatePhoneNumber } from './activate-phone-number.ts';
 import { type PhoneActivationDeps, requestPhoneActivation } from './request-phone-activation.ts';
@@ -11,10 +12,12 @@ export function phoneActivationRouter(deps: PhoneActivationDeps & { verifier: To
   const router = Router();
   const authenticated = bearerAuth(deps.verifier);
   router.post('/v1/accounts/phone-number-activation-request', authenticated, async (req, res) => {
-    res.json(await requestPhoneActivation(deps, principalOf(req), req.body as Schemas['PhoneActivationRequestBody']));
+    const principal = principalOf(req);
+    res.json(await requestPhoneActivation(deps, principal, auditContextOf(req, principal), req.body as Schemas['PhoneActivationRequestBody']));
   });
   router.post('/v1/accounts/phone-number-activation', authenticated, async (req, res) => {
-    res.json(await activatePhoneNumber(deps, principalOf(req), req.body as Schemas['PhoneActivationBody']));
+    const principal = principalOf(req);
+    res.json(await activatePhoneNumber(deps, principal, auditContextOf(req, principal), req.body as Schemas['PhoneActivationBody']));
   });
   return router;
 }

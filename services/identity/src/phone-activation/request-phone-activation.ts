@@ -4,6 +4,8 @@ import type { Knex } from '@platform/service-kit';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import type { SmsSender } from '../notifications/sms-sender.ts';
 import { assertAllowedLink } from '../password-reset/redirect-allowlist.ts';
@@ -35,6 +37,7 @@ function badRequest(message: string): BadRequestError {
 export async function requestPhoneActivation(
   deps: PhoneActivationDeps,
   principal: Principal,
+  audit: AuditContext,
   input: components['schemas']['PhoneActivationRequestBody'],
 ): Promise<components['schemas']['PhoneActivationTicket']> {
   const account = await findAccountById(deps.db, canonicalUuid(input.accountId));
@@ -42,20 +45,25 @@ export async function requestPhoneActivation(
   assertMayUseAccountOf(principal, account.userId);
   if (account.userId !== canonicalUuid(input.userId)) throw new NotFoundError('Account not found');
   const page = assertAllowedLink(input.phoneNumberActivationPageLink, deps.allowedLinkOrigins, 'phoneNumberActivationPageLink');
-  if (account.mobilePhoneNumber === null) throw badRequest('The account has no mobilePhoneNumber to activate');
-  const phoneNumber = toE164(account.mobilePhoneNumber, deps.defaultRegion);
+  const accountPhoneNumber = account.mobilePhoneNumber;
+  if (accountPhoneNumber === null) throw badRequest('The account has no mobilePhoneNumber to activate');
+  const phoneNumber = toE164(accountPhoneNumber, deps.defaultRegion);
   if (phoneNumber === undefined) throw badRequest('The account\'s mobilePhoneNumber is not a valid mobile number');
 
   await deps.limits.claim(account.id, phoneNumber);
   const code = newActivationCode();
   const expiresAt = new Date(Date.now() + deps.codeTtlS * 1000);
   try {
-    await replaceActivationCode(deps.db, {
-      accountId: account.id,
-      codeHmac: activationCodeHmac(deps.codeKey, account.id, code),
-      phoneNumber,
-      accountPhoneNumber: account.mobilePhoneNumber,
-      expiresAt,
+    await deps.db.transaction(async (trx) => {
+      await replaceActivationCode(trx, {
+        accountId: account.id,
+        codeHmac: activationCodeHmac(deps.codeKey, account.id, code),
+        phoneNumber,
+        accountPhoneNumber,
+        expiresAt,
+      });
+      // Recorded with the code it is about; whether the provider then took the SMS is the answer's `smsSent`.
+      await insertAuditEvent(trx, audit, { type: 'phone.code_sent', subjectUserId: account.userId, details: { accountId: account.id, recipientPhoneNumber: phoneNumber } });
     });
   } catch (err) {
     await deps.limits.release(account.id, phoneNumber);

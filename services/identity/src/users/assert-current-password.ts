@@ -1,4 +1,5 @@
 import { BadRequestError, ForbiddenError } from '@platform/errors';
+import type { AuditContext } from '../audit/audit-event.ts';
 import { type FailedLoginDeps, countFailedLogin } from '../auth/count-failed-login.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import { findUserById } from './users.repository.ts';
@@ -12,6 +13,7 @@ const MISSING = 'body.currentPassword is required to change your own username';
  */
 export async function assertCurrentPassword(
   deps: FailedLoginDeps & { hasher: PasswordHasher },
+  audit: AuditContext,
   userId: string,
   currentPassword: string | undefined,
 ): Promise<void> {
@@ -19,6 +21,6 @@ export async function assertCurrentPassword(
   const user = await findUserById(deps.db, userId);
   const matches = await deps.hasher.verify(currentPassword, user?.passwordHash);
   if (user !== undefined && matches) return;
-  if (user !== undefined) await countFailedLogin(deps, user);
+  if (user !== undefined) await countFailedLogin(deps, user, audit, { username: user.username, reason: 'wrong-current-password' });
   throw new ForbiddenError('The current password is wrong');
 }

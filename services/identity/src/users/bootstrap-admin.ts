@@ -1,5 +1,8 @@
 import type { Knex, Logger } from '@platform/service-kit';
+import { SYSTEM_AUDIT_CONTEXT } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
+import { userCreated } from './user-events.ts';
 import { insertUserIfAbsent } from './users.repository.ts';
 
 /**
@@ -10,15 +13,20 @@ export async function ensureBootstrapAdmin(
   deps: { db: Knex; hasher: PasswordHasher; logger: Logger },
   credentials: { username: string; password: string },
 ): Promise<void> {
-  const created = await insertUserIfAbsent(deps.db, {
-    username: credentials.username,
-    passwordHash: await deps.hasher.hash(credentials.password),
-    firstName: 'Platform',
-    lastName: 'Administrator',
-    locale: 'en_US',
-    timezone: 'UTC',
-    roles: ['ADMIN'],
-    status: 'ACTIVE',
+  const passwordHash = await deps.hasher.hash(credentials.password);
+  const created = await deps.db.transaction(async (trx) => {
+    const user = await insertUserIfAbsent(trx, {
+      username: credentials.username,
+      passwordHash,
+      firstName: 'Platform',
+      lastName: 'Administrator',
+      locale: 'en_US',
+      timezone: 'UTC',
+      roles: ['ADMIN'],
+      status: 'ACTIVE',
+    });
+    if (user !== undefined) await insertAuditEvent(trx, SYSTEM_AUDIT_CONTEXT, userCreated(user, { bootstrap: true }));
+    return user;
   });
   if (created !== undefined) deps.logger.info({ userId: created.id, username: created.username }, 'bootstrap ADMIN created');
 }

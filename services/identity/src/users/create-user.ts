@@ -1,32 +1,42 @@
 import { ConflictError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { components } from '../generated/openapi.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
 import { assertUncommonPassword } from './password-rules.ts';
 import { assertValidUserFields } from './user-rules.ts';
+import { userCreated } from './user-events.ts';
 import { insertUserIfAbsent } from './users.repository.ts';
 
 /**
  * POST /v1/users/create (the caller is an ADMIN). One INSERT … ON CONFLICT DO NOTHING: of two
- * concurrent creates with the same username (in any letter case) exactly one wins, the other gets 409.
+ * concurrent creates with the same username (in any letter case) exactly one wins (and is recorded, in
+ * its transaction), the other gets 409.
  */
 export async function createUser(
   deps: { db: Knex; hasher: PasswordHasher },
+  audit: AuditContext,
   input: components['schemas']['CreateUserRequest'],
 ): Promise<UserResponse> {
   assertValidUserFields(input);
   if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
-  const user = await insertUserIfAbsent(deps.db, {
-    username: input.username,
-    passwordHash: input.password === undefined ? null : await deps.hasher.hash(input.password),
-    firstName: input.firstName,
-    midName: input.midName ?? null,
-    lastName: input.lastName,
-    locale: input.locale,
-    timezone: input.timezone,
-    roles: input.roles,
-    status: input.status,
+  const passwordHash = input.password === undefined ? null : await deps.hasher.hash(input.password);
+  const user = await deps.db.transaction(async (trx) => {
+    const created = await insertUserIfAbsent(trx, {
+      username: input.username,
+      passwordHash,
+      firstName: input.firstName,
+      midName: input.midName ?? null,
+      lastName: input.lastName,
+      locale: input.locale,
+      timezone: input.timezone,
+      roles: input.roles,
+      status: input.status,
+    });
+    if (created !== undefined) await insertAuditEvent(trx, audit, userCreated(created, { passwordSet: passwordHash !== null }));
+    return created;
   });
   if (user === undefined) throw new ConflictError('Username already exists');
   // A new user has no account yet: createAccount makes it.

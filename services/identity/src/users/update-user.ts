@@ -2,9 +2,12 @@ import { type Principal, hasAnyRole } from '@platform/auth';
 import { ConflictError, ForbiddenError, NotFoundError } from '@platform/errors';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import type { AuditContext } from '../audit/audit-event.ts';
+import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
+import { endSessionsOfUser } from '../auth/end-sessions.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
-import { type SessionEndReason, endUserSessions } from '../auth/sessions.repository.ts';
+import type { SessionEndReason } from '../auth/sessions.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { voidOpenResetTokens } from '../password-reset/password-reset.repository.ts';
 import { assertCurrentPassword } from './assert-current-password.ts';
@@ -12,6 +15,7 @@ import { assertUncommonPassword } from './password-rules.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
 import { ADMIN_FIELDS, PROFILE_FIELDS, type UpdatableField, assertMayChange, assertValidUserFields, mayChange } from './user-rules.ts';
 import type { UserRecord } from './user.ts';
+import { sameRoles, userUpdateEvents } from './user-events.ts';
 import { sendUsernameChangeNotice } from './username-change-notice.ts';
 import { countUsernameChange } from './username-changes.repository.ts';
 import { assertMayRename, assertWithinDailyCap, needsCurrentPassword } from './username-rules.ts';
@@ -24,10 +28,6 @@ export interface UpdateUserDeps extends FailedLoginDeps {
   hasher: PasswordHasher;
   /** USERNAME_CHANGES_PER_DAY. */
   usernameChangesPerDay: number;
-}
-
-function sameRoles(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((role) => b.includes(role));
 }
 
 /**
@@ -47,9 +47,10 @@ type Outcome = { taken: true } | { taken: false; updated: UserRecord; ended: str
 /**
  * PATCH /v1/users/update. Only present fields change; each needs the caller's permission
  * (CONTRACT.md part 4). The user's row is locked while the change is judged and made, so what it is
- * compared with (the roles and username before, the day's count of renames) is what it replaces.
+ * compared with (the roles and username before, the day's count of renames) is what it replaces, and
+ * what changed is recorded in the same transaction.
  */
-export async function updateUser(deps: UpdateUserDeps, principal: Principal, input: UpdateUserRequest): Promise<UserResponse> {
+export async function updateUser(deps: UpdateUserDeps, principal: Principal, audit: AuditContext, input: UpdateUserRequest): Promise<UserResponse> {
   const fields = [...PROFILE_FIELDS, ...ADMIN_FIELDS].filter((field) => input[field] !== undefined);
   // Someone who may not touch this user at all learns nothing about it, not even whether it exists.
   if (!mayChange(principal, input.userId, 'firstName')) throw new ForbiddenError();
@@ -57,7 +58,7 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, inp
   assertValidUserFields(input);
   const userId = canonicalUuid(input.userId);
   const isAdmin = hasAnyRole(principal, ['ADMIN']);
-  if (input.username !== undefined && needsCurrentPassword(principal, userId)) await assertCurrentPassword(deps, userId, input.currentPassword);
+  if (input.username !== undefined && needsCurrentPassword(principal, userId)) await assertCurrentPassword(deps, audit, userId, input.currentPassword);
   if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
 
   const changes: UserChanges = {
@@ -92,8 +93,9 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, inp
       });
     if (updated === 'taken') return { taken: true };
     if (updated === undefined) return undefined;
+    await insertAuditEvents(trx, audit, userUpdateEvents(before, updated, input.password !== undefined));
     const reason = sessionEndReason(before, input, renamed);
-    const ended = reason === undefined ? [] : await endUserSessions(trx, userId, reason);
+    const ended = reason === undefined ? [] : await endSessionsOfUser(trx, audit, userId, reason);
     if (renamed) await voidOpenResetTokens(trx, userId);
     return { taken: false, updated, ended, previousUsername: renamed ? before.username : undefined };
   });

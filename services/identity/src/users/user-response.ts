@@ -1,22 +1,12 @@
-import { type AccountRecord, type AccountResponse, type EmbeddedAccountResponse, toAccountResponse, toEmbeddedAccountResponse } from '../accounts/account.ts';
+import { type AccountRecord, toAccountResponse, toEmbeddedAccountResponse } from '../accounts/account.ts';
+import type { components } from '../generated/openapi.ts';
 import type { UserRecord } from './user.ts';
 
-/** The User of SPEC.md part 2 with the embedded account of create and update. */
-export interface UserResponse {
-  userId: string;
-  username: string;
-  firstName: string;
-  midName?: string;
-  lastName: string;
-  locale: string;
-  timezone: string;
-  roles: string[];
-  status: string;
-  account?: EmbeddedAccountResponse;
-}
+/** The User of SPEC.md part 2 with the embedded account of create and update (openapi.yaml `User`). */
+export type UserResponse = components['schemas']['User'];
 
-/** The User as unblock answers it: the account in full. */
-export type UserWithFullAccountResponse = Omit<UserResponse, 'account'> & { account?: AccountResponse };
+/** The User with the account in full, as unblock answers it (openapi.yaml `UserWithFullAccount`). */
+export type UserWithFullAccountResponse = components['schemas']['UserWithFullAccount'];
 
 function userFields(user: UserRecord): Omit<UserResponse, 'account'> {
   return {

@@ -1,7 +1,7 @@
 import type { Role } from '@platform/auth';
+import type { components } from '../generated/openapi.ts';
 
-export const USER_STATUSES = ['INACTIVE', 'ACTIVE', 'EXPIRED', 'BLOCKED', 'DELETED'] as const;
-export type UserStatus = (typeof USER_STATUSES)[number];
+export type UserStatus = components['schemas']['UserStatus'];
 
 /** A user as stored. `passwordHash` never leaves the service. */
 export interface UserRecord {

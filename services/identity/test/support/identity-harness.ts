@@ -36,6 +36,11 @@ export interface IdentityHarness {
   createUser(fields?: Partial<Omit<TestUser, 'id' | 'passwordHash' | 'failedLoginCount'>>): Promise<TestUser>;
   /** Logs the user in through the API and returns the authentication result. */
   login(user: { username: string; password: string }): Promise<{ accessToken: string; refreshToken: string }>;
+  /**
+   * Replaces app, config and signing key with those of a restarted process whose environment also has
+   * `env` (a key rotation, say): same database, Redis and providers.
+   */
+  restart(env: Record<string, string>): void;
   /** An access token of a new ACTIVE user with these roles. */
   tokenFor(roles: Role[]): Promise<string>;
   /**
@@ -60,7 +65,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
   const testRedis = await createTestRedis('identity');
   const mail = await startCaptureServer();
   const sms = await startCaptureServer();
-  const config = loadConfig(identityConfigSpec, {
+  const baseEnv: Record<string, string> = {
     BCRYPT_COST: '4',
     PASSWORD_HASH_THREADS: '1',
     OPENAPI_VALIDATE_RESPONSES: 'true',
@@ -71,33 +76,41 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
     SMS_HTTP_TOKEN: 'sms-provider-token',
     NOTIFY_HTTP_TIMEOUT_MS: '1000',
     ...env,
-  });
+  };
+  const firstConfig = loadConfig(identityConfigSpec, baseEnv);
   const log = captureLogger('identity');
-  const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
-  const signingKey = signingKeyFromPem(generateSigningKeyPem());
-  const mailer = createMailer({ provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger);
-  const app = createApp({
-    config,
-    logger: log.logger,
-    db: database.db,
-    redis: testRedis.redis,
-    metrics: createMetrics('identity'),
-    lifecycle: { draining: false },
-    hasher,
-    signingKey,
-    mailer,
-    sms: createSmsSender({ provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger),
-  });
+  const hasher = await createPasswordHasher({ cost: firstConfig.BCRYPT_COST, threads: firstConfig.PASSWORD_HASH_THREADS });
+  const mailer = createMailer({ provider: 'http', url: firstConfig.MAIL_HTTP_URL, timeoutMs: firstConfig.NOTIFY_HTTP_TIMEOUT_MS }, log.logger);
+  /** The app as a process started with these settings would make it, on the harness's database, Redis and providers. */
+  const build = (config: IdentityConfig) => {
+    // As index.ts does outside local: JWT_PRIVATE_KEY when a test sets it (key rotation), else a fresh key.
+    const signingKey = signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : generateSigningKeyPem());
+    const app = createApp({
+      config,
+      logger: log.logger,
+      db: database.db,
+      redis: testRedis.redis,
+      metrics: createMetrics('identity'),
+      lifecycle: { draining: false },
+      hasher,
+      signingKey,
+      mailer,
+      sms: createSmsSender({ provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger),
+    });
+    return { app, config, signingKey };
+  };
+  const first = build(firstConfig);
   const harness: IdentityHarness = {
-    app,
-    config,
+    ...first,
     db: database.db,
     redis: testRedis.redis,
     log,
     mail,
     sms,
-    signingKey,
     hasher,
+    restart(overrides) {
+      Object.assign(harness, build(loadConfig(identityConfigSpec, { ...baseEnv, ...overrides })));
+    },
     async createUser(fields = {}) {
       const password = fields.password ?? `pw-${randomUUID()}`;
       const user = await insertUserIfAbsent(database.db, {
@@ -115,7 +128,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
       return { ...user, password };
     },
     async login(user) {
-      const res = await request(app).post('/v1/auth/login').send({ username: user.username, password: user.password });
+      const res = await request(harness.app).post('/v1/auth/login').send({ username: user.username, password: user.password });
       if (res.status !== 200) throw new Error(`login failed with ${res.status}: ${JSON.stringify(res.body)}`);
       return res.body as { accessToken: string; refreshToken: string };
     },
@@ -128,7 +141,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
         'x-forwarded-for': facts.forwardedFor,
         'x-forwarded-proto': facts.forwardedProto,
         ...(origin.clientKeyId === undefined ? {} : { 'x-client-key-id': origin.clientKeyId }),
-        'x-internal-assertion': assertForwarding(config.INTERNAL_ASSERTION_KEY, facts),
+        'x-internal-assertion': assertForwarding(harness.config.INTERNAL_ASSERTION_KEY, facts),
       };
     },
     async close() {

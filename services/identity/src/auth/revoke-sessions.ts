@@ -1,0 +1,15 @@
+import type { Principal } from '@platform/auth';
+import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuthServices } from './auth-services.ts';
+import { endSessionsOfUser } from './end-sessions.ts';
+import { sessionsOwner } from './sessions-owner.ts';
+
+/**
+ * DELETE /v1/auth/sessions: every session of the caller (the current one too), or for an ADMIN of
+ * `?userId=`, ends, recorded; their access tokens are refused everywhere at once.
+ */
+export async function revokeSessions(services: AuthServices, principal: Principal, audit: AuditContext, requestedUserId: string | undefined): Promise<void> {
+  const userId = await sessionsOwner(services.db, principal, requestedUserId);
+  const ended = await services.db.transaction((trx) => endSessionsOfUser(trx, audit, userId, 'revoked'));
+  await services.sessions.revoke(ended);
+}

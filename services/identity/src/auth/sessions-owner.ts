@@ -1,0 +1,18 @@
+import { type Principal, assertAnyRole } from '@platform/auth';
+import { NotFoundError } from '@platform/errors';
+import type { Knex } from '@platform/service-kit';
+import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import { findUserById } from '../users/users.repository.ts';
+
+/**
+ * Whose sessions a request is about: the caller's own, or with `?userId=` another user's, which only an
+ * ADMIN may name (403 for anyone else, before anything is looked up; 404 for an unknown user).
+ */
+export async function sessionsOwner(db: Knex, principal: Principal, requested: string | undefined): Promise<string> {
+  if (requested === undefined) return principal.userId;
+  const userId = canonicalUuid(requested);
+  if (userId === principal.userId) return userId;
+  assertAnyRole(principal, ['ADMIN']);
+  if ((await findUserById(db, userId)) === undefined) throw new NotFoundError('User not found');
+  return userId;
+}
