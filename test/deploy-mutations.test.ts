@@ -93,6 +93,11 @@ describe('deployment checks on a broken copy', () => {
     includes(composeSchemaProblems(root), '/services/identity/depends_on');
   });
 
+  it('rejects a compose Redis that would lose its data on a restart', () => {
+    mutate('docker-compose.yml', '"--appendonly", "yes"', '"--appendonly", "no"');
+    includes(composeProblems(root), 'redis: must run with --appendonly yes --appendfsync everysec');
+  });
+
   it('rejects a compose variable that no config.ts reads (a typo)', () => {
     mutate('docker-compose.yml', '      IDENTITY_DATABASE_URL: postgres://postgres@postgres:5432/identity\n    volumes', '      IDENTITY_DATABSE_URL: postgres://postgres@postgres:5432/identity\n    volumes');
     includes(composeProblems(root), 'IDENTITY_DATABSE_URL is set but read by no config.ts');

@@ -86,6 +86,12 @@ export function composeProblems(root: string): string[] {
   for (const name of ['postgres', 'redis']) {
     if (services[name]?.healthcheck?.test === undefined) problems.push(`docker-compose.yml ${name}: needs a health check`);
   }
+  // CONTRACT.md part 13: Redis keeps its data across a restart (an append-only file, fsync every second) on a volume.
+  const redisCommand = ((services.redis as { command?: unknown } | undefined)?.command as string[] | undefined)?.join(' ') ?? '';
+  if (!/--appendonly yes\b/.test(redisCommand) || !/--appendfsync everysec\b/.test(redisCommand)) {
+    problems.push('docker-compose.yml redis: must run with --appendonly yes --appendfsync everysec (CONTRACT.md part 13)');
+  }
+  if (((services.redis as { volumes?: unknown[] } | undefined)?.volumes ?? []).length === 0) problems.push('docker-compose.yml redis: its data must be on a volume');
 
   // Start order: migrations and the seed once, before the services; the gateway last.
   const order: Array<[string, string, string]> = [

@@ -72,6 +72,8 @@ describe('identity and risk when Postgres dies or freezes (real processes, Postg
         JWT_AUDIENCE: issuer.audience,
       }),
     ]);
+    // Identity is ready once its keeper has found (or re-seeded) the revocation mirror the risk verifier reads.
+    assert.ok(await eventually(async () => (await fetch(`${identity.url}/health/ready`)).status === 200, 20_000, 100), identity.output());
   });
   after(async () => {
     await Promise.all([identity?.kill(), risk?.kill()]);

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, RevocationsUnavailableError } from './revocation-mirror.ts';
 
 /**
  * Where revoked access tokens are remembered. The key is shared by every deployable of an environment
@@ -33,12 +34,34 @@ export interface TokenBlacklist {
    * issued before a logout, password change or block stop working everywhere, not only at refresh.
    */
   revokeSessions(sessionIds: readonly string[], until: number): Promise<void>;
-  /** True when the token or its session was revoked. Rejects when the store is unreachable: callers fail closed. */
+  /** The same for sessions each with its own `until` (epoch seconds), in one pipeline: a re-seed of the mirror. */
+  restoreSessionRevocations(sessions: ReadonlyArray<{ sessionId: string; until: number }>): Promise<void>;
+  /**
+   * True when the token or its session was revoked. Rejects when the store is unreachable, or when it
+   * lost its data and the revocations are not re-seeded yet (`RevocationsUnavailableError`): callers fail closed.
+   */
   isRevoked(token: { tokenId: string; sessionId: string }): Promise<boolean>;
+}
+
+/**
+ * The revocation check of one request: the mirror's state and the token's two keys in one atomic step
+ * (CONTRACT.md part 13). -1 while the mirror is not whole, else how many of the keys exist.
+ */
+const IS_REVOKED_SCRIPT = `${MIRROR_STATE_LUA}
+local _, ready = mirror_state(KEYS[1], ARGV[1])
+if not ready then return -1 end
+return redis.call('EXISTS', KEYS[2], KEYS[3])
+`;
+
+interface BlacklistCommands {
+  revocationCheck(mirrorKey: string, tokenKey: string, sessionKey: string, now: string): Promise<number>;
 }
 
 /** The blacklist in Redis: one key per token with `EXAT` = the token's `exp`, so it never outgrows live tokens. */
 export function redisBlacklist(redis: Redis): TokenBlacklist {
+  redis.defineCommand('revocationCheck', { numberOfKeys: 3, lua: IS_REVOKED_SCRIPT });
+  // defineCommand adds methods TypeScript cannot see; this is their exact shape.
+  const commands = redis as unknown as BlacklistCommands;
   return {
     async revoke(jti, expiresAt) {
       if (expiresAt * 1000 <= Date.now()) return;
@@ -51,8 +74,19 @@ export function redisBlacklist(redis: Redis): TokenBlacklist {
       for (const sid of sessionIds) pipeline.set(sessionRevocationKey(sid), '1', 'EXAT', Math.ceil(until));
       await pipeline.exec();
     },
+    async restoreSessionRevocations(sessions) {
+      const live = sessions.filter((session) => session.until * 1000 > Date.now());
+      if (live.length === 0) return;
+      const pipeline = redis.pipeline();
+      for (const { sessionId, until } of live) pipeline.set(sessionRevocationKey(sessionId), '1', 'EXAT', Math.ceil(until));
+      const results = (await pipeline.exec()) ?? [];
+      const failed = results.find(([err]) => err !== null);
+      if (failed !== undefined) throw failed[0];
+    },
     async isRevoked(token) {
-      return (await redis.exists(...revocationKeys(token))) > 0;
+      const found = await commands.revocationCheck(REVOCATION_MIRROR_KEY, ...revocationKeys(token), String(Date.now()));
+      if (found < 0) throw new RevocationsUnavailableError();
+      return found > 0;
     },
   };
 }

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import type { TokenBlacklist } from './blacklist.ts';
+import { RevocationsUnavailableError } from './revocation-mirror.ts';
 import type { KeySource } from './key-source.ts';
 import type { Principal } from './principal.ts';
 import { isRole } from './roles.ts';
@@ -59,12 +60,18 @@ function principalOfClaims(claims: jwt.JwtPayload): Principal {
   return { userId: sub, username, roles, sessionId: sid, tokenId: jti, expiresAt: exp };
 }
 
-/** Asks the blacklist; an unreachable store fails closed as a 503 (a dependency is down), not a 500. */
+/** The 503 message while Redis's revocation mirror is being re-seeded after a loss (CONTRACT.md part 13). */
+export const REVOCATIONS_RESTORING_MESSAGE = 'Token revocations are being restored after a data loss; try again shortly';
+
+/**
+ * Asks the blacklist; an unreachable store, or one that lost its data and is not re-seeded yet, fails
+ * closed as a 503 (a dependency is down), not a 500 and never an accepted token.
+ */
 async function isRevoked(blacklist: TokenBlacklist, principal: Principal): Promise<boolean> {
   try {
     return await blacklist.isRevoked(principal);
   } catch (err) {
-    throw new ServiceUnavailableError(undefined, { cause: err });
+    throw new ServiceUnavailableError(err instanceof RevocationsUnavailableError ? REVOCATIONS_RESTORING_MESSAGE : undefined, { cause: err });
   }
 }
 

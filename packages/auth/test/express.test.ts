@@ -8,7 +8,7 @@ import { type TokenBlacklist, redisBlacklist } from '../src/blacklist.ts';
 import { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from '../src/express.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { createTokenVerifier } from '../src/verifier.ts';
-import { type TestIssuer, createTestIssuer } from '../src/testing/index.ts';
+import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '../src/testing/index.ts';
 
 /** An app as a deployable mounts the package: an ADMIN route, an open route, the shared error handling. */
 function createApp(issuer: TestIssuer, blacklist?: TokenBlacklist): Express {
@@ -52,6 +52,7 @@ describe('bearerAuth', () => {
 
   before(async () => {
     testRedis = await createTestRedis('auth_express');
+    await markRevocationsRestored(testRedis.redis);
     app = createApp(issuer, redisBlacklist(testRedis.redis));
   });
 

@@ -4,10 +4,11 @@ import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import { blacklistKey, redisBlacklist, sessionRevocationKey } from '../src/blacklist.ts';
+import { REVOCATION_MIRROR_KEY, revocationMirror } from '../src/revocation-mirror.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
-import { createTokenVerifier } from '../src/verifier.ts';
-import { type TestIssuer, createTestIssuer } from '../src/testing/index.ts';
+import { REVOCATIONS_RESTORING_MESSAGE, createTokenVerifier } from '../src/verifier.ts';
+import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '../src/testing/index.ts';
 
 const now = (): number => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -246,6 +247,7 @@ describe('createTokenVerifier', () => {
 
     before(async () => {
       testRedis = await createTestRedis('auth_verifier');
+      await markRevocationsRestored(testRedis.redis);
     });
 
     after(async () => {
@@ -322,6 +324,32 @@ describe('createTokenVerifier', () => {
       assert.ok(ttl > 890 && ttl <= 900, `TTL ${ttl}`);
       await blacklist.revokeSessions([randomUUID()], now() - 1);
       assert.equal((await testRedis.redis.keys(`${testRedis.keyPrefix}auth:revoked-session:*`)).length, 1, 'a past time writes nothing');
+    });
+
+    describe('when Redis lost its data (CONTRACT.md part 13)', () => {
+      it('when the mirror is missing, rejects every token with 503 and marks the mirror not ready, until it is marked ready', async () => {
+        const lost = await createTestRedis('auth_verifier_lost');
+        try {
+          const blacklist = redisBlacklist(lost.redis);
+          const guarded = verifierFor(issuer, { blacklist });
+          const token = issuer.sign();
+          await assert.rejects(guarded.verify(token), (err: { status?: number; message?: string }) => err.status === 503 && err.message === REVOCATIONS_RESTORING_MESSAGE);
+          const mirror = revocationMirror(lost.redis);
+          const state = await mirror.state();
+          assert.equal(state.ready, false);
+          assert.ok(Math.abs(state.born - Date.now()) < 5000, `born ${state.born}`);
+          await assert.rejects(guarded.verify(token), { status: 503 }, 'still not ready: nobody re-seeded');
+          assert.equal(await mirror.markReady(state.born + 1), false, 'a re-seed of another loss does not open it');
+          assert.equal(await mirror.markReady(state.born), true);
+          assert.equal((await guarded.verify(token)).tokenId.length > 0, true);
+          // Lost again: the hash is gone with everything else.
+          await lost.redis.del(REVOCATION_MIRROR_KEY);
+          await assert.rejects(guarded.verify(token), { status: 503 });
+          assert.equal(await mirror.markNotReady() > 0, true);
+        } finally {
+          await lost.close();
+        }
+      });
     });
 
     describe('when Redis is unreachable', () => {

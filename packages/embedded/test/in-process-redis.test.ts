@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { redisBlacklist } from '@platform/auth';
+import { RevocationsUnavailableError, redisBlacklist, revocationMirror } from '@platform/auth';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
 import { createReplayGuard } from '../../../gateway/src/idempotency/replay-guard.ts';
@@ -47,10 +47,16 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     assert.equal(await guard.claim({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
   });
 
-  it('keeps the blacklist with EXAT and finds a token by either of its keys (EXISTS with several keys)', async () => {
+  it('keeps the blacklist with EXAT and finds a token by either of its keys, behind the revocation mirror\'s state (its Lua script)', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
     const blacklist = redisBlacklist(redis);
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
+    // A fresh key space is a Redis that lost its data: not whole until identity's keeper says so.
+    await assert.rejects(blacklist.isRevoked(token), RevocationsUnavailableError);
+    const mirror = revocationMirror(redis);
+    const { born, ready } = await mirror.state();
+    assert.equal(ready, false);
+    assert.equal(await mirror.markReady(born), true);
     assert.equal(await blacklist.isRevoked(token), false);
     await blacklist.revoke(token.tokenId, Math.floor(Date.now() / 1000) + 60);
     assert.equal(await blacklist.isRevoked(token), true);

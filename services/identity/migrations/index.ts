@@ -9,6 +9,7 @@ import { activationCodeAccountNumber } from './0007_activation_code_account_numb
 import { auditEvents } from './0008_audit_events.ts';
 import { sessionOrigin } from './0009_session_origin.ts';
 import { userSearchIndexes } from './0010_user_search_indexes.ts';
+import { revokedSessionsIndex } from './0011_revoked_sessions_index.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -22,4 +23,5 @@ export const migrations: readonly Migration[] = [
   auditEvents,
   sessionOrigin,
   userSearchIndexes,
+  revokedSessionsIndex,
 ];

@@ -19,6 +19,7 @@ import { auditRouter } from './audit/audit.routes.ts';
 import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
 import type { PasswordHasher } from './auth/password-hasher.ts';
+import type { RevocationMirrorKeeper } from './auth/revocation-mirror-keeper.ts';
 import { createSessionRevoker } from './auth/session-revoker.ts';
 import { sessionsRouter } from './auth/sessions.routes.ts';
 import { type SigningKey, distinctKeys, jwksOf, verificationKeyFromPem } from './auth/signing-key.ts';
@@ -46,6 +47,8 @@ export interface IdentityDeps {
   signingKey: SigningKey;
   mailer: Mailer;
   sms: SmsSender;
+  /** Keeps Redis's revocation mirror whole (CONTRACT.md part 13); started by the composition root. */
+  revocations: RevocationMirrorKeeper;
 }
 
 /** Builds the identity service's Express app. It never listens: index.ts or a test does. */
@@ -60,7 +63,7 @@ export function createApp(deps: IdentityDeps): Express {
     audience: config.JWT_AUDIENCE,
     blacklist,
   });
-  const sessions = createSessionRevoker(blacklist, config.ACCESS_TOKEN_TTL_S, deps.logger);
+  const sessions = createSessionRevoker(blacklist, config.ACCESS_TOKEN_TTL_S, deps.logger, () => deps.revocations.markDirty());
   const auth: AuthServices = {
     db,
     logger: deps.logger,
@@ -83,7 +86,7 @@ export function createApp(deps: IdentityDeps): Express {
   const app = createApiApp({
     logger: deps.logger,
     metrics: deps.metrics,
-    checks: [databaseCheck(db), redisCheck(deps.redis)],
+    checks: [databaseCheck(db), redisCheck(deps.redis), deps.revocations.readiness],
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     apiSpec: OPENAPI_PATH,

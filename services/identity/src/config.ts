@@ -55,6 +55,11 @@ export const identityConfigSpec = {
   JWT_ISSUER: env.string('`iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
   JWT_AUDIENCE: env.string('`aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
   ACCESS_TOKEN_TTL_S: env.integer('Access token lifetime, seconds', { min: 60, max: 86_400 }, { default: 900 }),
+  REVOCATION_MIRROR_CHECK_MS: env.integer(
+    'How often each identity process checks that Redis still holds the revocation mirror (re-seeds it from Postgres when not)',
+    { min: 100, max: 4000 },
+    { default: 1000 },
+  ),
   REFRESH_TOKEN_TTL_S: env.integer('Refresh token lifetime, seconds', { min: 300, max: 31_536_000 }, { default: 2_592_000 }),
   SESSION_MAX_LIFETIME_S: env.integer('Absolute lifetime of a login session, seconds: no refresh after it, however often rotated', { min: 300, max: 315_360_000 }, {
     default: 7_776_000,

@@ -10,10 +10,12 @@ import {
   packageRoot,
   serveUntilStopped,
 } from '@platform/service-kit';
+import { redisBlacklist, revocationMirror } from '@platform/auth';
 import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
 import { startAuditPruning } from './audit/audit-retention.ts';
 import { createPasswordHasher } from './auth/password-hasher.ts';
+import { startRevocationMirrorKeeper } from './auth/revocation-mirror-keeper.ts';
 import { loadOrCreateLocalKeyPem, signingKeyFromPem } from './auth/signing-key.ts';
 import { identityConfigProblems, identityConfigSpec } from './config.ts';
 import { createMailer } from './notifications/mailer.ts';
@@ -57,10 +59,20 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
   await ensureBootstrapAdmin({ db, hasher, logger }, { username: config.BOOTSTRAP_ADMIN_USERNAME, password: config.BOOTSTRAP_ADMIN_PASSWORD });
 
   const auditPruning = startAuditPruning({ db, logger, retentionDays: config.AUDIT_RETENTION_DAYS });
+  const revocations = startRevocationMirrorKeeper({
+    db,
+    mirror: revocationMirror(redis),
+    blacklist: redisBlacklist(redis),
+    accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
+    intervalMs: config.REVOCATION_MIRROR_CHECK_MS,
+    logger,
+  });
+  // Before listening: the first bearer request should not meet a mirror nobody has checked yet.
+  await revocations.checkNow();
 
   await serveUntilStopped({
     service: 'identity',
-    app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms }),
+    app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms, revocations }),
     port: config.IDENTITY_PORT,
     host: config.HOST,
     logger,
@@ -72,6 +84,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     connections: { postgres: config.IDENTITY_DATABASE_URL, redis: config.REDIS_URL },
     closers: [
       { name: 'audit pruning', close: () => auditPruning.stop() },
+      { name: 'revocation mirror keeper', close: () => revocations.stop() },
       { name: 'postgres', close: () => db.destroy() },
       { name: 'redis', close: () => closeRedis(redis) },
       { name: 'password workers', close: () => hasher.close() },

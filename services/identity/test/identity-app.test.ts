@@ -14,10 +14,12 @@ import {
 import { migrations } from '../migrations/index.ts';
 import { OPENAPI_PATH, createApp } from '../src/app.ts';
 import { type PasswordHasher, createPasswordHasher } from '../src/auth/password-hasher.ts';
+import type { RevocationMirrorKeeper } from '../src/auth/revocation-mirror-keeper.ts';
 import { generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
 import { identityConfigSpec } from '../src/config.ts';
 import { createMailer } from '../src/notifications/mailer.ts';
 import { createSmsSender } from '../src/notifications/sms-sender.ts';
+import { startRevocationKeeper } from './support/identity-harness.ts';
 
 describe('identity app', () => {
   let database: TestDatabase;
@@ -36,9 +38,16 @@ describe('identity app', () => {
     await database.drop();
   });
 
-  function build(redis = testRedis.redis) {
+  const keepers: RevocationMirrorKeeper[] = [];
+  afterEach(async () => {
+    for (const keeper of keepers.splice(0)) await keeper.stop();
+  });
+
+  async function build(redis = testRedis.redis) {
     const config = loadConfig(identityConfigSpec, { OPENAPI_VALIDATE_RESPONSES: 'true' });
     const log = captureLogger('identity');
+    const revocations = await startRevocationKeeper(database.db, redis, config, log.logger);
+    keepers.push(revocations);
     const app = createApp({
       config,
       logger: log.logger,
@@ -50,23 +59,24 @@ describe('identity app', () => {
       signingKey,
       mailer: createMailer({ provider: 'log' }, log.logger),
       sms: createSmsSender({ provider: 'log' }, log.logger),
+      revocations,
     });
     return { app, log };
   }
 
   describe('GET /health/ready', () => {
     it('when Postgres and Redis answer, answers 200', async () => {
-      const res = await request(build().app).get('/health/ready');
+      const res = await request((await build()).app).get('/health/ready');
       assert.equal(res.status, 200);
-      assert.deepEqual(res.body, { status: 'ready', checks: { postgres: 'up', redis: 'up' } });
+      assert.deepEqual(res.body, { status: 'ready', checks: { postgres: 'up', redis: 'up', revocations: 'up' } });
     });
 
-    it('when Redis is unreachable, answers 503 naming it', async () => {
+    it('when Redis is unreachable, answers 503 naming it, and the revocation mirror it cannot check', async () => {
       const redis = unreachableRedis();
       try {
-        const res = await request(build(redis).app).get('/health/ready');
+        const res = await request((await build(redis)).app).get('/health/ready');
         assert.equal(res.status, 503);
-        assert.deepEqual(res.body.messages, ['redis is unreachable']);
+        assert.deepEqual(res.body.messages, ['redis is unreachable', 'revocations is unreachable']);
       } finally {
         await closeRedis(redis);
       }
@@ -75,7 +85,7 @@ describe('identity app', () => {
 
   describe('an unknown path', () => {
     it('answers 404 in the error shape with X-Request-Id', async () => {
-      const res = await request(build().app).get('/v1/nothing-here?x=1');
+      const res = await request((await build()).app).get('/v1/nothing-here?x=1');
       assert.equal(res.status, 404);
       assert.match(res.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
       assert.deepEqual(Object.keys(res.body).sort(), ['error', 'message', 'path', 'status', 'timestamp']);
@@ -118,7 +128,7 @@ describe('identity app', () => {
     });
 
     it('a valid request is answered by its router (here: 401 without a token), not by the 501 fallback', async () => {
-      const { app } = build();
+      const { app } = await build();
       const res = await request(app).get('/v1/accounts/8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e');
       assert.equal(res.status, 401);
     });
@@ -126,7 +136,7 @@ describe('identity app', () => {
 
   describe('request validation against openapi.yaml', () => {
     it('rejects a body breaking the schema with 400 and one message per violation', async () => {
-      const res = await request(build().app)
+      const res = await request((await build()).app)
         .post('/v1/users/create')
         .send({ username: 'not-an-email', firstName: 'A', lastName: 'B', locale: 'english', timezone: 'Europe/Istanbul', roles: ['KING'], status: 'ACTIVE', surprise: 1 });
       assert.equal(res.status, 400);
@@ -141,7 +151,7 @@ describe('identity app', () => {
     });
 
     it('answers 400 for malformed JSON, 415 for a wrong Content-Type, 413 over 100 kB, 405 for a wrong method', async () => {
-      const { app } = build();
+      const { app } = await build();
       const malformed = await request(app).post('/v1/auth/login').set('Content-Type', 'application/json').send('{"username":');
       assert.equal(malformed.status, 400);
       assert.equal(malformed.body.message, 'Request body is not valid JSON');

@@ -1,8 +1,10 @@
 import { type KeyObject, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import type { Jwks } from '../key-source.ts';
+import { REVOCATION_MIRROR_KEY } from '../revocation-mirror.ts';
 import type { Role } from '../roles.ts';
 
 /** Claims a test token may override; everything else gets a valid default. */
@@ -75,4 +77,12 @@ export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:t
       };
     },
   };
+}
+
+/**
+ * Marks the revocation mirror of `redis` whole and born at the epoch, as identity's keeper does once it
+ * has re-seeded (CONTRACT.md part 13): for tests of token consumers that run without an identity process.
+ */
+export async function markRevocationsRestored(redis: Redis): Promise<void> {
+  await redis.hset(REVOCATION_MIRROR_KEY, 'born', '0', 'ready', '1');
 }

@@ -9,15 +9,19 @@ export interface SessionRevoker {
   revoke(sessionIds: readonly string[]): Promise<void>;
 }
 
-/** Session revocations in the shared blacklist, each kept as long as an access token can live. */
-export function createSessionRevoker(blacklist: TokenBlacklist, accessTokenTtlS: number, logger: Logger): SessionRevoker {
+/**
+ * Session revocations in the shared blacklist, each kept as long as an access token can live. When Redis
+ * cannot take one, `missed` is told: the sessions are ended in Postgres already, and the revocation
+ * mirror keeper re-seeds Redis from there (failing bearer requests closed meanwhile) once it answers.
+ */
+export function createSessionRevoker(blacklist: TokenBlacklist, accessTokenTtlS: number, logger: Logger, missed: () => void = () => undefined): SessionRevoker {
   return {
     async revoke(sessionIds) {
       try {
         await blacklist.revokeSessions(sessionIds, Math.floor(Date.now() / 1000) + accessTokenTtlS);
       } catch (err) {
-        // The sessions are ended in Postgres already; what is lost is only the early end of their access tokens.
-        logger.warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist');
+        missed();
+        logger.warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');
       }
     },
   };

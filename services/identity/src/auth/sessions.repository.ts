@@ -154,3 +154,19 @@ export async function endUserSessions(db: Knex, userId: string, reason: SessionE
   }
   return ids;
 }
+
+/** A session that ended, and when. */
+export interface EndedSession {
+  id: string;
+  revokedAt: Date;
+}
+
+/**
+ * Sessions ended after `since`, oldest first, `limit` of them after the one `after` names: what the
+ * revocation mirror must hold while their access tokens may still live (index sessions_revoked_recently).
+ */
+export async function sessionsEndedSince(db: Knex, since: Date, limit: number, after?: EndedSession): Promise<EndedSession[]> {
+  const query = db('sessions').where('revoked_at', '>', since).orderBy([{ column: 'revoked_at' }, { column: 'id' }]).limit(limit).select('id', 'revoked_at as revokedAt');
+  if (after !== undefined) query.whereRaw('(revoked_at, id) > (?, ?)', [after.revokedAt, after.id]);
+  return (await query) as EndedSession[];
+}

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Role } from '@platform/auth';
 import type { Express } from 'express';
 import request from 'supertest';
-import { type Knex, type Redis, assertForwarding, createMetrics, loadConfig } from '@platform/service-kit';
+import { redisBlacklist, revocationMirror } from '@platform/auth';
+import { type Knex, type Logger, type Redis, assertForwarding, createMetrics, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger, createTestDatabase, createTestRedis } from '@platform/service-kit/testing';
 import { migrations } from '../../migrations/index.ts';
 import { createApp } from '../../src/app.ts';
 import { type PasswordHasher, createPasswordHasher } from '../../src/auth/password-hasher.ts';
+import { type RevocationMirrorKeeper, startRevocationMirrorKeeper } from '../../src/auth/revocation-mirror-keeper.ts';
 import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../src/auth/signing-key.ts';
 import { type IdentityConfig, identityConfigSpec } from '../../src/config.ts';
 import { createMailer } from '../../src/notifications/mailer.ts';
@@ -48,7 +50,25 @@ export interface IdentityHarness {
    * (CONTRACT.md part 10): what identity believes of the caller's address and client key.
    */
   viaGateway(method: string, target: string, origin: { address: string; clientKeyId?: string }): Record<string, string>;
+  /** The revocation mirror keeper of the harness (CONTRACT.md part 13). */
+  revocations: RevocationMirrorKeeper;
+  /** Deletes every key of the harness's Redis prefix, as a Redis that lost its data (CONTRACT.md part 13). */
+  loseRedisData(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Starts a revocation mirror keeper as identity's composition root does, and waits for its first check. */
+export async function startRevocationKeeper(db: Knex, redis: Redis, config: IdentityConfig, logger: Logger): Promise<RevocationMirrorKeeper> {
+  const keeper = startRevocationMirrorKeeper({
+    db,
+    mirror: revocationMirror(redis),
+    blacklist: redisBlacklist(redis),
+    accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
+    intervalMs: config.REVOCATION_MIRROR_CHECK_MS,
+    logger,
+  });
+  await keeper.checkNow();
+  return keeper;
 }
 
 /** A username nobody else in the run has. */
@@ -81,6 +101,8 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
   const log = captureLogger('identity');
   const hasher = await createPasswordHasher({ cost: firstConfig.BCRYPT_COST, threads: firstConfig.PASSWORD_HASH_THREADS });
   const mailer = createMailer({ provider: 'http', url: firstConfig.MAIL_HTTP_URL, timeoutMs: firstConfig.NOTIFY_HTTP_TIMEOUT_MS }, log.logger);
+  // As the composition root does: the revocation mirror checked before the first request.
+  const revocations = await startRevocationKeeper(database.db, testRedis.redis, firstConfig, log.logger);
   /** The app as a process started with these settings would make it, on the harness's database, Redis and providers. */
   const build = (config: IdentityConfig) => {
     // As index.ts does outside local: JWT_PRIVATE_KEY when a test sets it (key rotation), else a fresh key.
@@ -95,6 +117,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
       hasher,
       signingKey,
       mailer,
+      revocations,
       sms: createSmsSender({ provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger),
     });
     return { app, config, signingKey };
@@ -144,7 +167,13 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
         'x-internal-assertion': assertForwarding(harness.config.INTERNAL_ASSERTION_KEY, facts),
       };
     },
+    revocations,
+    async loseRedisData() {
+      const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}*`);
+      if (keys.length > 0) await testRedis.redis.del(...keys.map((key) => key.slice(testRedis.keyPrefix.length)));
+    },
     async close() {
+      await revocations.stop();
       await hasher.close();
       await mail.close();
       await sms.close();

@@ -1,4 +1,4 @@
-import { type TestIssuer, createTestIssuer } from '@platform/auth/testing';
+import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
 import { type Redis, type ServerHandle, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import {
   type CapturedLogger,
@@ -40,6 +40,8 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
   const database = await createTestDatabase(prefix, migrations);
   await seedStationData(database.db);
   const testRedis = await createTestRedis(prefix);
+  // No identity here to keep the revocation mirror: it is marked whole, as identity's keeper leaves it.
+  await markRevocationsRestored(testRedis.redis);
   const issuer = createTestIssuer();
   const jwks = await issuer.serveJwks();
   const config = loadConfig(riskConfigSpec, {

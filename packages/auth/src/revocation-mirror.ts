@@ -1,0 +1,99 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
+ * says whether the mirror is whole: `born` is when the platform found Redis without it (ms, the clock of
+ * the process that noticed), `ready` is `1` once identity has re-seeded every revocation that may still be live. A Redis
+ * that lost its data has no hash; whoever notices first creates it not ready, and from then on every
+ * request with a bearer token fails closed until identity has re-seeded.
+ */
+export const REVOCATION_MIRROR_KEY = 'auth:mirror';
+
+/**
+ * A Lua function every per-request script starts with: the mirror's state `born` (as stored: decimal
+ * text) and `ready`, created (not
+ * ready, born `now`: the caller's clock, in ms) when it is missing, in the same atomic step as the rest of
+ * the script, so telling a lost Redis costs no extra round trip. Scalar replies only (HGET, not HMGET or
+ * TIME): the embedded fallback's Lua (ioredis-mock) indexes the tables of multi-replies from 0.
+ */
+export const MIRROR_STATE_LUA = `
+local function mirror_state(key, now)
+  local ready = redis.call('HGET', key, 'ready')
+  if not ready then
+    redis.call('HSETNX', key, 'born', now)
+    redis.call('HSETNX', key, 'ready', '0')
+    ready = redis.call('HGET', key, 'ready')
+  end
+  return redis.call('HGET', key, 'born'), ready == '1'
+end
+`;
+
+/**
+ * Returns `<born>:<ready 1 or 0>`, creating the hash when it is missing. One string, not a table: the
+ * embedded fallback's Lua (ioredis-mock on fengari) hands a table back as a proxy, not an array.
+ */
+const STATE_SCRIPT = `${MIRROR_STATE_LUA}
+local born, ready = mirror_state(KEYS[1], ARGV[1])
+return born .. ':' .. (ready and '1' or '0')
+`;
+
+/** Marks the mirror not ready (keeps or sets `born`); returns `born`. */
+const NOT_READY_SCRIPT = `${MIRROR_STATE_LUA}
+local born = mirror_state(KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], 'ready', '0')
+return born
+`;
+
+/** Marks the mirror ready, but only if it is still the one re-seeded (`born` unchanged): 1 when it did. */
+const READY_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'born') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'ready', '1')
+  return 1
+end
+return 0
+`;
+
+interface MirrorCommands {
+  revocationMirrorState(key: string, now: string): Promise<string>;
+  revocationMirrorNotReady(key: string, now: string): Promise<number>;
+  revocationMirrorReady(key: string, born: string): Promise<number>;
+}
+
+/** The mirror's state as identity's keeper reads and changes it. */
+export interface RevocationMirror {
+  /** Whether the mirror is whole, and since when this Redis has it; a missing mirror is created not ready. */
+  state(): Promise<{ born: number; ready: boolean }>;
+  /** Fails every bearer request closed until `markReady` (a revocation may be missing from Redis); returns `born`. */
+  markNotReady(): Promise<number>;
+  /** Opens again after a re-seed of the mirror born at `born`; false when Redis lost it meanwhile (re-seed again). */
+  markReady(born: number): Promise<boolean>;
+}
+
+/** The mirror on `redis` (whose key prefix is the environment's). */
+export function revocationMirror(redis: Redis): RevocationMirror {
+  redis.defineCommand('revocationMirrorState', { numberOfKeys: 1, lua: STATE_SCRIPT });
+  redis.defineCommand('revocationMirrorNotReady', { numberOfKeys: 1, lua: NOT_READY_SCRIPT });
+  redis.defineCommand('revocationMirrorReady', { numberOfKeys: 1, lua: READY_SCRIPT });
+  // defineCommand adds methods TypeScript cannot see; this is their exact shape.
+  const commands = redis as unknown as MirrorCommands;
+  return {
+    async state() {
+      const [born, ready] = String(await commands.revocationMirrorState(REVOCATION_MIRROR_KEY, String(Date.now()))).split(':');
+      return { born: Number(born), ready: ready === '1' };
+    },
+    async markNotReady() {
+      return Number(await commands.revocationMirrorNotReady(REVOCATION_MIRROR_KEY, String(Date.now())));
+    },
+    async markReady(born) {
+      return Number(await commands.revocationMirrorReady(REVOCATION_MIRROR_KEY, String(born))) === 1;
+    },
+  };
+}
+
+/** Thrown by a verifier while the mirror is not whole: a 503, never a token accepted on a partial mirror. */
+export class RevocationsUnavailableError extends Error {
+  constructor() {
+    super('the revocation mirror in Redis is not whole (Redis lost its data); identity is re-seeding it');
+    this.name = 'RevocationsUnavailableError';
+  }
+}

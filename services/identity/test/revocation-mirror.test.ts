@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { REVOCATION_MIRROR_KEY, revocationMirror } from '@platform/auth';
+import request from 'supertest';
+import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+
+/**
+ * CONTRACT.md part 13 at identity: revocations are recorded in Postgres; when Redis loses its data, every
+ * bearer request fails closed (503) until the keeper has re-seeded what may still be live, then live
+ * tokens work again and revoked ones stay refused. A revocation that could not reach Redis is re-seeded too.
+ */
+describe('the revocation mirror (Redis lost its data)', function () {
+  this.timeout(30_000);
+  let identity: IdentityHarness;
+
+  before(async () => {
+    // A slow keeper, so a test sees the window between the loss and the re-seed.
+    identity = await startIdentity({ REVOCATION_MIRROR_CHECK_MS: '4000' });
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  const account = (user: { id: string }, token: string) => request(identity.app).get(`/v1/accounts/${user.id}`).set('Authorization', `Bearer ${token}`);
+
+  async function untilStatus(user: { id: string }, token: string, wanted: number, withinMs: number): Promise<number> {
+    const deadline = Date.now() + withinMs;
+    let status = 0;
+    while (Date.now() < deadline) {
+      status = (await account(user, token)).status;
+      if (status === wanted) return status;
+      await sleep(100);
+    }
+    return status;
+  }
+
+  it('when Redis lost its data, answers 503 to every token until re-seeded, then the live token 404 (no account) and the logged-out one 401', async () => {
+    const live = await identity.createUser();
+    const gone = await identity.createUser();
+    const liveToken = (await identity.login(live)).accessToken;
+    const goneToken = (await identity.login(gone)).accessToken;
+    assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: goneToken })).status, 200);
+    assert.equal((await account(gone, goneToken)).status, 401);
+
+    await identity.loseRedisData();
+    const during = await account(live, liveToken);
+    assert.equal(during.status, 503, JSON.stringify(during.body));
+    assert.equal(during.body.message, 'Token revocations are being restored after a data loss; try again shortly');
+    assert.equal((await account(gone, goneToken)).status, 503, 'a logged-out token is never let through');
+    assert.equal((await revocationMirror(identity.redis).state()).ready, false);
+
+    await identity.revocations.checkNow();
+    assert.equal(await untilStatus(live, liveToken, 404, 5000), 404, 'the live token works again (the user has no account)');
+    assert.equal((await account(gone, goneToken)).status, 401, 'the logged-out token stays refused');
+    assert.equal((await request(identity.app).get('/health/ready')).status, 200);
+  });
+
+  it('when the keeper runs on its own, recovery takes at most one check interval (4 s here)', async () => {
+    const user = await identity.createUser();
+    const token = (await identity.login(user)).accessToken;
+    await identity.loseRedisData();
+    const lost = Date.now();
+    assert.equal(await untilStatus(user, token, 404, 6000), 404);
+    assert.ok(Date.now() - lost < 5000, `recovered after ${Date.now() - lost} ms`);
+  });
+
+  it('when a revocation could not reach Redis, the mirror is closed and re-seeded once it answers, so the revoked token stays refused', async () => {
+    const user = await identity.createUser();
+    const token = (await identity.login(user)).accessToken;
+    identity.revocations.markDirty();
+    await identity.revocations.checkNow();
+    assert.equal((await account(user, token)).status, 404, 'a re-seed leaves live tokens working');
+    // A session ended in Postgres whose revocation never reached Redis (as when Redis was down).
+    await identity.db('sessions').where({ user_id: user.id }).update({ revoked_at: identity.db.fn.now(), revoked_reason: 'revoked' });
+    assert.equal((await account(user, token)).status, 404, 'not yet known to Redis');
+    identity.revocations.markDirty();
+    await identity.revocations.checkNow();
+    assert.equal((await account(user, token)).status, 401);
+    assert.equal(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'ready'), '1');
+  });
+});
