@@ -62,7 +62,9 @@ describe('pnpm start with Postgres and Redis unreachable (embedded fallback)', f
       assert.ok(existsSync(join(dataDir, 'pglite', 'identity', 'PG_VERSION')));
       assert.ok(existsSync(join(dataDir, 'pglite', 'risk', 'PG_VERSION')));
     } finally {
-      await child.kill();
+      // Stopped, not killed, when a check above failed: pnpm start stops the processes it started in their
+      // own groups, which a SIGKILL of it would leave running. Killed only if it does not stop.
+      await child.stop('SIGINT', 15_000);
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

@@ -32,7 +32,9 @@ describe('pnpm start (scripts/start-local.ts)', function () {
         await assert.rejects(fetch(`http://127.0.0.1:${port}/health/live`), `port ${port} still answers`);
       }
     } finally {
-      await child.kill();
+      // Stopped, not killed, when a check above failed: pnpm start stops the processes it started in their
+      // own groups, which a SIGKILL of it would leave running. Killed only if it does not stop.
+      await child.stop('SIGINT', 15_000);
       for (const url of Object.values(databases)) await dropDatabase(url);
     }
   });
