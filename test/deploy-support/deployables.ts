@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APP_ENVS, type ConfigSpec } from '@platform/service-kit';
 import type { EnvValue } from '@platform/stack';
-import { gatewayConfigSpec } from '../../gateway/src/config.ts';
+import { type GatewayConfig, gatewayConfigProblems, gatewayConfigSpec } from '../../gateway/src/config.ts';
 import { type IdentityConfig, identityConfigProblems, identityConfigSpec } from '../../services/identity/src/config.ts';
 import { riskConfigSpec } from '../../services/risk/src/config.ts';
 
@@ -30,7 +30,15 @@ export interface Deployable {
 }
 
 export const DEPLOYABLES: readonly Deployable[] = [
-  { name: 'gateway', dir: 'gateway', portKey: 'GATEWAY_PORT', managementPortKey: 'GATEWAY_MANAGEMENT_PORT', spec: gatewayConfigSpec, scripts: {} },
+  {
+    name: 'gateway',
+    dir: 'gateway',
+    portKey: 'GATEWAY_PORT',
+    managementPortKey: 'GATEWAY_MANAGEMENT_PORT',
+    spec: gatewayConfigSpec,
+    refine: (config) => gatewayConfigProblems(config as unknown as GatewayConfig),
+    scripts: {},
+  },
   {
     name: 'identity',
     dir: 'services/identity',

@@ -1,3 +1,5 @@
+// First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+import './tracing.ts';
 import {
   type Host,
   closeRedis,
@@ -6,6 +8,7 @@ import {
   createMetrics,
   createRedis,
   loadConfigOrExit,
+  stopTracing,
   serveUntilStopped,
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
@@ -57,6 +60,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
       { name: 'station index', close: () => stations.stop() },
       { name: 'postgres', close: () => db.destroy() },
       { name: 'redis', close: () => closeRedis(redis) },
+      // Last: the spans of the drained requests are flushed to the collector.
+      { name: 'tracing', close: stopTracing },
     ],
   });
 }
