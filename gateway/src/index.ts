@@ -34,10 +34,12 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
   const metrics = createMetrics('gateway', { collectDefault: true });
 
   // CONTRACT.md part 12: keys from a file replace GATEWAY_CLIENT_KEYS and change without a restart.
+  // The counter is there without a file too, at zero, so that dashboards and alerts always find it.
+  const countReload = clientKeysReloadCounter(metrics);
   let keysFile: ClientKeysFile | undefined;
   if (config.GATEWAY_CLIENT_KEYS_FILE !== '') {
     try {
-      keysFile = await watchClientKeysFile({ path: config.GATEWAY_CLIENT_KEYS_FILE, logger, onReload: clientKeysReloadCounter(metrics) });
+      keysFile = await watchClientKeysFile({ path: config.GATEWAY_CLIENT_KEYS_FILE, logger, onReload: countReload });
     } catch (err) {
       logger.fatal({ path: config.GATEWAY_CLIENT_KEYS_FILE, reason: err instanceof Error ? err.message : String(err) }, 'GATEWAY_CLIENT_KEYS_FILE holds no valid client keys');
       process.exit(1);

@@ -97,7 +97,9 @@ export function configProblems(where: string, spec: ConfigSpec, env: ReadonlyMap
   }
   const config: Record<string, unknown> = { APP_ENV: appEnv };
   for (const [name, field] of Object.entries(spec)) {
-    const value = env.get(name);
+    const set = env.get(name);
+    // As loadConfig reads it: an empty value is no value.
+    const value = set !== undefined && 'literal' in set && set.literal.trim() === '' ? undefined : set;
     if (value === undefined) {
       if (appEnv === 'local' && field.localDefault !== undefined) config[name] = field.localDefault;
       else if (field.default !== undefined) config[name] = field.default;

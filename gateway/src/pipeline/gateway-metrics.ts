@@ -69,5 +69,6 @@ export function clientKeysReloadCounter(metrics: Metrics): (outcome: string) => 
     labelNames: ['outcome'],
     registers: [metrics.registry],
   });
+  for (const outcome of ['applied', 'invalid', 'unreadable']) reloads.inc({ outcome }, 0);
   return (outcome) => reloads.inc({ outcome });
 }

@@ -7,6 +7,7 @@ import {
   createLogger,
   createMetrics,
   createRedis,
+  databaseCheck,
   loadConfigOrExit,
   stopTracing,
   serveUntilStopped,
@@ -39,6 +40,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
   const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
   const metrics = createMetrics('risk', { collectDefault: true });
+  // Not a readiness check (requests are answered from the index while Postgres is away), but its health.
+  metrics.watchDependencies([databaseCheck(db)]);
   // The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
   // ready until a later poll succeeds.
   const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
