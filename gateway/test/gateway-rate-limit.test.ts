@@ -134,7 +134,7 @@ describe('gateway rate limits: a sliding window, not a fixed one', function () {
 
   before(async () => {
     testRedis = await createTestRedis('gw-rate-window');
-    gw = await startGateway({ redis: testRedis.redis, env: { GATEWAY_RATE_LIMITS: JSON.stringify({ '*': { limit: 10, windowS: 6 } }) } });
+    gw = await startGateway({ redis: testRedis.redis, env: { GATEWAY_RATE_LIMITS: JSON.stringify({ '*': { limit: 10, windowS: 6 }, 'test-ed25519': { limit: 1000, windowS: 1 } }) } });
   });
   after(async () => {
     await gw.close();
@@ -146,6 +146,21 @@ describe('gateway rate limits: a sliding window, not a fixed one', function () {
     const answers = await Promise.all(Array.from({ length: n }, () => send(gw.url, 'GET', target, signedHeaders('GET', target, { key: gw.keys.hmac, bearer: gw.issuer.sign() }))));
     return { admitted: answers.filter((a) => a.status === 200).length, answers };
   };
+
+  it('keeps no more than the window\'s sub-windows in Redis, however long a key keeps asking', async () => {
+    // A key of its own policy: 100 ms sub-windows, 25 of them passing while it asks.
+    const target = CITIES;
+    for (let i = 0; i < 25; i += 1) {
+      const res = await send(gw.url, 'GET', target, signedHeaders('GET', target, { key: gw.keys.ed25519, bearer: gw.issuer.sign() }));
+      assert.equal(res.status, 200);
+      await sleep(100);
+    }
+    const [key] = (await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:test-ed25519:*`)).map((k) => k.slice(testRedis.keyPrefix.length));
+    assert.ok(key !== undefined);
+    const fields = await testRedis.redis.hlen(key);
+    assert.ok(fields >= 5 && fields <= 11, `${fields} sub-windows kept`);
+    assert.ok((await testRedis.redis.pttl(key)) <= 1100);
+  });
 
   it('admits a request when the oldest requests leave the last 6 s, never the limit again at once (a fixed window would admit 2× at its edge)', async () => {
     const started = Date.now();

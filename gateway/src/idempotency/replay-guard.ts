@@ -32,33 +32,36 @@ if limit > 0 then
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   local current = math.floor(now / width)
   local oldest = current - ${RATE_BUCKETS}
-  local counts, used = {}, 0
-  local fields = redis.call('HGETALL', KEYS[1])
-  for i = 1, #fields, 2 do
-    local bucket = tonumber(fields[i])
-    if bucket < oldest then
-      redis.call('HDEL', KEYS[1], fields[i])
-    else
-      counts[bucket] = tonumber(fields[i + 1])
-      used = used + counts[bucket]
-    end
+  local fields = {}
+  for i = 0, ${RATE_BUCKETS} do fields[i + 1] = oldest + i end
+  local counts = redis.call('HMGET', KEYS[1], unpack(fields))
+  local used = 0
+  for i = 1, ${RATE_BUCKETS + 1} do
+    counts[i] = tonumber(counts[i]) or 0
+    used = used + counts[i]
   end
-  local bucket = oldest
+  local first = 1
   if used >= limit then
     -- The first sub-window whose leaving makes room; it leaves when ${RATE_BUCKETS} + 1 more have begun.
     local left = used
-    while bucket < current do
-      left = left - (counts[bucket] or 0)
+    while first < ${RATE_BUCKETS + 1} do
+      left = left - counts[first]
       if left < limit then break end
-      bucket = bucket + 1
+      first = first + 1
     end
-    return {4, 0, (bucket + ${RATE_BUCKETS + 1}) * width - now}
+    return {4, 0, (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now}
   end
   redis.call('HINCRBY', KEYS[1], current, 1)
   redis.call('PEXPIRE', KEYS[1], ${RATE_BUCKETS + 1} * width)
+  -- Sub-windows that left the window are deleted when a new one begins (rarely: once per sub-window).
+  if redis.call('HLEN', KEYS[1]) > ${RATE_BUCKETS + 1} then
+    for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+      if tonumber(field) < oldest then redis.call('HDEL', KEYS[1], field) end
+    end
+  end
   remaining = limit - used - 1
-  while bucket < current and (counts[bucket] or 0) == 0 do bucket = bucket + 1 end
-  wait = (bucket + ${RATE_BUCKETS + 1}) * width - now
+  while first < ${RATE_BUCKETS + 1} and counts[first] == 0 do first = first + 1 end
+  wait = (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now
 end
 if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[1]) then return {1, remaining, wait} end
 if not redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2]) then return {2, remaining, wait} end

@@ -95,7 +95,7 @@ export function startTracing(service: string, source: Readonly<Record<string, st
   const sdk = load('@opentelemetry/sdk-trace') as typeof SdkTrace;
   const { registerInstrumentations } = load('@opentelemetry/instrumentation') as typeof Instrumentation;
   const { HttpInstrumentation } = load('@opentelemetry/instrumentation-http') as typeof HttpInstr;
-  const { ExpressInstrumentation } = load('@opentelemetry/instrumentation-express') as typeof ExpressInstr;
+  const { ExpressInstrumentation, ExpressLayerType } = load('@opentelemetry/instrumentation-express') as typeof ExpressInstr;
   const { PgInstrumentation } = load('@opentelemetry/instrumentation-pg') as typeof PgInstr;
   const { IORedisInstrumentation } = load('@opentelemetry/instrumentation-ioredis') as typeof IORedisInstr;
   // The exporters read the rest of their configuration (the endpoint, headers, timeout) from the environment.
@@ -115,7 +115,8 @@ export function startTracing(service: string, source: Readonly<Record<string, st
     instrumentations: [
       // Probes and scrapes would be most of the spans and say nothing about a request.
       new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health\/|metrics)/.test(req.url ?? '') }),
-      new ExpressInstrumentation(),
+      // Express's request handlers only (which name the route); a span per middleware cost more than the rest together.
+      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] }),
       new PgInstrumentation(),
       new IORedisInstrumentation(),
     ],
