@@ -22,8 +22,9 @@ describe('gateway trace context (CONTRACT.md part 12), without the OpenTelemetry
   });
 
   /** Sends a station request with these extra headers; returns what the upstream got and the gateway's line. */
-  async function through(extra: Record<string, string>) {
-    const headers = { ...signedHeaders('GET', CITIES, { key: gw.keys.hmac, bearer: gw.issuer.sign() }), ...extra };
+  async function through(extra: Record<string, string | readonly string[]>) {
+    // node:http sends an array as one header line per value.
+    const headers = { ...signedHeaders('GET', CITIES, { key: gw.keys.hmac, bearer: gw.issuer.sign() }), ...extra } as unknown as Record<string, string>;
     const res = await send(gw.url, 'GET', CITIES, headers);
     assert.equal(res.status, 200, res.body.toString());
     const received = gw.risk.received.at(-1)!;
@@ -52,6 +53,8 @@ describe('gateway trace context (CONTRACT.md part 12), without the OpenTelemetry
     ['version 00 with a fifth field', `00-${CLIENT_TRACE}-00f067aa0ba902b7-01-extra`],
     ['a short trace id', `00-${CLIENT_TRACE.slice(2)}-00f067aa0ba902b7-01`],
     ['trailing junk', `00-${CLIENT_TRACE}-00f067aa0ba902b7-01;x=<script>`],
+    ['two header lines', [`00-${CLIENT_TRACE}-00f067aa0ba902b7-01`, `00-${CLIENT_TRACE}-00f067aa0ba902b8-01`]],
+    ['8 kB of a later version\'s fields', `01-${CLIENT_TRACE}-00f067aa0ba902b7-01-${'a'.repeat(8000)}`],
   ] as const) {
     it(`when the client's traceparent is invalid (${name}), starts a new trace and never passes the client's value on`, async () => {
       const { upstream, line } = await through({ traceparent: value });
