@@ -69,6 +69,18 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     check('proxied answers with Connection: close', String(facts.gatewayConnectionClose), '0 of 50', facts.gatewayConnectionClose === 0);
   }
 
+  // Issue 19: what the rate-limit check and tracing add per request (no targets: figures to watch).
+  const cpu = (id: string, server: string) => results.find((r) => r.id === id)?.cpuUsPerRequest?.[server];
+  const added = (name: string, a: number | undefined, b: number | undefined) => {
+    if (a !== undefined && b !== undefined) ratios[name] = a - b;
+  };
+  added('rate limit: Redis CPU µs added per claim', cpu('claim-rate-limited', 'redis'), cpu('claim-plain', 'redis'));
+  added('rate limit: claim p50 ms added', by('claim-rate-limited')?.p50Ms, by('claim-plain')?.p50Ms);
+  added('tracing exported: gateway CPU µs added per answer', cpu('tracing-on', 'gateway-traced'), cpu('tracing-off', 'gateway'));
+  added('tracing exported: risk CPU µs added per answer', cpu('tracing-on', 'risk-traced'), cpu('tracing-off', 'risk'));
+  added('tracing 1 in 10: gateway CPU µs added per answer', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway'));
+  added('tracing 1 in 10: risk CPU µs added per answer', cpu('tracing-sampled', 'risk-traced'), cpu('tracing-off', 'risk'));
+
   const compareMs = typeof facts.bcryptCompareMs === 'number' ? facts.bcryptCompareMs : undefined;
   const logins = by('login-concurrent');
   if (compareMs !== undefined && logins !== undefined) {
@@ -123,7 +135,7 @@ export function formatReport(report: Report): string {
     ]),
   ]);
   const facts = Object.entries(report.facts).map(([k, v]) => `  ${k}: ${typeof v === 'number' ? fmt(v, 1) : String(v)}`);
-  const ratios = Object.entries(report.ratios).map(([k, v]) => `  ${k}: ${k.includes(' ms') ? fmt(v) : pct(v)}`);
+  const ratios = Object.entries(report.ratios).map(([k, v]) => `  ${k}: ${k.includes(' µs') ? fmt(v, 1) : k.includes(' ms') ? fmt(v) : pct(v)}`);
   const targets = table([
     ['target', 'reached', 'goal', 'met'],
     ...report.targets.map((t) => [t.name, t.reached, t.goal, t.met === undefined ? 'not run' : t.met ? 'yes' : 'NO']),

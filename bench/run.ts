@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { type Group, type BenchConfig, loadBenchConfig } from './config.ts';
 import type { RunContext } from './context.ts';
 import { loginScenarios } from './login.ts';
+import { rateLimitScenarios, tracingScenarios } from './observability.ts';
 import { memorySampler } from './processes.ts';
 import { type Report, evaluate, formatReport, machine } from './report.ts';
 import { scaleScenarios } from './scale.ts';
@@ -22,6 +23,8 @@ const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
   latency: latencyScenarios,
   login: loginScenarios,
   scale: scaleScenarios,
+  ratelimit: rateLimitScenarios,
+  tracing: tracingScenarios,
   users: userSearchScenarios,
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine for this project, idempotently: pnpm, PostgreSQL and Redis (installed
-# with apt-get when absent, started when not running), then the workspace dependencies from the
+# with apt-get when absent, started when not running), promtool, then the workspace dependencies from the
 # lockfile. Node 24 itself comes from the lockfile as the `node` package: nothing global is changed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -63,6 +63,19 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 fi
 for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null
+
+# --- promtool -----------------------------------------------------------------------------------
+# Prometheus's own checker validates and unit-tests the alerting rules and the dashboards' queries in
+# `pnpm test` (test/observability.test.ts). Debian's prometheus package ships it; no daemon is started
+# here (without systemd, none runs; with it, the service is stopped again).
+if ! command -v promtool >/dev/null 2>&1; then
+  log "installing promtool (Debian's prometheus package)"
+  apt_install --no-install-recommends prometheus
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+    as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+fi
+promtool --version >/dev/null
 
 # --- Dependencies (and Node 24) from the lockfile -----------------------------------------------
 log "installing dependencies from pnpm-lock.yaml"

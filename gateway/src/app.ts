@@ -11,7 +11,7 @@ import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
 import { operationTable } from './proxy/operation-table.ts';
 import { type UpstreamRoute, isUnder, upstreamRoutes } from './proxy/routes.ts';
 import { createUpstreamProxy } from './proxy/upstream-proxy.ts';
-import { verificationKeys } from './signing/verification-keys.ts';
+import { type KeyLookup, verificationKeys } from './signing/verification-keys.ts';
 
 /** The paths of the docs router (case-insensitive, as Express routes by default). */
 const DOCS_PATHS = /^\/(openapi\.json|docs)(\/|$)/i;
@@ -25,6 +25,8 @@ export interface GatewayDeps {
   lifecycle: Lifecycle;
   /** The merged API document: the operations the gateway proxies, served at /openapi.json and /docs. */
   apiDocument: OpenApiDocument;
+  /** The live keys of GATEWAY_CLIENT_KEYS_FILE; GATEWAY_CLIENT_KEYS' when omitted. */
+  clientKeys?: KeyLookup;
 }
 
 /** The gateway app and what must be closed with it. */
@@ -76,7 +78,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
       operations: operationTable(deps.apiDocument, Object.values(routes)),
       proxies,
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
-      signatures: { keys: verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
+      signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
+      rateLimits: config.GATEWAY_RATE_LIMITS,
       tokens,
       guard: createReplayGuard(deps.redis, {
         nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { type ConfigOf, env, httpLimitsSpec, internalAssertionSpec, packageRoot } from '@platform/service-kit';
+import { type ConfigOf, env, httpLimitsSpec, internalAssertionSpec, packageRoot, tracingSpec } from '@platform/service-kit';
+import { DEFAULT_RATE_LIMITS_JSON, parseRateLimits } from './rate-limit/rate-limits.ts';
 import { LOCAL_CLIENT_KEYS, parseClientKeys } from './signing/client-keys.ts';
 
 // The services' OpenAPI documents beside the gateway in the repository (from src/ and from dist/ alike).
@@ -29,10 +30,21 @@ export const gatewayConfigSpec = {
   }),
   JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
   JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
-  GATEWAY_CLIENT_KEYS: env.custom('JSON array of client keys { keyId, alg, secret | publicKey }', parseClientKeys, {
+  GATEWAY_CLIENT_KEYS: env.custom('JSON array of client keys { keyId, alg, secret | publicKey, notAfter? }; unused when GATEWAY_CLIENT_KEYS_FILE is set', parseClientKeys, {
     localDefault: LOCAL_CLIENT_KEYS,
+    // Outside local one of the two is required: gatewayConfigProblems says so.
+    default: [],
     secret: true,
   }),
+  GATEWAY_CLIENT_KEYS_FILE: env.string(
+    'File holding the client keys (the JSON of GATEWAY_CLIENT_KEYS), used instead of it and re-read within 5 s of a change; an invalid change keeps the last valid keys',
+    { default: '' },
+  ),
+  GATEWAY_RATE_LIMITS: env.custom(
+    'Rate limit per client key, JSON { "<keyId>" | "*": { "limit": N, "windowS": S } }: at most N signed requests per S seconds, shared by every replica through Redis',
+    parseRateLimits,
+    { default: parseRateLimits(DEFAULT_RATE_LIMITS_JSON) },
+  ),
   SIGNATURE_MAX_SKEW_S: env.integer('Allowed distance of a signature\'s `created` from the gateway clock, seconds', { min: 1, max: 3600 }, { default: 300 }),
   IDEMPOTENCY_TTL_UNSAFE_S: env.integer('How long POST/PATCH/PUT/DELETE idempotency keys are remembered, seconds', { min: 1, max: 604_800 }, { default: 86_400 }),
   IDEMPOTENCY_TTL_SAFE_S: env.integer('How long GET/HEAD idempotency keys are remembered, seconds', { min: 1, max: 86_400 }, { default: 600 }),
@@ -54,6 +66,16 @@ export const gatewayConfigSpec = {
   // The gateway's deadline is a backstop above UPSTREAM_TIMEOUT_MS, so an upstream's own 504 comes first.
   ...httpLimitsSpec({ requestDeadlineMs: 15_000 }),
   ...internalAssertionSpec,
+  // Read again, before anything else loads, by src/tracing.ts: OpenTelemetry's own variables (CONTRACT.md part 12).
+  ...tracingSpec,
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewayConfigSpec>;
+
+/** The rules across keys, applied after parsing (loadConfigOrExit's `refine`). */
+export function gatewayConfigProblems(config: Pick<GatewayConfig, 'APP_ENV' | 'GATEWAY_CLIENT_KEYS' | 'GATEWAY_CLIENT_KEYS_FILE'>): string[] {
+  if (config.GATEWAY_CLIENT_KEYS_FILE === '' && config.GATEWAY_CLIENT_KEYS.length === 0) {
+    return [`GATEWAY_CLIENT_KEYS is required in APP_ENV=${config.APP_ENV} unless GATEWAY_CLIENT_KEYS_FILE names a file of client keys`];
+  }
+  return [];
+}

@@ -1,8 +1,12 @@
-import { type Host, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped } from '@platform/service-kit';
+// First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+import './tracing.ts';
+import { type Host, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped, stopTracing } from '@platform/service-kit';
 import { createGateway } from './app.ts';
-import { gatewayConfigSpec } from './config.ts';
+import { gatewayConfigProblems, gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
 import type { OpenApiDocument } from './docs/openapi-merge.ts';
+import { clientKeysReloadCounter } from './pipeline/gateway-metrics.ts';
+import { type ClientKeysFile, watchClientKeysFile } from './signing/client-keys-file.ts';
 
 /**
  * Composition root: the only code that reads the environment, connects, and listens. Run as its own
@@ -10,7 +14,7 @@ import type { OpenApiDocument } from './docs/openapi-merge.ts';
  * each deployable its own environment, its Redis factory and its exit instead.
  */
 export async function startGateway(host: Host = { env: process.env }): Promise<void> {
-  const config = loadConfigOrExit(gatewayConfigSpec, host.env);
+  const config = loadConfigOrExit(gatewayConfigSpec, host.env, gatewayConfigProblems);
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 
   // The API documents are the gateway's allow-list (CONTRACT.md part 8): without them it cannot tell an
@@ -29,7 +33,20 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
   const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger, autoPipelining: false });
   const metrics = createMetrics('gateway', { collectDefault: true });
 
-  const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument });
+  // CONTRACT.md part 12: keys from a file replace GATEWAY_CLIENT_KEYS and change without a restart.
+  // The counter is there without a file too, at zero, so that dashboards and alerts always find it.
+  const countReload = clientKeysReloadCounter(metrics);
+  let keysFile: ClientKeysFile | undefined;
+  if (config.GATEWAY_CLIENT_KEYS_FILE !== '') {
+    try {
+      keysFile = await watchClientKeysFile({ path: config.GATEWAY_CLIENT_KEYS_FILE, logger, onReload: countReload });
+    } catch (err) {
+      logger.fatal({ path: config.GATEWAY_CLIENT_KEYS_FILE, reason: err instanceof Error ? err.message : String(err) }, 'GATEWAY_CLIENT_KEYS_FILE holds no valid client keys');
+      process.exit(1);
+    }
+  }
+
+  const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument, clientKeys: keysFile?.keys });
 
   await serveUntilStopped({
     service: 'gateway',
@@ -48,11 +65,18 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
       identity: config.IDENTITY_URL,
       risk: config.RISK_URL,
       jwks: config.IDENTITY_JWKS_URL,
-      clientKeys: config.GATEWAY_CLIENT_KEYS.map((k) => `${k.keyId} (${k.alg})`).join(', '),
+      clientKeys:
+        keysFile === undefined
+          ? config.GATEWAY_CLIENT_KEYS.map((k) => `${k.keyId} (${k.alg})`).join(', ')
+          : `${config.GATEWAY_CLIENT_KEYS_FILE}: ${keysFile.keyIds().join(', ')} (re-read every second)`,
+      rateLimits: config.GATEWAY_RATE_LIMITS.policies.map((p) => `${p.name === 'default' ? '*' : p.name} ${p.limit}/${p.windowS}s`).join(', '),
     },
     closers: [
       { name: 'upstream connections', close: async () => gateway.close() },
+      { name: 'client keys file', close: async () => keysFile?.close() },
       { name: 'redis', close: () => closeRedis(redis) },
+      // Last: the spans of the drained requests are flushed to the collector.
+      { name: 'tracing', close: stopTracing },
     ],
   });
 }

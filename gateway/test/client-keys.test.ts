@@ -82,7 +82,7 @@ describe('parseClientKeys', () => {
 
     it('text that is not JSON, without echoing it', () => {
       const message = rejection('[{"keyId": "k", "secret": "s3cr3t-in-broken-json"');
-      assert.equal(message, 'must be a JSON array of { keyId, alg, secret | publicKey }');
+      assert.equal(message, 'must be a JSON array of { keyId, alg, secret | publicKey, notAfter? }');
     });
 
     it('an empty array', () => {

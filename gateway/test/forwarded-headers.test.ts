@@ -4,7 +4,7 @@ import { clientOrigin, clientResponseHeaders, upstreamRequestHeaders } from '../
 
 describe('forwarded headers', () => {
   const assertionKey = 'test-internal-assertion-key-0123456789abcdef';
-  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', target: '/v1/x?y=1', bodyLength: 0, assertionKey };
+  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', target: '/v1/x?y=1', bodyLength: 0, assertionKey, traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
 
   it('sends the upstream only allow-listed client headers plus the gateway\'s own', () => {
     const out = upstreamRequestHeaders(
@@ -19,6 +19,8 @@ describe('forwarded headers', () => {
         'x-request-id': 'client-chosen',
         signature: 'sig1=:AA==:',
         'x-internal-assertion': 'v1;t=1;mac=forged',
+        traceparent: '00-11111111111111111111111111111111-2222222222222222-01',
+        tracestate: 'vendor=forged',
         host: 'api.example.com',
       },
       facts,
@@ -37,7 +39,14 @@ describe('forwarded headers', () => {
       'x-forwarded-for': '10.0.0.7',
       'x-forwarded-proto': 'https',
       'x-forwarded-host': 'api.example.com',
+      // The gateway's own continuation of the trace, never the client's header as sent.
+      traceparent: facts.traceparent,
     });
+  });
+
+  it('leaves the trace context to OpenTelemetry\'s instrumentation when the checks name none', () => {
+    const out = upstreamRequestHeaders({ traceparent: '00-11111111111111111111111111111111-2222222222222222-01' }, { ...facts, traceparent: undefined });
+    assert.equal(out.traceparent, undefined);
   });
 
   it('states the body length for bodies and for POST/PUT/PATCH without one', () => {

@@ -55,12 +55,25 @@ describe('the merged API document', () => {
       const security = op.security as Json[];
       assert.ok(security.length > 0 && security.every((s) => 'requestSignature' in s), name);
       assert.deepEqual((op.parameters as Json[])[0], { $ref: '#/components/parameters/IdempotencyKey' }, name);
-      for (const status of ['401', '409', '502', '503', '504']) assert.ok(status in (op.responses as Json), `${name} ${status}`);
+      for (const status of ['401', '409', '429', '502', '503', '504']) assert.ok(status in (op.responses as Json), `${name} ${status}`);
     }
     const [, login] = operations(doc).find(([name]) => name === 'post /v1/auth/login')!;
     assert.deepEqual(login.security, [{ requestSignature: [] }]);
     const [, cities] = operations(doc).find(([name]) => name === 'get /v1/weather-stations/get-cities')!;
     assert.deepEqual(cities.security, [{ bearerAuth: [], requestSignature: [] }]);
+  });
+
+  it('documents the rate limit (CONTRACT.md part 12): 429 with Retry-After and the RateLimit fields, which every answer of its own carries', () => {
+    const limited = ((doc.components as Json).responses as Json).GatewayRateLimited as Json;
+    assert.deepEqual(Object.keys(limited.headers as Json).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After']);
+    for (const [name, op] of operations(doc)) {
+      for (const [status, response] of Object.entries(op.responses as Json)) {
+        const r = response as Json;
+        if (typeof r.$ref === 'string') continue;
+        assert.deepEqual(Object.keys(r.headers as Json).filter((h) => h.startsWith('RateLimit')).sort(), ['RateLimit', 'RateLimit-Policy'], `${name} ${status}`);
+      }
+    }
+    assert.match(String((doc.info as Json).description), /## Rate limits[\s\S]*RateLimit-Policy: "default";q=10000;w=1/);
   });
 
   it('resolves every $ref, and describes the signing scheme with the configured window', () => {

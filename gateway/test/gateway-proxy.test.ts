@@ -196,6 +196,7 @@ describe('gateway CORS', () => {
     assert.equal(res.headers['access-control-allow-origin'], 'https://app.example.com');
     assert.match(String(res.headers['access-control-allow-headers']), /Signature-Input/);
     assert.match(String(res.headers['access-control-allow-headers']), /X-Idempotency-Key/);
+    assert.match(String(res.headers['access-control-allow-headers']), /traceparent/);
     assert.equal(gw.identity.received.length, 0);
   });
 
@@ -211,5 +212,7 @@ describe('gateway CORS', () => {
     assert.equal(res.status, 400);
     assert.equal(res.headers['access-control-allow-origin'], 'https://app.example.com');
     assert.match(String(res.headers['access-control-expose-headers']), /X-Request-Id/);
+    // A browser client reads its quota (CONTRACT.md part 12).
+    assert.match(String(res.headers['access-control-expose-headers']), /RateLimit-Policy, RateLimit\b/);
   });
 });

@@ -54,7 +54,7 @@ describe('RFC 9421 Appendix B.2 examples', () => {
         '"@signature-params": ("date" "@authority" "content-type");created=1618884473;keyid="test-shared-secret"',
       ].join('\n'),
     );
-    const key = { keyId: 'test-shared-secret', alg: 'hmac-sha256' as const, key: createSecretKey(Buffer.from(RFC_SHARED_SECRET, 'base64')) };
+    const key = { keyId: 'test-shared-secret', alg: 'hmac-sha256' as const, key: createSecretKey(Buffer.from(RFC_SHARED_SECRET, 'base64')), notAfter: undefined };
     assert.equal(await signatureMatches(base, entry.signature, key), true);
     assert.equal(await signatureMatches(base.replace('example.com', 'example.org'), entry.signature, key), false);
   });
@@ -78,7 +78,7 @@ describe('RFC 9421 Appendix B.2 examples', () => {
         '"@signature-params": ("date" "@method" "@path" "@authority" "content-type" "content-length");created=1618884473;keyid="test-key-ed25519"',
       ].join('\n'),
     );
-    const key = { keyId: 'test-key-ed25519', alg: 'ed25519' as const, key: createPublicKey(RFC_ED25519_PUBLIC) };
+    const key = { keyId: 'test-key-ed25519', alg: 'ed25519' as const, key: createPublicKey(RFC_ED25519_PUBLIC), notAfter: undefined };
     assert.equal(await signatureMatches(base, entry.signature, key), true);
     assert.equal(await signatureMatches(base.replace('POST', 'GET'), entry.signature, key), false);
   });

@@ -10,6 +10,7 @@ import { DEPLOYABLES, type EnvValue, configProblems, imageEnv, portOf, scriptSpe
 
 interface ComposeService {
   image?: string;
+  profiles?: string[];
   build?: { context?: string; dockerfile?: string };
   command?: string[];
   ports?: unknown[];
@@ -40,8 +41,11 @@ export function composeSchemaProblems(root: string): string[] {
   return (validate.errors ?? []).map((e) => `docker-compose.yml${e.instancePath}: ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`);
 }
 
+/** `${NAME:-default}` and `${NAME}` as compose resolves them when NAME is not set where it runs: the default, or empty. */
+const interpolated = (value: string): string => value.replace(/\$\{\w+(?::?-([^}]*))?\}/g, (_m, fallback: string | undefined) => fallback ?? '');
+
 function environment(service: ComposeService): Map<string, EnvValue> {
-  return new Map(Object.entries(service.environment ?? {}).map(([k, v]) => [k, { literal: String(v ?? '') }]));
+  return new Map(Object.entries(service.environment ?? {}).map(([k, v]) => [k, { literal: interpolated(String(v ?? '')) }]));
 }
 
 const condition = (service: ComposeService, on: string) => service.depends_on?.[on]?.condition;
@@ -75,10 +79,12 @@ export function composeProblems(root: string): string[] {
     if (condition(service, 'redis') !== 'service_healthy') problems.push(`${where}: must wait for a healthy redis`);
   }
 
-  // Only the gateway is published, on its own port.
+  // Only the gateway is published, on its own port; the observability profile's UIs on the loopback only.
   for (const [name, service] of Object.entries(services)) {
     if (service.ports === undefined) continue;
-    if (name !== 'gateway') problems.push(`docker-compose.yml ${name}: publishes ports; only the gateway may`);
+    const observability = service.profiles?.includes('observability') === true;
+    if (observability && service.ports.every((p) => typeof p === 'string' && p.startsWith('127.0.0.1:'))) continue;
+    if (name !== 'gateway') problems.push(`docker-compose.yml ${name}: publishes ports; only the gateway may (and the observability profile on 127.0.0.1)`);
     else if (JSON.stringify(service.ports) !== JSON.stringify([`${ports.get('gateway')}:${ports.get('gateway')}`])) {
       problems.push(`docker-compose.yml gateway: must publish exactly ${ports.get('gateway')}:${ports.get('gateway')}`);
     }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APP_ENVS, type ConfigSpec } from '@platform/service-kit';
 import type { EnvValue } from '@platform/stack';
-import { gatewayConfigSpec } from '../../gateway/src/config.ts';
+import { type GatewayConfig, gatewayConfigProblems, gatewayConfigSpec } from '../../gateway/src/config.ts';
 import { type IdentityConfig, identityConfigProblems, identityConfigSpec } from '../../services/identity/src/config.ts';
 import { riskConfigSpec } from '../../services/risk/src/config.ts';
 
@@ -30,7 +30,15 @@ export interface Deployable {
 }
 
 export const DEPLOYABLES: readonly Deployable[] = [
-  { name: 'gateway', dir: 'gateway', portKey: 'GATEWAY_PORT', managementPortKey: 'GATEWAY_MANAGEMENT_PORT', spec: gatewayConfigSpec, scripts: {} },
+  {
+    name: 'gateway',
+    dir: 'gateway',
+    portKey: 'GATEWAY_PORT',
+    managementPortKey: 'GATEWAY_MANAGEMENT_PORT',
+    spec: gatewayConfigSpec,
+    refine: (config) => gatewayConfigProblems(config as unknown as GatewayConfig),
+    scripts: {},
+  },
   {
     name: 'identity',
     dir: 'services/identity',
@@ -89,7 +97,9 @@ export function configProblems(where: string, spec: ConfigSpec, env: ReadonlyMap
   }
   const config: Record<string, unknown> = { APP_ENV: appEnv };
   for (const [name, field] of Object.entries(spec)) {
-    const value = env.get(name);
+    const set = env.get(name);
+    // As loadConfig reads it: an empty value is no value.
+    const value = set !== undefined && 'literal' in set && set.literal.trim() === '' ? undefined : set;
     if (value === undefined) {
       if (appEnv === 'local' && field.localDefault !== undefined) config[name] = field.localDefault;
       else if (field.default !== undefined) config[name] = field.default;

@@ -87,6 +87,8 @@ describe('processes under faults of their own (real processes)', function () {
       GATEWAY_CLIENT_KEYS: CLIENT_KEYS,
     });
     started.push(gateway);
+    // Live is not ready: until its Redis client connects, the gateway fails closed (503), which these tests do not test.
+    assert.ok(await eventually(async () => (await fetch(`${gateway.url}/health/ready`)).status === 200, 10_000, 50), 'the gateway never got ready');
     return gateway;
   };
 

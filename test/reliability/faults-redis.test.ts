@@ -36,6 +36,8 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
       JWT_AUDIENCE: issuer.audience,
       GATEWAY_CLIENT_KEYS: JSON.stringify([{ keyId: KEY.keyId, alg: KEY.alg, secret: KEY.secret }]),
     });
+    // Live is not ready: on a loaded machine the Redis client may connect a moment after the port opens.
+    assert.ok(await eventually(async () => (await fetch(`${gateway.url}/health/ready`)).status === 200, 10_000, 50), 'the gateway never got ready');
   });
   after(async () => {
     await gateway?.kill();

@@ -8,7 +8,8 @@ import { type LoggedInUser, type Stack, startStack } from './support/stack.ts';
 
 /** The headers two answers may differ in without telling anything: per-request ids and clocks. */
 function comparableHeaders(headers: IncomingHttpHeaders): Record<string, unknown> {
-  const { 'x-request-id': _id, date: _date, 'content-length': _length, ...rest } = headers;
+  // `RateLimit` counts down the client key's quota with every answer, whoever the user (its policy stays compared).
+  const { 'x-request-id': _id, date: _date, 'content-length': _length, ratelimit: _quota, ...rest } = headers;
   return rest;
 }
 

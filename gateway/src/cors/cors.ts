@@ -1,10 +1,10 @@
 import type { RequestHandler } from 'express';
 
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
-/** What a browser client must be allowed to send: the signing headers and the bearer token. */
-const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Digest, Signature, Signature-Input, X-Idempotency-Key, X-Request-Id';
-/** Response headers a browser script may read besides the CORS-safelisted ones. */
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, Location, WWW-Authenticate';
+/** What a browser client must be allowed to send: the signing headers, the bearer token, its trace context. */
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Digest, Signature, Signature-Input, X-Idempotency-Key, X-Request-Id, traceparent';
+/** Response headers a browser script may read besides the CORS-safelisted ones (the quota fields of CONTRACT.md part 12). */
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, Location, WWW-Authenticate, RateLimit-Policy, RateLimit';
 const PREFLIGHT_MAX_AGE_S = '600';
 
 /**

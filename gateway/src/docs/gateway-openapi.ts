@@ -34,6 +34,9 @@ export function idempotencyDescription(facts: SigningFacts): string {
   return `1–255 visible ASCII characters, required on every request (else 400 \`Missing X-Idempotency-Key header\`). A key already used by the same client key answers 409 \`Duplicate request detected (X-Idempotency-Key)\`; keys are remembered ${duration(facts.unsafeTtlS)} for POST, PUT, PATCH and DELETE and ${duration(facts.safeTtlS)} for GET and HEAD. A request that fails with a 5xx (or an unreachable upstream) frees its key, so the client may retry with it.`;
 }
 
+/** The rate limits (CONTRACT.md part 12), in the words the API document shows. */
+export const RATE_LIMIT_DESCRIPTION = `Every signed request counts against its client key's rate limit, shared by every gateway replica: at most \`q\` requests in any \`w\` seconds (a sliding window). Beyond it the answer is 429 \`Rate limit exceeded\` with \`Retry-After\`; the refused request spends neither its nonce nor its idempotency key. Every answer to a request whose signature verified carries the key's \`RateLimit-Policy\` and \`RateLimit\` fields (draft-ietf-httpapi-ratelimit-headers): \`RateLimit-Policy: "default";q=10000;w=1\`, \`RateLimit: "default";r=9998;t=1\` (\`r\` requests left, \`t\` seconds until the quota grows again). An unsigned request spends nobody's quota and carries neither.`;
+
 /** The document's `info`: the gateway's rules first, then what each service says about itself. */
 export function gatewayInfo(facts: SigningFacts, identity: Record<string, unknown>, risk: Record<string, unknown>): Record<string, unknown> {
   const part = (info: Record<string, unknown>) => `## ${String(info.title)}\n\n${String(info.description ?? info.summary ?? '')}`;
@@ -50,6 +53,10 @@ ${signingDescription(facts)}
 ## Idempotency keys
 
 ${idempotencyDescription(facts)}
+
+## Rate limits
+
+${RATE_LIMIT_DESCRIPTION}
 
 Bodies are limited to ${facts.bodyLimitBytes} bytes (413).
 
@@ -92,7 +99,26 @@ export function gatewayComponents(facts: SigningFacts) {
         schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
       },
     },
+    headers: {
+      RateLimitPolicy: {
+        description: 'The client key\'s quota policy (draft-ietf-httpapi-ratelimit-headers): `"<policy>";q=<requests>;w=<seconds>`.',
+        schema: { type: 'string', pattern: '^"[!#-\\[\\]-~]+";q=\\d+;w=\\d+$' },
+      },
+      RateLimit: {
+        description: 'What is left of the quota: `"<policy>";r=<requests left>;t=<seconds until it grows again>`.',
+        schema: { type: 'string', pattern: '^"[!#-\\[\\]-~]+";r=\\d+;t=\\d+$' },
+      },
+      RateLimitRetryAfter: { description: 'Seconds until a request of this key fits in its window again.', required: true, schema: { type: 'integer', minimum: 1 } },
+    },
     responses: {
+      GatewayRateLimited: {
+        ...errorResponse(`The client key's rate limit was exceeded (\`Rate limit exceeded\`); retry after \`Retry-After\` seconds. ${RATE_LIMIT_DESCRIPTION}`),
+        headers: {
+          'Retry-After': { $ref: '#/components/headers/RateLimitRetryAfter' },
+          'RateLimit-Policy': { $ref: '#/components/headers/RateLimitPolicy' },
+          RateLimit: { $ref: '#/components/headers/RateLimit' },
+        },
+      },
       InvalidSignature: errorResponse('The request signature is missing or invalid (`Invalid request signature`), or the bearer token is (`Bad Credentials`).'),
       GatewayConflict: errorResponse('The nonce or the idempotency key was used before by this client key.'),
       BadGateway: errorResponse('The service behind the gateway could not be reached.'),

@@ -85,13 +85,31 @@ function refsIn(value: unknown, out: string[] = []): string[] {
   return out;
 }
 
+const QUOTA_HEADERS = {
+  'RateLimit-Policy': { $ref: '#/components/headers/RateLimitPolicy' },
+  RateLimit: { $ref: '#/components/headers/RateLimit' },
+};
+
 /** An operation as the gateway serves it: signed (and idempotency-keyed) on top of its own security. */
 function gatewayOperation(operation: Json, documentSecurity: unknown): Json {
   const security = Array.isArray(operation.security) ? operation.security : Array.isArray(documentSecurity) ? documentSecurity : [];
   const signed = security.length === 0 ? [{ requestSignature: [] }] : security.map((req: unknown) => ({ ...obj(req), requestSignature: [] }));
   const parameters = [{ $ref: '#/components/parameters/IdempotencyKey' }, ...(Array.isArray(operation.parameters) ? operation.parameters : [])];
-  const responses = { ...obj(operation.responses) };
-  const added: Record<string, string> = { '401': 'InvalidSignature', '409': 'GatewayConflict', '502': 'BadGateway', '503': 'GatewayUnavailable', '504': 'GatewayTimeout' };
+  const responses: Json = {};
+  // Every answer to a signed request carries the key's quota (CONTRACT.md part 12); a shared ($ref)
+  // answer cannot take headers here, its description in the document's info says so.
+  for (const [status, response] of Object.entries(obj(operation.responses))) {
+    const r = obj(response);
+    responses[status] = typeof r.$ref === 'string' ? response : { ...r, headers: { ...obj(r.headers), ...QUOTA_HEADERS } };
+  }
+  const added: Record<string, string> = {
+    '401': 'InvalidSignature',
+    '409': 'GatewayConflict',
+    '429': 'GatewayRateLimited',
+    '502': 'BadGateway',
+    '503': 'GatewayUnavailable',
+    '504': 'GatewayTimeout',
+  };
   for (const [status, name] of Object.entries(added)) responses[status] ??= { $ref: `#/components/responses/${name}` };
   return { ...operation, security: signed, parameters, responses };
 }
@@ -109,8 +127,9 @@ function gatewayPaths(doc: OpenApiDocument): Json {
 
 /**
  * The public API document: the identity and risk documents merged as the gateway serves them, with
- * the signing scheme and the idempotency header added to every operation and the gateway's own
- * answers (401 signature, 409 replay/duplicate, 502/503/504) where an operation does not list them.
+ * the signing scheme and the idempotency header added to every operation, the quota headers on its own
+ * answers, and the gateway's own answers (401 signature, 409 replay/duplicate, 429 rate limit,
+ * 502/503/504) where an operation does not list them.
  */
 export function mergeApiDocuments(identity: OpenApiDocument, risk: OpenApiDocument, facts: SigningFacts): OpenApiDocument {
   const { components, risk: renamedRisk } = mergeComponents(identity, risk);
@@ -133,6 +152,7 @@ export function mergeApiDocuments(identity: OpenApiDocument, risk: OpenApiDocume
       ...components,
       securitySchemes: gateway.securitySchemes,
       parameters: { ...obj(components.parameters), ...gateway.parameters },
+      headers: { ...obj(components.headers), ...gateway.headers },
       responses: { ...obj(components.responses), ...gateway.responses },
     },
   });

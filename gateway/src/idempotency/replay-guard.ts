@@ -1,20 +1,72 @@
 import { revocationKeys } from '@platform/auth';
 import type { Redis } from '@platform/service-kit';
 
+/** Sub-windows of a rate-limit window: the sliding window's resolution (and the bound of its error). */
+export const RATE_BUCKETS = 10;
+
 /**
- * One round trip for every Redis check of a request, in CONTRACT.md part 3 order. Each claim is a
- * `SET NX PX`, so under concurrency exactly one request wins a nonce or an idempotency key.
- * - A nonce, once seen, stays burnt whatever happens next: a replay must never pass.
+ * One round trip for every Redis check of a request, in CONTRACT.md part 3 and 12 order.
+ * - The rate limit first (KEYS[1], skipped when ARGV[4] is 0): a sliding window of RATE_BUCKETS + 1
+ *   sub-windows of windowS / RATE_BUCKETS each, counted in one hash per key, on Redis's own clock (one
+ *   clock for every gateway replica). A request is admitted while the sub-windows that overlap the last
+ *   windowS seconds hold fewer than `limit` requests; they cover windowS plus at most one sub-window, so
+ *   no S-second span ever admits more than the limit, and a client that keeps asking gets at least
+ *   limit × RATE_BUCKETS / (RATE_BUCKETS + 1) per window (−9% at 10). A refused request returns before
+ *   anything else is written: its nonce stays fresh and its idempotency key unclaimed.
+ * - Each claim is a `SET NX PX`, so under concurrency exactly one request wins a nonce or an idempotency key.
+ *   A nonce, once seen, stays burnt whatever happens next: a replay must never pass.
  * - The idempotency key is claimed only when the nonce was fresh, and stays claimed when the token
  *   turns out revoked (a 401 is not a 5xx; CONTRACT.md: "every other outcome keeps it").
- * - KEYS[3..], the bearer token's revocation keys (its own blacklist entry and its session's), are
- *   only read. Returns 0 (claimed), 1 (nonce reused), 2 (idempotency key reused) or 3 (token revoked).
+ * - KEYS[4..], the bearer token's revocation keys (its own blacklist entry and its session's), are
+ *   only read.
+ * Returns { outcome, remaining, ms }: outcome 0 (claimed), 1 (nonce reused), 2 (idempotency key reused),
+ * 3 (token revoked) or 4 (rate limited); `remaining` the requests left in the window (-1 without a
+ * limit); `ms` until the next request fits (when limited) or until the oldest counted one leaves.
  */
 const CLAIM_SCRIPT = `
-if not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[1]) then return 1 end
-if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[2]) then return 2 end
-if #KEYS > 2 and redis.call('EXISTS', unpack(KEYS, 3)) > 0 then return 3 end
-return 0
+local limit = tonumber(ARGV[4])
+local remaining, wait = -1, 0
+if limit > 0 then
+  local width = tonumber(ARGV[5])
+  local time = redis.call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local current = math.floor(now / width)
+  local oldest = current - ${RATE_BUCKETS}
+  local fields = {}
+  for i = 0, ${RATE_BUCKETS} do fields[i + 1] = oldest + i end
+  local counts = redis.call('HMGET', KEYS[1], unpack(fields))
+  local used = 0
+  for i = 1, ${RATE_BUCKETS + 1} do
+    counts[i] = tonumber(counts[i]) or 0
+    used = used + counts[i]
+  end
+  local first = 1
+  if used >= limit then
+    -- The first sub-window whose leaving makes room; it leaves when ${RATE_BUCKETS} + 1 more have begun.
+    local left = used
+    while first < ${RATE_BUCKETS + 1} do
+      left = left - counts[first]
+      if left < limit then break end
+      first = first + 1
+    end
+    return {4, 0, (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now}
+  end
+  redis.call('HINCRBY', KEYS[1], current, 1)
+  redis.call('PEXPIRE', KEYS[1], ${RATE_BUCKETS + 1} * width)
+  -- Sub-windows that left the window are deleted when a new one begins (rarely: once per sub-window).
+  if redis.call('HLEN', KEYS[1]) > ${RATE_BUCKETS + 1} then
+    for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+      if tonumber(field) < oldest then redis.call('HDEL', KEYS[1], field) end
+    end
+  end
+  remaining = limit - used - 1
+  while first < ${RATE_BUCKETS + 1} and counts[first] == 0 do first = first + 1 end
+  wait = (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now
+end
+if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[1]) then return {1, remaining, wait} end
+if not redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2]) then return {2, remaining, wait} end
+if #KEYS > 3 and redis.call('EXISTS', unpack(KEYS, 4)) > 0 then return {3, remaining, wait} end
+return {0, remaining, wait}
 `;
 
 /** Deletes an idempotency key only while it still belongs to the request that claimed it. */
@@ -25,12 +77,19 @@ return 0
 
 /** The two scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
 interface GuardCommands {
-  gatewayClaim(numKeys: number, ...keysAndArgs: string[]): Promise<number>;
+  gatewayClaim(numKeys: number, ...keysAndArgs: string[]): Promise<[number, number, number]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
 }
 
-export type ClaimOutcome = 'claimed' | 'nonce-reused' | 'key-reused' | 'token-revoked';
-const OUTCOMES: readonly ClaimOutcome[] = ['claimed', 'nonce-reused', 'key-reused', 'token-revoked'];
+export type ClaimOutcome = 'claimed' | 'nonce-reused' | 'key-reused' | 'token-revoked' | 'rate-limited';
+const OUTCOMES: readonly ClaimOutcome[] = ['claimed', 'nonce-reused', 'key-reused', 'token-revoked', 'rate-limited'];
+
+/** What the round trip found: the first check that failed (or none), and the key's quota when it has a limit. */
+export interface Claim {
+  outcome: ClaimOutcome;
+  /** Requests left and ms until the next one frees (`rate-limited`: until one fits); undefined without a limit. */
+  quota: { remaining: number; resetMs: number } | undefined;
+}
 
 export interface ClaimRequest {
   keyId: string;
@@ -41,12 +100,14 @@ export interface ClaimRequest {
   token: { tokenId: string; sessionId: string } | undefined;
   /** Written into the claimed keys, so only this request can release its idempotency key. */
   owner: string;
+  /** The key's rate limit (CONTRACT.md part 12); undefined counts nothing (a baseline for the benchmark). */
+  rate: { limit: number; windowS: number } | undefined;
 }
 
 /** Nonce and idempotency-key memory, scoped by client key id. */
 export interface ReplayGuard {
-  /** Claims the nonce and the idempotency key and reads the blacklist. Rejects when Redis is unreachable. */
-  claim(request: ClaimRequest): Promise<ClaimOutcome>;
+  /** Counts the request against its rate limit, claims the nonce and the idempotency key, reads the blacklist. Rejects when Redis is unreachable. */
+  claim(request: ClaimRequest): Promise<Claim>;
   /** Frees an idempotency key after a 5xx, so the client may retry with it. */
   release(request: Pick<ClaimRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
 }
@@ -67,6 +128,8 @@ const scope = (keyId: string): string => keyId.replaceAll('%', '%25').replaceAll
 
 /** The Redis key (below REDIS_KEY_PREFIX) remembering a nonce. */
 export const nonceKey = (keyId: string, nonce: string): string => `gateway:nonce:${scope(keyId)}:${nonce}`;
+/** The Redis key (below REDIS_KEY_PREFIX) counting a key's requests; the window is in it, so a new window starts afresh. */
+export const rateKey = (keyId: string, windowS: number): string => `gateway:rate:${scope(keyId)}:${windowS}`;
 /** The Redis key (below REDIS_KEY_PREFIX) remembering an idempotency key. */
 export const idempotencyRedisKey = (keyId: string, key: string): string => `gateway:idem:${scope(keyId)}:${key}`;
 
@@ -78,13 +141,28 @@ export function createReplayGuard(redis: Redis, options: ReplayGuardOptions): Re
   const commands = redis as unknown as GuardCommands;
   return {
     async claim(request) {
-      const keys = [nonceKey(request.keyId, request.nonce), idempotencyRedisKey(request.keyId, request.idempotencyKey)];
+      const { rate } = request;
+      const keys = [
+        rateKey(request.keyId, rate?.windowS ?? 0),
+        nonceKey(request.keyId, request.nonce),
+        idempotencyRedisKey(request.keyId, request.idempotencyKey),
+      ];
       if (request.token !== undefined) keys.push(...revocationKeys(request.token));
       const ttlS = SAFE_METHODS.has(request.method) ? options.safeTtlS : options.unsafeTtlS;
-      const result = await commands.gatewayClaim(keys.length, ...keys, String(options.nonceTtlS * 1000), String(ttlS * 1000), request.owner);
-      const outcome = OUTCOMES[result];
-      if (outcome === undefined) throw new Error(`unexpected claim script result ${result}`);
-      return outcome;
+      // Sub-windows of whole milliseconds: windowS × 1000 / RATE_BUCKETS.
+      const width = rate === undefined ? 0 : (rate.windowS * 1000) / RATE_BUCKETS;
+      const [code, remaining, ms] = await commands.gatewayClaim(
+        keys.length,
+        ...keys,
+        String(options.nonceTtlS * 1000),
+        String(ttlS * 1000),
+        request.owner,
+        String(rate?.limit ?? 0),
+        String(width),
+      );
+      const outcome = OUTCOMES[code];
+      if (outcome === undefined) throw new Error(`unexpected claim script result ${code}`);
+      return { outcome, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(ms) } };
     },
     async release(request) {
       await commands.gatewayRelease(idempotencyRedisKey(request.keyId, request.idempotencyKey), request.owner);

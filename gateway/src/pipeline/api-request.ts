@@ -2,14 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { Request, RequestHandler, Response } from 'express';
 import type { TokenVerifier } from '@platform/auth';
-import { ConflictError, ServiceUnavailableError, UnauthorizedError, toHttpError } from '@platform/errors';
-import { type Logger, requestLog } from '@platform/service-kit';
+import { ConflictError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError, toHttpError } from '@platform/errors';
+import { type Logger, formatTraceparent, requestLog, requestTrace } from '@platform/service-kit';
 import { type BearerVerdict, checkBearer } from '../bearer/bearer-check.ts';
 import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
-import type { ClaimOutcome, ReplayGuard } from '../idempotency/replay-guard.ts';
+import type { Claim, ReplayGuard } from '../idempotency/replay-guard.ts';
 import { clientOrigin, upstreamRequestHeaders } from '../proxy/forwarded-headers.ts';
 import type { GatewayOperation } from '../proxy/operation-table.ts';
 import type { UpstreamOutcome, UpstreamProxy } from '../proxy/upstream-proxy.ts';
+import { rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
+import type { RateLimitPolicy, RateLimits } from '../rate-limit/rate-limits.ts';
 import { SignatureFault } from '../signing/signature-fault.ts';
 import { type SignatureVerifierOptions, type VerifiedSignature, verifyRequestSignature } from '../signing/verify-request.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
@@ -17,6 +19,8 @@ import type { GatewayMetrics } from './gateway-metrics.ts';
 /** What the checks of an API request need. */
 export interface ApiRequestDeps {
   signatures: SignatureVerifierOptions;
+  /** GATEWAY_RATE_LIMITS (CONTRACT.md part 12). */
+  rateLimits: RateLimits;
   tokens: TokenVerifier;
   guard: ReplayGuard;
   metrics: GatewayMetrics;
@@ -39,8 +43,22 @@ async function verifySignature(req: Request, body: Buffer, deps: ApiRequestDeps)
   }
 }
 
-/** Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 order. */
-function assertAdmitted(outcome: ClaimOutcome, bearer: BearerVerdict, deps: ApiRequestDeps): void {
+/**
+ * The key's quota on the answer, whatever it is (CONTRACT.md part 12). While Redis cannot count, nothing
+ * is admitted: no quota left, ask again in a second.
+ */
+function setQuotaHeaders(res: Response, policy: RateLimitPolicy, claim: Claim | undefined): void {
+  const headers = rateLimitHeaders(policy, claim?.quota ?? { remaining: 0, resetMs: 1000 });
+  res.setHeader('RateLimit-Policy', headers['RateLimit-Policy']);
+  res.setHeader('RateLimit', headers.RateLimit);
+}
+
+/** Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 and 12 order. */
+function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: BearerVerdict, deps: ApiRequestDeps): void {
+  if (outcome === 'rate-limited') {
+    deps.metrics.rateLimited(keyId);
+    throw new TooManyRequestsError('Rate limit exceeded', (quota?.resetMs ?? 1000) / 1000);
+  }
   if (outcome === 'nonce-reused') {
     deps.metrics.rejected('nonce-reused');
     throw new ConflictError('Replay attack detected (nonce reused)');
@@ -78,17 +96,22 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
     });
   };
   res.once('close', () => settle(res.statusCode));
+  const policy = deps.rateLimits.policyFor(keyId);
   try {
-  let outcome: ClaimOutcome;
-  try {
-    outcome = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, owner });
-  } catch (err) {
+    let claim: Claim;
+    try {
+      claim = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, owner, rate: policy });
+    } catch (err) {
       // Fail closed: without Redis no replay can be ruled out, so nothing is proxied. A frozen Redis
       // still runs the claim once it resumes; the release, on the same connection, comes after it.
-    deps.metrics.rejected('redis-unavailable');
-    throw new ServiceUnavailableError(undefined, { cause: err });
-  }
-  assertAdmitted(outcome, bearer, deps);
+      deps.metrics.rejected('redis-unavailable');
+      setQuotaHeaders(res, policy, undefined);
+      throw new ServiceUnavailableError(undefined, { cause: err });
+    }
+    setQuotaHeaders(res, policy, claim);
+    assertAdmitted(claim, keyId, bearer, deps);
+    // Without the SDK the gateway continues the trace itself; with it, the HTTP instrumentation does.
+    const trace = requestTrace(req);
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);
     const headers = upstreamRequestHeaders(req.headers, {
       requestId: String(res.getHeader('x-request-id') ?? ''),
@@ -100,6 +123,7 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
       target: req.originalUrl,
       bodyLength: body.length,
       assertionKey: deps.assertionKey,
+      traceparent: trace.fromSdk ? undefined : formatTraceparent(trace),
     });
     const timer = deps.metrics.upstreamTimer(proxy.name);
     const ended = (outcome: UpstreamOutcome) => {
@@ -115,8 +139,8 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
 
 /**
  * The checks of a request for `operation` after its idempotency header and body were read, in CONTRACT.md
- * part 3 order: signature → nonce → idempotency key → bearer token (when the operation needs one) →
- * proxy to `proxy`'s upstream.
+ * part 3 and 12 order: signature → rate limit → nonce → idempotency key → bearer token (when the
+ * operation needs one) → proxy to `proxy`'s upstream.
  */
 export function apiRequest(deps: ApiRequestDeps, proxy: UpstreamProxy, operation: GatewayOperation): RequestHandler {
   return (req, res, next) => {

@@ -8,6 +8,7 @@ export type RejectionReason =
   | 'idempotency-key-missing'
   | 'body-too-large'
   | 'signature'
+  | 'rate-limited'
   | 'nonce-reused'
   | 'idempotency-key-reused'
   | 'bearer'
@@ -16,6 +17,8 @@ export type RejectionReason =
 /** The gateway's own series, beside the request metrics every process has. */
 export interface GatewayMetrics {
   rejected(reason: RejectionReason): void;
+  /** A request of `keyId` refused by its rate limit (counted as a rejection too). */
+  rateLimited(keyId: string): void;
   /** Times one upstream exchange; call the result with the outcome (a status code, `timeout` or `unreachable`). */
   upstreamTimer(upstream: string): (outcome: string) => void;
 }
@@ -28,6 +31,14 @@ export function createGatewayMetrics(metrics: Metrics): GatewayMetrics {
     labelNames: ['reason'],
     registers: [metrics.registry],
   });
+  // Labelled by key id: only verified keys reach the rate limit, so the label has as many values as
+  // GATEWAY_CLIENT_KEYS has keys, never one per attacker.
+  const rateLimited = new Counter({
+    name: 'gateway_rate_limited_requests_total',
+    help: 'Signed requests refused with 429 by their client key\'s rate limit, by key id',
+    labelNames: ['key_id'],
+    registers: [metrics.registry],
+  });
   const upstream = new Histogram({
     name: 'gateway_upstream_duration_seconds',
     help: 'Time from sending a request upstream to its response headers (or failure), by upstream and outcome',
@@ -37,6 +48,10 @@ export function createGatewayMetrics(metrics: Metrics): GatewayMetrics {
   });
   return {
     rejected: (reason) => rejections.inc({ reason }),
+    rateLimited: (keyId) => {
+      rejections.inc({ reason: 'rate-limited' });
+      rateLimited.inc({ key_id: keyId });
+    },
     upstreamTimer: (name) => {
       const end = upstream.startTimer({ upstream: name });
       return (outcome) => {
@@ -44,4 +59,16 @@ export function createGatewayMetrics(metrics: Metrics): GatewayMetrics {
       };
     },
   };
+}
+
+/** Counts the reads of GATEWAY_CLIENT_KEYS_FILE that changed something, by outcome (an alert for the invalid ones). */
+export function clientKeysReloadCounter(metrics: Metrics): (outcome: string) => void {
+  const reloads = new Counter({
+    name: 'gateway_client_keys_reloads_total',
+    help: 'Changes of GATEWAY_CLIENT_KEYS_FILE seen, by outcome: applied, or invalid/unreadable (the last valid keys stay in use)',
+    labelNames: ['outcome'],
+    registers: [metrics.registry],
+  });
+  for (const outcome of ['applied', 'invalid', 'unreadable']) reloads.inc({ outcome }, 0);
+  return (outcome) => reloads.inc({ outcome });
 }

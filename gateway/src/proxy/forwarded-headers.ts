@@ -47,6 +47,12 @@ export interface ForwardingFacts {
   bodyLength: number;
   /** INTERNAL_ASSERTION_KEY: the services believe the address and key id only under its assertion. */
   assertionKey: string;
+  /**
+   * The W3C `traceparent` continuing the request's trace (CONTRACT.md part 12), when the gateway writes it
+   * itself; undefined when OpenTelemetry's HTTP instrumentation puts its own on the upstream request.
+   * Not under the assertion: a trace id vouches for nothing.
+   */
+  traceparent: string | undefined;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -72,6 +78,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
     clientKeyId: facts.keyId,
   });
   if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
+  if (facts.traceparent !== undefined) out.traceparent = facts.traceparent;
   // The body is re-sent from the verified buffer, so its length is known: never chunked upstream.
   if (facts.bodyLength > 0 || BODY_METHODS.has(facts.method)) out['content-length'] = String(facts.bodyLength);
   return out;

@@ -40,6 +40,8 @@ export interface UpstreamProxyOptions {
  */
 const IDLE_SOCKET_MS = 4000;
 const JSON_TYPE = /^application\/(.+\+)?json\b/i;
+/** The W3C trace context headers (CONTRACT.md part 12). */
+const TRACE_CONTEXT = new Set(['traceparent', 'tracestate']);
 
 /** One request in flight, kept where Express keeps per-request state: http-proxy's events get only req and res. */
 interface Exchange extends Forwarding {
@@ -95,9 +97,12 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
       proxyReq: (proxyReq, req, res) => {
         const exchange = exchangeOf(res);
         if (exchange === undefined) return;
-        // http-proxy copied every client header (and set Host to the target's): keep only the allow-list.
+        // http-proxy copied every client header (and set Host to the target's): keep only the allow-list,
+        // and the trace context OpenTelemetry's instrumentation injected when the checks left it that
+        // job (one that still equals the client's own was not injected: it goes too).
+        const injected = !('traceparent' in exchange.headers) && proxyReq.getHeader('traceparent') !== req.headers.traceparent;
         for (const name of proxyReq.getHeaderNames()) {
-          if (name !== 'host' && !(name in exchange.headers)) proxyReq.removeHeader(name);
+          if (name !== 'host' && !(name in exchange.headers) && !(injected && TRACE_CONTEXT.has(name))) proxyReq.removeHeader(name);
         }
         for (const [name, value] of Object.entries(exchange.headers)) proxyReq.setHeader(name, value);
         // A silence of the upstream, however long the exchange already took, ends in a 504.

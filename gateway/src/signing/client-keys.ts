@@ -1,9 +1,10 @@
 import { createPublicKey } from 'node:crypto';
 
-/** A client key of CONTRACT.md part 2, as configured in GATEWAY_CLIENT_KEYS. */
-export type ClientKey =
-  | { keyId: string; alg: 'hmac-sha256'; secret: string }
-  | { keyId: string; alg: 'ed25519'; publicKey: string };
+/**
+ * A client key of CONTRACT.md parts 2 and 12, as configured in GATEWAY_CLIENT_KEYS (or its file). From
+ * `notAfter` (epoch ms) on, its signatures are refused.
+ */
+export type ClientKey = ({ keyId: string; alg: 'hmac-sha256'; secret: string } | { keyId: string; alg: 'ed25519'; publicKey: string }) & { notAfter?: number };
 
 /** The local default: one shared-secret key, so `pnpm start` needs no setup (CONTRACT.md part 2). */
 export const LOCAL_CLIENT_KEYS: readonly ClientKey[] = [{ keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' }];
@@ -11,6 +12,15 @@ export const LOCAL_CLIENT_KEYS: readonly ClientKey[] = [{ keyId: 'local-dev', al
 /** Shortest shared secret accepted: a guessable HMAC key would make every signature forgeable. */
 const MIN_SECRET_BYTES = 16;
 const KEY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** RFC 3339 date-time (section 5.6): a full date, a time, an offset or Z. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function notAfterOf(value: unknown, name: string): { notAfter?: number } {
+  if (value === undefined) return {};
+  const at = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at)) throw new Error(`${name}: notAfter must be an RFC 3339 date-time, e.g. 2027-01-31T00:00:00Z`);
+  return { notAfter: at };
+}
 
 function parseOne(entry: unknown, index: number): ClientKey {
   const at = `entry ${index}`;
@@ -24,7 +34,7 @@ function parseOne(entry: unknown, index: number): ClientKey {
     if (typeof e.secret !== 'string' || Buffer.byteLength(e.secret) < MIN_SECRET_BYTES) {
       throw new Error(`${name}: hmac-sha256 needs a "secret" of at least ${MIN_SECRET_BYTES} bytes`);
     }
-    return { keyId: e.keyId, alg: 'hmac-sha256', secret: e.secret };
+    return { keyId: e.keyId, alg: 'hmac-sha256', secret: e.secret, ...notAfterOf(e.notAfter, name) };
   }
   if (e.alg === 'ed25519') {
     if (typeof e.publicKey !== 'string') throw new Error(`${name}: ed25519 needs a "publicKey" in PEM`);
@@ -37,21 +47,21 @@ function parseOne(entry: unknown, index: number): ClientKey {
       throw new Error(`${name}: publicKey is not a readable PEM public key`);
     }
     if (type !== 'ed25519') throw new Error(`${name}: publicKey is ${type ?? 'unknown'}, not ed25519`);
-    return { keyId: e.keyId, alg: 'ed25519', publicKey: e.publicKey };
+    return { keyId: e.keyId, alg: 'ed25519', publicKey: e.publicKey, ...notAfterOf(e.notAfter, name) };
   }
   throw new Error(`${name}: alg must be hmac-sha256 or ed25519`);
 }
 
 /**
- * Parses GATEWAY_CLIENT_KEYS: a JSON array of `{ keyId, alg, secret | publicKey }`. Errors name the
- * entry and what is wrong with it, never a secret.
+ * Parses GATEWAY_CLIENT_KEYS (or the content of GATEWAY_CLIENT_KEYS_FILE): a JSON array of
+ * `{ keyId, alg, secret | publicKey, notAfter? }`. Errors name the entry and what is wrong with it, never a secret.
  */
 export function parseClientKeys(raw: string): readonly ClientKey[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new Error('must be a JSON array of { keyId, alg, secret | publicKey }');
+    throw new Error('must be a JSON array of { keyId, alg, secret | publicKey, notAfter? }');
   }
   if (!Array.isArray(parsed) || parsed.length === 0) throw new Error('must be a non-empty JSON array');
   const keys = parsed.map(parseOne);

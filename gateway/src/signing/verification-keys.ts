@@ -6,6 +6,13 @@ export interface VerificationKey {
   keyId: string;
   alg: ClientKey['alg'];
   key: KeyObject;
+  /** Epoch ms from which its signatures are refused (CONTRACT.md part 12). */
+  notAfter: number | undefined;
+}
+
+/** Where the verifier finds a key by id: a map made once, or the live set of a watched file. */
+export interface KeyLookup {
+  get(keyId: string): VerificationKey | undefined;
 }
 
 /** Key objects for the configured client keys, by key id. HMAC secrets are the UTF-8 bytes of the text. */
@@ -13,7 +20,12 @@ export function verificationKeys(keys: readonly ClientKey[]): ReadonlyMap<string
   return new Map(
     keys.map((k): [string, VerificationKey] => [
       k.keyId,
-      { keyId: k.keyId, alg: k.alg, key: k.alg === 'hmac-sha256' ? createSecretKey(Buffer.from(k.secret, 'utf8')) : createPublicKey(k.publicKey) },
+      {
+        keyId: k.keyId,
+        alg: k.alg,
+        key: k.alg === 'hmac-sha256' ? createSecretKey(Buffer.from(k.secret, 'utf8')) : createPublicKey(k.publicKey),
+        notAfter: k.notAfter,
+      },
     ]),
   );
 }

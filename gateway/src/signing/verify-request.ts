@@ -4,11 +4,11 @@ import { SignatureFault } from './signature-fault.ts';
 import { readSignature } from './signature-headers.ts';
 import { signatureMatches } from './signature-match.ts';
 import { SIGNATURE_LABEL, assertCovers, checkParams, requiredComponents } from './signature-policy.ts';
-import type { VerificationKey } from './verification-keys.ts';
+import type { KeyLookup } from './verification-keys.ts';
 
 /** What the gateway needs to verify signatures. */
 export interface SignatureVerifierOptions {
-  keys: ReadonlyMap<string, VerificationKey>;
+  keys: KeyLookup;
   /** Allowed distance of `created` from the clock, seconds. */
   maxSkewS: number;
   /** The clock, epoch milliseconds; tests may move it. */
@@ -33,11 +33,13 @@ export async function verifyRequestSignature(
   const entry = readSignature(request.headers, SIGNATURE_LABEL);
   const hasBody = body.length > 0;
   assertCovers(entry.bareComponents, requiredComponents({ hasBody, hasAuthorization: request.headers.authorization !== undefined }));
-  const nowS = Math.floor((options.now ?? Date.now)() / 1000);
+  const nowMs = (options.now ?? Date.now)();
+  const nowS = Math.floor(nowMs / 1000);
   const params = checkParams(entry.params, nowS, options.maxSkewS);
   const key = options.keys.get(params.keyId);
   // The key id is the client's text: cut it short, the log line should stay a line.
   if (key === undefined) throw new SignatureFault(`unknown keyid "${params.keyId.slice(0, 128)}"`);
+  if (key.notAfter !== undefined && nowMs >= key.notAfter) throw new SignatureFault(`key "${key.keyId}" retired at ${new Date(key.notAfter).toISOString()} (notAfter)`);
   if (params.alg !== undefined && params.alg !== key.alg) throw new SignatureFault(`alg "${params.alg}" is not the key's ${key.alg}`);
   const digestHeader = request.headers['content-digest'];
   if (hasBody || digestHeader !== undefined) {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { RevocationsUnavailableError, redisBlacklist, revocationMirror } from '@platform/auth';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
-import { createReplayGuard } from '../../../gateway/src/idempotency/replay-guard.ts';
+import { createReplayGuard, nonceKey } from '../../../gateway/src/idempotency/replay-guard.ts';
 import { inProcessRedis } from '../src/in-process-redis.ts';
 
 // Every test names its own prefix, as the deployables of one environment share REDIS_KEY_PREFIX.
@@ -30,21 +30,35 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
   it('runs the gateway claim script with its per-call key count: nonce, idempotency key, then revoked token', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
     const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
-    const request = { keyId: 'k', nonce: 'n1', idempotencyKey: 'i1', method: 'POST', token: undefined, owner: 'a' };
-    assert.equal(await guard.claim(request), 'claimed');
-    assert.equal(await guard.claim({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
-    assert.equal(await guard.claim({ ...request, nonce: 'n2' }), 'key-reused');
+    const request: Parameters<typeof guard.claim>[0] = { keyId: 'k', nonce: 'n1', idempotencyKey: 'i1', method: 'POST', token: undefined, owner: 'a', rate: { limit: 100, windowS: 60 } };
+    const outcome = async (r: Parameters<typeof guard.claim>[0]) => (await guard.claim(r)).outcome;
+    assert.equal(await outcome(request), 'claimed');
+    assert.equal(await outcome({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
+    assert.equal(await outcome({ ...request, nonce: 'n2' }), 'key-reused');
     // A 5xx releases the key for a retry, but only for the request that owns it.
     await guard.release({ keyId: 'k', idempotencyKey: 'i1', owner: 'someone else' });
-    assert.equal(await guard.claim({ ...request, nonce: 'n3' }), 'key-reused');
+    assert.equal(await outcome({ ...request, nonce: 'n3' }), 'key-reused');
     await guard.release({ keyId: 'k', idempotencyKey: 'i1', owner: 'a' });
-    assert.equal(await guard.claim({ ...request, nonce: 'n4' }), 'claimed');
+    assert.equal(await outcome({ ...request, nonce: 'n4' }), 'claimed');
 
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
     const withToken = { ...request, idempotencyKey: 'i5', token };
-    assert.equal(await guard.claim({ ...withToken, nonce: 'n5' }), 'claimed');
+    assert.equal(await outcome({ ...withToken, nonce: 'n5' }), 'claimed');
     await redisBlacklist(redis).revokeSessions([token.sessionId], Date.now() / 1000 + 60);
-    assert.equal(await guard.claim({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
+    assert.equal(await outcome({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
+  });
+
+  it('runs the rate limit of the claim script on its clock: the limit admitted, then 429 without a claim', async () => {
+    const redis = inProcessRedis({ keyPrefix: prefix() });
+    const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
+    const claim = (i: number) => guard.claim({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, owner: 'a', rate: { limit: 3, windowS: 60 } });
+    const claims = [await claim(1), await claim(2), await claim(3), await claim(4)];
+    assert.deepEqual(claims.map((c) => c.outcome), ['claimed', 'claimed', 'claimed', 'rate-limited']);
+    assert.deepEqual(claims.map((c) => c.quota?.remaining), [2, 1, 0, 0]);
+    const wait = claims[3]?.quota?.resetMs ?? 0;
+    assert.ok(wait > 54_000 && wait <= 66_000, `retry in ${wait} ms`);
+    // The refused request's nonce was not burnt.
+    assert.equal(await redis.exists(nonceKey('k', 'n4')), 0);
   });
 
   it('keeps the blacklist with EXAT and finds a token by either of its keys, behind the revocation mirror\'s state (its Lua script)', async () => {

@@ -21,6 +21,8 @@ export interface HealthOptions {
   logger: Logger;
   /** How long one check may take before it counts as down. */
   timeoutMs?: number;
+  /** Told every probe's answer (the metrics' `process_ready`). */
+  onReadiness?: (ready: boolean) => void;
 }
 
 function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
@@ -46,7 +48,10 @@ export function healthRouter(options: HealthOptions): Router {
     })
     .all(methodNotAllowedHandler);
   router.route('/health/ready').get(async (_req, res) => {
-    if (options.lifecycle.draining) throw new ServiceUnavailableError('Not ready: shutting down');
+    if (options.lifecycle.draining) {
+      options.onReadiness?.(false);
+      throw new ServiceUnavailableError('Not ready: shutting down');
+    }
     const results = await Promise.all(
       options.checks.map(async ({ name, check }) => {
         try {
@@ -59,6 +64,7 @@ export function healthRouter(options: HealthOptions): Router {
       }),
     );
     const down = results.filter((r) => !r.up).map((r) => r.name);
+    options.onReadiness?.(down.length === 0);
     if (down.length > 0) {
       throw new ServiceUnavailableError(`Not ready: ${down.join(', ')} unreachable`, {
         messages: down.map((name) => `${name} is unreachable`),

@@ -45,7 +45,8 @@ export function createBaseApp(options: BaseAppOptions): Express {
     ]),
   );
   const operations = express.Router();
-  operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger }));
+  options.metrics.watchDependencies(options.checks);
+  operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger, onReadiness: options.metrics.readiness }));
   const serveMetrics = options.serveMetrics ?? true;
   if (serveMetrics) operations.use(options.metrics.router);
   app.use(onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations));

@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SpanContext } from '@opentelemetry/api';
 import type { RequestHandler } from 'express';
 import type { Logger } from './logger.ts';
+import { type TraceContext, activeSpanContext, traceContextOf } from './trace-context.ts';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -18,6 +20,10 @@ interface RequestLogState {
   logger: Logger;
   fields: RequestFields;
   child: Logger | undefined;
+  /** The SDK's server span, taken while the request's own context is active (undefined without the SDK). */
+  sdkSpan: SpanContext | undefined;
+  /** Worked out on first use: most requests need it only for their one line. */
+  trace: TraceContext | undefined;
 }
 
 type WithRequestLog = IncomingMessage & { [REQUEST_LOG]?: RequestLogState };
@@ -63,6 +69,16 @@ interface RequestFields {
 }
 
 /**
+ * The W3C trace context of `req` (CONTRACT.md part 12): OpenTelemetry's span when the SDK runs, else the
+ * caller's valid `traceparent` continued, else a new trace. The same object for the whole request.
+ */
+export function requestTrace(req: IncomingMessage): TraceContext {
+  const state = (req as WithRequestLog)[REQUEST_LOG];
+  if (state === undefined) return traceContextOf(req.headers.traceparent, activeSpanContext());
+  return (state.trace ??= traceContextOf(req.headers.traceparent, state.sdkSpan));
+}
+
+/**
  * The logger for what is logged while handling `req`: a child of the process logger whose every line
  * carries the request's id, method, URL and address, made on first use (most requests never log
  * anything but their line). `fallback` for a request `httpLogger` did not see.
@@ -70,11 +86,11 @@ interface RequestFields {
 export function requestLog(req: IncomingMessage, fallback: Logger): Logger {
   const state = (req as WithRequestLog)[REQUEST_LOG];
   if (state === undefined) return fallback;
-  return (state.child ??= state.logger.child({ req: state.fields }));
+  return (state.child ??= state.logger.child({ req: state.fields, traceId: requestTrace(req).traceId }));
 }
 
 /**
- * One log line per request with its id, method, URL, status and duration. Requests are described by
+ * One log line per request with its id, trace id, method, URL, status and duration. Requests are described by
  * allow-list (no headers, no bodies), so credentials and signatures cannot reach the log by accident;
  * `requestLog(req)` carries that description for everything logged while handling it.
  *
@@ -91,14 +107,14 @@ export function httpLogger(logger: Logger): RequestHandler {
     const started = Date.now();
     const fields: RequestFields = { id: assignRequestId(req, res), method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
     req.id = fields.id;
-    (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined };
+    (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined, sdkSpan: activeSpanContext(), trace: undefined };
     if (!QUIET_PATHS.test(req.url)) {
       const done = () => {
         res.off('finish', done);
         res.off('close', done);
         // The error handler leaves a 5xx's cause here, so the line carries its stack.
         const err = (res as { err?: unknown }).err;
-        const line = { req: fields, res: { statusCode: res.statusCode }, responseTime: Date.now() - started };
+        const line = { req: fields, traceId: requestTrace(req).traceId, res: { statusCode: res.statusCode }, responseTime: Date.now() - started };
         const message = `${req.method} ${res.statusCode}`;
         if (err !== undefined || res.statusCode >= 500) logger.error({ ...line, err: err ?? new Error(`failed with status code ${res.statusCode}`) }, message);
         else if (res.statusCode >= 400) access.warn(line, message);

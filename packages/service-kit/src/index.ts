@@ -15,3 +15,5 @@ export * from './openapi.ts';
 export * from './paths.ts';
 export * from './redis.ts';
 export * from './server.ts';
+export * from './trace-context.ts';
+export { type TracingConfig, stopTracing, tracingSpec } from './tracing.ts';

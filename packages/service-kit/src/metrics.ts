@@ -1,7 +1,8 @@
 import type { Request, RequestHandler, Router } from 'express';
 import express from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ReadinessCheck } from './health.ts';
 
 /** A process's Prometheus registry and the HTTP middleware that feeds it. */
 export interface Metrics {
@@ -10,6 +11,28 @@ export interface Metrics {
   middleware: RequestHandler;
   /** `GET /metrics` in the Prometheus text format. */
   router: Router;
+  /** What a readiness probe answered: `process_ready`, and a change counted in `readiness_changes_total`. */
+  readiness(ready: boolean): void;
+  /**
+   * Adds dependencies for `dependency_up`, checked at every scrape: the readiness checks, and any a
+   * composition root adds (a database the process can serve without, as risk serves from its index).
+   */
+  watchDependencies(checks: readonly ReadinessCheck[]): void;
+}
+
+/** How long a dependency may take to answer at a scrape before it counts as down (a readiness probe's limit). */
+const DEPENDENCY_TIMEOUT_MS = 1000;
+
+async function answers(check: ReadinessCheck): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), DEPENDENCY_TIMEOUT_MS);
+  });
+  const result = check.check().then(
+    () => true,
+    () => false,
+  );
+  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Where a router that is not Express's own leaves the route template of a request. */
@@ -70,6 +93,27 @@ export function createMetrics(service: string, options: MetricsOptions = {}): Me
     next();
   };
 
+  // Health as numbers, for dashboards and alerts: probes flapping, Redis or Postgres unreachable.
+  const ready = new Gauge({ name: 'process_ready', help: '1 when the last readiness probe answered ready, 0 when not', registers: [registry] });
+  const readinessChanges = new Counter({
+    name: 'readiness_changes_total',
+    help: 'Times the readiness probe\'s answer flipped between ready and not ready',
+    registers: [registry],
+  });
+  let lastReady: boolean | undefined;
+  const dependencies = new Map<string, ReadinessCheck>();
+  new Gauge({
+    name: 'dependency_up',
+    help: 'Whether a dependency (redis, postgres) answered its check at this scrape (1) or not within 1 s (0)',
+    labelNames: ['dependency'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const results = await Promise.all([...dependencies.values()].map(async (check) => [check.name, await answers(check)] as const));
+      for (const [name, up] of results) this.set({ dependency: name }, up ? 1 : 0);
+    },
+  });
+
   const router = express.Router();
   router
     .route('/metrics')
@@ -78,5 +122,17 @@ export function createMetrics(service: string, options: MetricsOptions = {}): Me
     })
     .all(methodNotAllowedHandler);
 
-  return { registry, middleware, router };
+  return {
+    registry,
+    middleware,
+    router,
+    readiness: (isReady) => {
+      ready.set(isReady ? 1 : 0);
+      if (lastReady !== undefined && lastReady !== isReady) readinessChanges.inc();
+      lastReady = isReady;
+    },
+    watchDependencies: (checks) => {
+      for (const check of checks) dependencies.set(check.name, check);
+    },
+  };
 }

@@ -1,8 +1,13 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type * as IORedis from 'ioredis';
 import type { ReadinessCheck } from './health.ts';
 import type { Logger } from './logger.ts';
 
-export type { Redis } from 'ioredis';
+export type Redis = IORedis.Redis;
+
+// Required, not imported: OpenTelemetry's ioredis instrumentation (tracing.ts) hooks require(), and an
+// ESM import of this CommonJS package would bypass the hook, leaving Redis calls out of the traces.
+const IORedisClient = (createRequire(import.meta.url)('ioredis') as typeof IORedis).Redis;
 
 export interface RedisOptions {
   /** `redis://[:password@]host:port[/db]` */
@@ -26,7 +31,7 @@ export interface RedisOptions {
  * readiness says so; the client reconnects by itself. Connection changes are logged once each.
  */
 export function createRedis(options: RedisOptions): Redis {
-  const redis = new Redis(options.url, {
+  const redis = new IORedisClient(options.url, {
     keyPrefix: options.keyPrefix,
     enableOfflineQueue: false,
     // Commands issued in one event-loop turn (the blacklist checks of concurrent requests) leave in one

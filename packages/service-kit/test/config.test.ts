@@ -69,7 +69,10 @@ const IDENTITY_REQUIRED = [
 ];
 
 /** Every gateway key without a plain default. */
-const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'GATEWAY_CLIENT_KEYS', 'INTERNAL_ASSERTION_KEY'];
+// GATEWAY_CLIENT_KEYS or GATEWAY_CLIENT_KEYS_FILE: one of the two, a rule across keys (gateway-config.test.ts).
+const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'INTERNAL_ASSERTION_KEY'];
+/** Secrets that may be absent outside local: optional by nature, or required by a rule across keys. */
+const OPTIONAL_SECRETS = ['SMS_HTTP_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'GATEWAY_CLIENT_KEYS'];
 
 describe('loadConfig', () => {
   describe('with APP_ENV=local', () => {
@@ -150,7 +153,7 @@ describe('loadConfig', () => {
       });
     }
 
-    it('every secret of both services must be set outside local, except the optional SMS token', () => {
+    it('every secret of both services must be set outside local, except the optional SMS token and collector headers', () => {
       for (const [spec, required] of [
         [identityConfigSpec, IDENTITY_REQUIRED],
         [gatewayConfigSpec, GATEWAY_REQUIRED],
@@ -158,7 +161,7 @@ describe('loadConfig', () => {
         const secrets = Object.entries(spec as ConfigSpec)
           .filter(([, field]) => field.secret === true)
           .map(([name]) => name)
-          .filter((name) => name !== 'SMS_HTTP_TOKEN');
+          .filter((name) => !OPTIONAL_SECRETS.includes(name));
         for (const name of secrets) assert.ok((required as readonly string[]).includes(name), `${name} has a default outside local`);
       }
     });
@@ -189,7 +192,7 @@ describe('loadConfig', () => {
       const problems = problemsOf(gatewayConfigSpec, { APP_ENV: 'staging' });
       assert.equal(problems[0], 'APP_ENV must be one of local, test, prod, got "staging"');
       // No local defaults apply to an environment that does not exist.
-      assert.ok(problems.includes('GATEWAY_CLIENT_KEYS is required in APP_ENV=staging: JSON array of client keys { keyId, alg, secret | publicKey }'));
+      assert.ok(problems.includes('INTERNAL_ASSERTION_KEY is required in APP_ENV=staging: ' + String(gatewayConfigSpec.INTERNAL_ASSERTION_KEY.doc)), problems.join('\n'));
     });
 
     it('when APP_ENV has the wrong case, it is not accepted', () => {
@@ -326,7 +329,7 @@ describe('describeConfig', () => {
     const source = identityProdEnv();
     const config = loadConfig(identityConfigSpec, source);
     const described = describeConfig(identityConfigSpec, config);
-    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY', 'INTERNAL_ASSERTION_KEY'];
+    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY', 'INTERNAL_ASSERTION_KEY', 'OTEL_EXPORTER_OTLP_HEADERS'];
     assert.deepEqual(Object.keys(described).sort(), ['APP_ENV', ...Object.keys(identityConfigSpec)].sort());
     assert.equal(described.APP_ENV, 'prod');
     for (const [key, value] of Object.entries(described)) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
-import { createBaseApp, createMetrics, finishApp } from '../src/index.ts';
+import { createBaseApp, createMetrics, finishApp, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp() {
@@ -22,7 +22,7 @@ describe('request log line (httpLogger)', () => {
     await request(app).get('/fine?x=1').set('X-Request-Id', 'req-fine').set('Authorization', 'Bearer secret-token');
     const line = log.lines().find((l) => l.msg === 'GET 200');
     assert.ok(line, log.text());
-    assert.deepEqual(Object.keys(line).sort(), ['level', 'msg', 'req', 'res', 'responseTime', 'service', 'time']);
+    assert.deepEqual(Object.keys(line).sort(), ['level', 'msg', 'req', 'res', 'responseTime', 'service', 'time', 'traceId']);
     assert.deepEqual(Object.keys(line.req as object).sort(), ['id', 'method', 'remoteAddress', 'url']);
     assert.equal((line.req as { url: string }).url, '/fine?x=1');
     assert.equal((line.req as { id: string }).id, 'req-fine');
@@ -42,6 +42,31 @@ describe('request log line (httpLogger)', () => {
     assert.equal(err.token, '[redacted]');
     assert.equal(err.nested?.password, '[redacted]');
     assert.ok(!log.text().includes('leaked-'));
+  });
+
+  it('carries the trace id of a valid traceparent (CONTRACT.md part 12) on the request line', async () => {
+    const { app, log } = buildApp();
+    await request(app).get('/fine').set('traceparent', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+    assert.equal(log.lines().find((l) => l.msg === 'GET 200')?.traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
+  });
+
+  it('starts a trace when the traceparent is missing or invalid, and names it on every line of the request', async () => {
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    app.get('/warns', (req, res) => {
+      requestLog(req, log.logger).warn('something to say');
+      res.json({});
+    });
+    finishApp(app);
+    for (const traceparent of [undefined, '00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'nonsense']) {
+      const call = request(app).get('/warns');
+      const res = await (traceparent === undefined ? call : call.set('traceparent', traceparent));
+      const lines = log.lines().filter((l) => (l.req as { id?: string } | undefined)?.id === res.headers['x-request-id']);
+      assert.equal(lines.length, 2, log.text());
+      assert.match(String(lines[0]?.traceId), /^[0-9a-f]{32}$/);
+      assert.notEqual(lines[0]?.traceId, '0'.repeat(32));
+      assert.equal(lines[1]?.traceId, lines[0]?.traceId);
+    }
   });
 
   it('when a health probe or the metrics scrape is answered, writes no line', async () => {

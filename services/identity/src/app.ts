@@ -31,6 +31,7 @@ import { createSmsLimits } from './phone-activation/sms-limits.ts';
 import { passwordResetRouter } from './password-reset/password-reset.routes.ts';
 import { allowedOrigins } from './password-reset/redirect-allowlist.ts';
 import { usersRouter } from './users/users.routes.ts';
+import { loginAttemptCounter } from './auth/login-metrics.ts';
 
 /** The contract this service is checked against. */
 export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
@@ -82,6 +83,7 @@ export function createApp(deps: IdentityDeps): Express {
     maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
     refreshTokenTtlS: config.REFRESH_TOKEN_TTL_S,
     sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
+    countLogin: loginAttemptCounter(deps.metrics),
   };
   const app = createApiApp({
     logger: deps.logger,

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, tracingSpec } from '@platform/service-kit';
 import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
@@ -28,6 +28,8 @@ export const identityConfigSpec = {
   ...httpLimitsSpec({ requestDeadlineMs: 8000 }),
   ...databaseLimitsSpec,
   ...internalAssertionSpec,
+  // Read again, before anything else loads, by src/tracing.ts: OpenTelemetry's own variables (CONTRACT.md part 12).
+  ...tracingSpec,
 
   BOOTSTRAP_ADMIN_USERNAME: env.string('ADMIN created at start when missing, never overwritten', {
     localDefault: 'admin@example.com',

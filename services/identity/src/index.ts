@@ -1,3 +1,5 @@
+// First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+import './tracing.ts';
 import { isAbsolute, join } from 'node:path';
 import {
   type Host,
@@ -7,6 +9,7 @@ import {
   createMetrics,
   createRedis,
   loadConfigOrExit,
+  stopTracing,
   packageRoot,
   serveUntilStopped,
 } from '@platform/service-kit';
@@ -88,6 +91,8 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
       { name: 'postgres', close: () => db.destroy() },
       { name: 'redis', close: () => closeRedis(redis) },
       { name: 'password workers', close: () => hasher.close() },
+      // Last: the spans of the drained requests are flushed to the collector.
+      { name: 'tracing', close: stopTracing },
     ],
   });
 }

@@ -1,4 +1,4 @@
-import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, tracingSpec } from '@platform/service-kit';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -35,6 +35,8 @@ export const riskConfigSpec = {
   ...httpLimitsSpec({ requestDeadlineMs: 8000 }),
   ...databaseLimitsSpec,
   ...internalAssertionSpec,
+  // Read again, before anything else loads, by src/tracing.ts: OpenTelemetry's own variables (CONTRACT.md part 12).
+  ...tracingSpec,
 };
 
 export type RiskConfig = ConfigOf<typeof riskConfigSpec>;

@@ -1,3 +1,5 @@
+// First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+import './tracing.ts';
 import {
   type Host,
   closeRedis,
@@ -5,7 +7,9 @@ import {
   createLogger,
   createMetrics,
   createRedis,
+  databaseCheck,
   loadConfigOrExit,
+  stopTracing,
   serveUntilStopped,
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
@@ -36,6 +40,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
   const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
   const metrics = createMetrics('risk', { collectDefault: true });
+  // Not a readiness check (requests are answered from the index while Postgres is away), but its health.
+  metrics.watchDependencies([databaseCheck(db)]);
   // The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
   // ready until a later poll succeeds.
   const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
@@ -57,6 +63,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
       { name: 'station index', close: () => stations.stop() },
       { name: 'postgres', close: () => db.destroy() },
       { name: 'redis', close: () => closeRedis(redis) },
+      // Last: the spans of the drained requests are flushed to the collector.
+      { name: 'tracing', close: stopTracing },
     ],
   });
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startStack as launch } from '@platform/stack';
+import { freePort, startStack as launch } from '@platform/stack';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL } from '@platform/service-kit/testing';
 
 /** The three real processes of one end-to-end run, on free ports, with their own databases and Redis keys. */
@@ -16,8 +16,10 @@ export interface Stack {
   /** The services' databases. */
   databaseUrls: { identity: string; risk: string };
   admin: { username: string; password: string };
-  /** What the processes wrote, for a failing test's message. */
+  /** What the processes wrote (every line, when LOG_LEVEL lets it through), for assertions and failing tests' messages. */
   output: () => string;
+  /** Starts one more gateway beside the first (same environment, same Redis): a second replica; its URL. */
+  startGatewayReplica: () => Promise<string>;
   stop: () => Promise<void>;
 }
 
@@ -59,6 +61,9 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string },
       databaseUrls: { identity: String(stack.env.IDENTITY_DATABASE_URL), risk: String(stack.env.RISK_DATABASE_URL) },
       admin,
       output: () => stack.output(),
+      // Its own management port: the first gateway holds the stack's.
+      startGatewayReplica: async () =>
+        (await stack.start('gateway', { as: `gateway-${stack.processes.length}`, env: { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } })).url,
       stop: async () => {
         await stack.stop();
         await rm(keyDir, { recursive: true, force: true });

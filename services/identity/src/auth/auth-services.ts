@@ -4,6 +4,7 @@ import type { components } from '../generated/openapi.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import type { AccessTokenIssuer } from './access-tokens.ts';
 import type { CallerThrottle } from './caller-throttle.ts';
+import type { LoginOutcome } from './login-metrics.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import type { SessionRevoker } from './session-revoker.ts';
 
@@ -23,6 +24,8 @@ export interface AuthServices {
   refreshTokenTtlS: number;
   /** Absolute lifetime of a session, from login: no refresh after it (SESSION_MAX_LIFETIME_S). */
   sessionMaxLifetimeS: number;
+  /** Counts how a login ended, for the operators' metrics. */
+  countLogin: (outcome: LoginOutcome) => void;
 }
 
 /** The authentication result of SPEC.md part 2 (openapi.yaml `AuthenticationResult`). */

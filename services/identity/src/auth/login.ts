@@ -1,4 +1,4 @@
-import { UnauthorizedError } from '@platform/errors';
+import { TooManyRequestsError, UnauthorizedError } from '@platform/errors';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
@@ -18,12 +18,21 @@ export async function login(
   caller: Caller,
   audit: AuditContext,
 ): Promise<AuthenticationResult> {
-  await services.throttle.assertAllowed(caller);
+  try {
+    await services.throttle.assertAllowed(caller);
+  } catch (err) {
+    if (err instanceof TooManyRequestsError) services.countLogin('throttled');
+    throw err;
+  }
   const user = await findUserByUsername(services.db, input.username);
   const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash);
 
-  if (user !== undefined && passwordMatches && user.status === 'ACTIVE') return startSession(services, user, audit);
+  if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
+    services.countLogin('succeeded');
+    return startSession(services, user, audit);
+  }
 
+  services.countLogin(user === undefined ? 'unknown_user' : passwordMatches ? 'not_active' : 'wrong_password');
   await services.throttle.record(caller);
   const attempt = { username: input.username };
   if (user === undefined) {

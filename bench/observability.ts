@@ -1,0 +1,170 @@
+// Groups `ratelimit` and `tracing` of pnpm bench (issue 19): what the rate-limit check and tracing cost per
+// request. The rate limit lives inside the gateway's one Redis round trip, so its cost is measured there,
+// the claim script with and without it against a private redis-server (whose CPU is then ours alone), and
+// as what a refused request costs the gateway. Tracing is measured through the gateway, exporter on and
+// off, and the path every request takes without the SDK is timed on its own.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
+import { freePort, startOtlpReceiver } from '@platform/stack';
+import { createReplayGuard } from '../gateway/src/idempotency/replay-guard.ts';
+import { rateLimitHeaders } from '../gateway/src/rate-limit/rate-limit-headers.ts';
+import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, needStack, signedTarget } from './context.ts';
+import { type LoadResult, quantile } from './load.ts';
+import { cpuMs } from './processes.ts';
+import type { RequestShape } from './signer.ts';
+
+const BY_ID: RequestShape = { method: 'GET', target: `/v1/weather-stations/by/id/${STATION_ID}` };
+
+/** A redis-server of the benchmark's own on a free port, so its CPU time is the claims' alone. */
+async function privateRedis(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  if (child.pid === undefined) throw new Error('redis-server did not start');
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    pid: child.pid,
+    stop: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/**
+ * `connections` claims in flight at a time, each with a fresh nonce and idempotency key, for `durationS`:
+ * the gateway's round trip, with or without the rate limit, as the gateway's client makes it.
+ */
+async function claimLoop(redis: Redis, rate: { limit: number; windowS: number } | undefined, connections: number, durationS: number): Promise<LoadResult> {
+  const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600 });
+  const run = randomUUID().slice(0, 8);
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let n = 0;
+  let errors = 0;
+  const deadline = performance.now() + durationS * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (performance.now() < deadline) {
+        n += 1;
+        const t0 = performance.now();
+        try {
+          const claim = await guard.claim({ keyId: 'bench', nonce: `${run}-${n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, owner: run, rate });
+          statuses[claim.outcome] = (statuses[claim.outcome] ?? 0) + 1;
+          latencies.push(performance.now() - t0);
+        } catch {
+          errors += 1;
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    rps: latencies.length / seconds,
+    requests: latencies.length,
+    non2xx: latencies.length - (statuses.claimed ?? 0),
+    errors,
+    p50Ms: quantile(sorted, 0.5),
+    p99Ms: quantile(sorted, 0.99),
+    meanMs: latencies.reduce((a, b) => a + b, 0) / Math.max(1, latencies.length),
+    statuses,
+  };
+}
+
+async function measureClaims(ctx: RunContext, redis: Redis, redisPid: number, id: string, label: string, rate: { limit: number; windowS: number } | undefined): Promise<void> {
+  const connections = ctx.config.connections;
+  ctx.progress(`${label}: ${connections} in flight, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
+  if (ctx.config.warmupS > 0) await claimLoop(redis, rate, connections, ctx.config.warmupS);
+  const redisBefore = await cpuMs(redisPid);
+  const selfBefore = process.cpuUsage();
+  const load = await claimLoop(redis, rate, connections, ctx.config.durationS);
+  const self = process.cpuUsage(selfBefore);
+  const redisAfter = await cpuMs(redisPid);
+  const cpuUsPerRequest: Record<string, number> = { client: (self.user + self.system) / load.requests };
+  if (redisBefore !== undefined && redisAfter !== undefined) cpuUsPerRequest.redis = ((redisAfter - redisBefore) * 1000) / load.requests;
+  const result: ScenarioResult = { id, label, mode: 'closed', connections, load, cpuUsPerRequest };
+  ctx.results.push(result);
+}
+
+/**
+ * The rate-limit check: the claim round trip without and with it (a private Redis, a limit never reached),
+ * then a client key far over its limit through a gateway of its own: every answer a 429 the gateway
+ * gives without going upstream.
+ */
+export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
+  const server = await privateRedis();
+  const redis = createRedis({ url: server.url, keyPrefix: 'bench:', logger: createLogger({ service: 'bench', level: 'silent' }), autoPipelining: false, commandTimeoutMs: 5000 });
+  try {
+    if (!(await waitForRedis(redis, 5000))) throw new Error('the private redis-server did not answer');
+    await measureClaims(ctx, redis, server.pid, 'claim-plain', 'Redis claim: nonce + idempotency key', undefined);
+    await measureClaims(ctx, redis, server.pid, 'claim-rate-limited', 'Redis claim: rate limit + nonce + idempotency key', { limit: 1_000_000_000, windowS: 1 });
+  } finally {
+    await closeRedis(redis);
+    await server.stop();
+  }
+  // The gateway's own share: choosing the policy and writing the two header fields.
+  const policy = { name: 'default', limit: 10_000, windowS: 1 };
+  const rounds = 1_000_000;
+  const t0 = process.hrtime.bigint();
+  let length = 0;
+  for (let i = 0; i < rounds; i += 1) length += rateLimitHeaders(policy, { remaining: i % 10_000, resetMs: i % 1000 }).RateLimit.length;
+  ctx.facts.rateLimitHeadersNs = Number(process.hrtime.bigint() - t0) / rounds;
+  if (length === 0) throw new Error('unreachable');
+
+  const { stack, session } = needStack(ctx);
+  const limited = await stack.start('gateway', {
+    as: 'gateway-limited',
+    env: { GATEWAY_RATE_LIMITS: '{"*":{"limit":1,"windowS":86400}}', GATEWAY_MANAGEMENT_PORT: String(await freePort()) },
+  });
+  const target = await signedTarget(ctx, limited.url, { ...BY_ID, bearer: session.token });
+  await measureClosed(ctx, 'gateway-rate-limited', 'gateway: by/id over its key\'s limit (429)', target, { servers: { 'gateway-limited': limited.pid } });
+}
+
+/**
+ * Tracing: the same signed lookup through the stack's gateway and risk (no exporter: what every
+ * deployment without OTEL_EXPORTER_OTLP_ENDPOINT runs) and through a gateway and a risk service that
+ * export every span by OTLP/HTTP (protobuf, the SDK's defaults: always sampled, batches of 512) to a
+ * local receiver, then with the gateway sampling one trace in ten (`traceidratio`, the service following
+ * it); then the trace-context work every request does without the SDK, timed on its own.
+ */
+export async function tracingScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  const receiver = await startOtlpReceiver();
+  try {
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
+    const risk = await stack.start('risk', { as: 'risk-traced', env: otel });
+    const gateway = await stack.start('gateway', { as: 'gateway-traced', env: { ...otel, RISK_URL: risk.url, GATEWAY_MANAGEMENT_PORT: String(await freePort()) } });
+    const shape = { ...BY_ID, bearer: session.token };
+    await measureClosed(ctx, 'tracing-off', 'tracing off: gateway by/id (signed)', await signedTarget(ctx, stack.gatewayUrl, shape), {
+      servers: { gateway: stack.gatewayPid, risk: stack.riskPid },
+    });
+    const before = receiver.received();
+    const on = await measureClosed(ctx, 'tracing-on', 'tracing exported: gateway by/id (signed)', await signedTarget(ctx, gateway.url, shape), {
+      servers: { 'gateway-traced': gateway.pid, 'risk-traced': risk.pid },
+    });
+    const after = receiver.received();
+    ctx.facts.otlpExportsPerSecond = (after.exports - before.exports) / ctx.config.durationS;
+    ctx.facts.otlpKbPerRequest = (after.bytes - before.bytes) / 1024 / Math.max(1, on.load.requests);
+    // What an operator would run under load: the gateway records one trace in ten, the service follows it.
+    const sampled = await stack.start('gateway', {
+      as: 'gateway-sampled',
+      env: { ...otel, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1', RISK_URL: risk.url, GATEWAY_MANAGEMENT_PORT: String(await freePort()) },
+    });
+    await measureClosed(ctx, 'tracing-sampled', 'tracing exported, 1 in 10 sampled: gateway by/id', await signedTarget(ctx, sampled.url, shape), {
+      servers: { 'gateway-sampled': sampled.pid, 'risk-traced': risk.pid },
+    });
+  } finally {
+    await receiver.close();
+  }
+  // Without the SDK each process reads the caller's traceparent (or makes an id) and the gateway writes one.
+  const incoming = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const rounds = 1_000_000;
+  let length = 0;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < rounds; i += 1) length += formatTraceparent(traceContextOf(i % 2 === 0 ? incoming : undefined, undefined)).length;
+  ctx.facts.traceContextOffNs = Number(process.hrtime.bigint() - t0) / rounds;
+  if (length === 0) throw new Error('unreachable');
+}

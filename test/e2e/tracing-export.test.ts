@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@platform/stack';
+import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
+import { sendRaw } from '../reliability/support/raw-http.ts';
+import { type Stack, startStack } from './support/stack.ts';
+
+const LOCAL_KEY = { keyId: 'local-dev', alg: 'hmac-sha256' as const, secret: 'local-dev-secret' };
+const SERVER = 2;
+const CLIENT = 3;
+
+// CONTRACT.md part 12: with OTEL_EXPORTER_OTLP_ENDPOINT set, each process exports its spans by OTLP
+// through OpenTelemetry's SDK. The collector here is a local OTLP/HTTP receiver started by the test.
+describe('tracing exported by OTLP through the real stack', function () {
+  this.timeout(120_000);
+  let receiver: OtlpReceiver;
+  let stack: Stack;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    stack = await startStack(
+      { mailUrl: 'http://127.0.0.1:9/mail', smsUrl: 'http://127.0.0.1:9/sms' },
+      { LOG_LEVEL: 'info', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+    );
+  });
+  after(async () => {
+    await stack?.stop();
+    await receiver?.close();
+  });
+
+  /** The spans of `traceId` once `done` says all that is awaited has arrived (the SDK exports in batches, every 5 s). */
+  async function spansOf(traceId: string, done: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> {
+    let spans: ReceivedSpan[] = [];
+    for (let i = 0; i < 100 && !done(spans); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      spans = receiver.spans().filter((s) => s.traceId === traceId);
+    }
+    return spans;
+  }
+
+  const login = (headers: Record<string, string> = {}) => {
+    const body = Buffer.from(JSON.stringify(stack.admin));
+    return sendRaw(stack.gatewayUrl, 'POST', '/v1/auth/login', { ...signedHeaders('POST', '/v1/auth/login', { key: LOCAL_KEY, body }), ...headers }, body);
+  };
+  const hasAll = (spans: ReceivedSpan[]) =>
+    spans.some((s) => s.service === 'gateway' && s.kind === CLIENT) &&
+    spans.some((s) => s.service === 'identity' && s.kind === SERVER) &&
+    spans.some((s) => s.service === 'identity' && s.scope.includes('pg')) &&
+    spans.some((s) => s.service === 'identity' && s.scope.includes('ioredis'));
+
+  it('puts the spans of one login, gateway → identity → Postgres and Redis, in the client\'s trace, each child of the one before', async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const res = await login({ traceparent: `00-${traceId}-b7ad6b7169203331-01` });
+    assert.equal(res.status, 200, res.body.toString());
+    const spans = await spansOf(traceId, hasAll);
+    assert.ok(hasAll(spans), JSON.stringify(spans.map((s) => [s.service, s.scope, s.name, s.kind]), null, 1));
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const gatewayServer = spans.find((s) => s.service === 'gateway' && s.kind === SERVER)!;
+    assert.equal(gatewayServer.parentSpanId, 'b7ad6b7169203331', 'the gateway continues the client\'s span');
+    // The proxy's request is the gateway's client span, under its server span (through Express's).
+    const proxyCall = spans.find((s) => s.service === 'gateway' && s.kind === CLIENT && String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '').includes('/v1/auth/login'));
+    assert.ok(proxyCall, JSON.stringify(spans.filter((s) => s.service === 'gateway')));
+    const identityServer = spans.find((s) => s.service === 'identity' && s.kind === SERVER)!;
+    assert.equal(identityServer.parentSpanId, proxyCall.spanId, 'identity continues the gateway\'s proxy span');
+    // Every span of identity descends from its server span; the Postgres and Redis calls among them.
+    const ancestors = (span: ReceivedSpan): ReceivedSpan[] => {
+      const parent = byId.get(span.parentSpanId);
+      return parent === undefined ? [] : [parent, ...ancestors(parent)];
+    };
+    for (const span of spans.filter((s) => s.service === 'identity' && s !== identityServer && (s.scope.includes('pg') || s.scope.includes('ioredis')))) {
+      assert.ok(ancestors(span).includes(identityServer), `${span.scope} ${span.name} is not under identity's server span`);
+    }
+    // The gateway's Redis claim is a span of the same trace too.
+    assert.ok(spans.some((s) => s.service === 'gateway' && s.scope.includes('ioredis')));
+  });
+
+  it('starts a trace at the gateway when the client sends none, and the request lines of both processes name it', async () => {
+    const res = await login();
+    assert.equal(res.status, 200);
+    const id = String(res.headers['x-request-id']);
+    let lines: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 50 && lines.length < 2; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      lines = stack
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{') && l.includes(id) && l.includes('"POST 200"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    }
+    assert.deepEqual(lines.map((l) => l.service).sort(), ['gateway', 'identity']);
+    const traceId = String(lines[0]!.traceId);
+    assert.equal(lines[1]!.traceId, traceId);
+    const spans = await spansOf(traceId, hasAll);
+    assert.ok(hasAll(spans), `no complete trace ${traceId}`);
+  });
+});
