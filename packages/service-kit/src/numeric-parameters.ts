@@ -13,7 +13,11 @@ interface NumericParameter {
 }
 
 interface OperationParameters {
-  /** Matches the raw request path and captures the path parameters in template order. */
+  /**
+   * Matches the raw request path and captures the path parameters in template order. As loosely as
+   * Express and the validator route (any letter case, a trailing slash): run only once the validator has
+   * named the operation, it must find the values of every path it routed there.
+   */
   path: RegExp;
   pathNames: string[];
   numeric: NumericParameter[];
@@ -66,7 +70,7 @@ function numericParametersOf(doc: Json): Map<string, OperationParameters> {
       if (typeof operation.operationId !== 'string') continue;
       const own = Array.isArray(operation.parameters) ? (operation.parameters as unknown[]) : [];
       const numeric = [...shared, ...own].map((p) => numericParameter(doc, resolve(doc, p))).filter((p) => p !== undefined);
-      if (numeric.length > 0) operations.set(operation.operationId, { path: new RegExp(`^${source}$`), pathNames, numeric });
+      if (numeric.length > 0) operations.set(operation.operationId, { path: new RegExp(`^${source}/?$`, 'i'), pathNames, numeric });
     }
   }
   return operations;

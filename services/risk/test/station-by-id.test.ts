@@ -58,4 +58,21 @@ describe('GET /v1/weather-stations/by/id/{stationId}', () => {
       assert.match(res.body.messages[0], /^path\.stationId /);
     });
   }
+
+  // Express and the validator route these spellings of the path to the operation too: the check must see them.
+  for (const path of ['by/id/1e400/', 'By/id/0x42EA', 'by/ID/1.713e4/', 'by/id/%2B17130/', 'BY/ID/Infinity']) {
+    it(`when the path is spelled "${path}" (letter case, a trailing slash), still answers 400 naming path.stationId`, async () => {
+      const res = await request(ctx.url).get(`/v1/weather-stations/${path}`).set('Authorization', ctx.auth());
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.match(res.body.messages[0], /^path\.stationId /);
+    });
+  }
+
+  it('when the path has a trailing slash or another letter case, a well-formed id still finds its station', async () => {
+    for (const path of ['by/id/17130/', 'By/Id/17130']) {
+      const res = await request(ctx.url).get(`/v1/weather-stations/${path}`).set('Authorization', ctx.auth());
+      assert.equal(res.status, 200, `${path}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.stationId, 17130);
+    }
+  });
 });
