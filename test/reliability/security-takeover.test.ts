@@ -122,6 +122,24 @@ describe('security: account takeover, privilege changes and abuse of identity, t
       assert.deepEqual(await everywhere(demoted), [401, 401, 401]);
     });
 
+    it('when the demoted ADMIN is logging in at the moment of its demotion (5 logins in flight), no token it gets acts as an ADMIN', async () => {
+      for (let round = 0; round < 4; round += 1) {
+        const demoted = await stack.userWith(['ADMIN']);
+        const logins = Array.from({ length: 5 }, (_, i) => new Promise((resolve) => setTimeout(resolve, i * 10)).then(() => login(demoted.username, demoted.password)));
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        assert.equal((await rename(admin.accessToken, { userId: demoted.id, roles: ['STANDARD_USER'] })).status, 200);
+        for (const res of await Promise.all(logins)) {
+          if (res.status !== 200) continue;
+          const token = res.json().accessToken as string;
+          // Neither an ADMIN operation nor undoing the demotion: the token is refused or acts as a STANDARD_USER.
+          assert.ok([401, 403].includes((await call('GET', '/v1/users', token)).status), `round ${round}: the token still lists users`);
+          const back = await rename(token, { userId: demoted.id, roles: ['ADMIN'] });
+          assert.ok([401, 403].includes(back.status), `round ${round}: the demoted user made itself ADMIN again (${back.status})`);
+        }
+        assert.deepEqual((await storedUser(demoted.id)).roles, ['STANDARD_USER']);
+      }
+    });
+
     it('when a user is blocked by failed logins, its old token answers 401 at the gateway, at identity and at risk', async () => {
       const user = await stack.userWith(['STANDARD_USER']);
       assert.deepEqual(await everywhere(user), [200, 404, 200]);

@@ -135,6 +135,49 @@ describe('POST /v1/auth/login', () => {
     assert.equal(after?.status, 'BLOCKED');
   });
 
+  describe('when a change of the user commits while its password is being checked (the user row is locked meanwhile)', () => {
+    /**
+     * Holds the user's row locked (as an ADMIN's update does), starts a login, lets the login wait on the
+     * lock, then applies `change` and commits: the login must see the user as the change left it.
+     */
+    async function loginRacing(user: { id: string; username: string; password: string }, change: Record<string, unknown>) {
+      const trx = await identity.db.transaction();
+      try {
+        await trx('users').where({ id: user.id }).forUpdate().first('id');
+        const pending = login(user.username, user.password);
+        const answer = pending.then((res) => res);
+        // The password check runs, then the login waits on the row lock.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await trx('users').where({ id: user.id }).update(change);
+        await trx.commit();
+        return await answer;
+      } catch (err) {
+        await trx.rollback().catch(() => undefined);
+        throw err;
+      }
+    }
+
+    it('a demotion: the token carries the roles the user has now, not those read before the password check', async () => {
+      const user = await identity.createUser({ roles: ['ADMIN'] });
+      const res = await loginRacing(user, { roles: ['STANDARD_USER'] });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const claims = jwt.decode(res.body.accessToken) as { roles: string[] };
+      assert.deepEqual(claims.roles, ['STANDARD_USER']);
+      const list = await request(identity.app).get('/v1/users').set('Authorization', `Bearer ${res.body.accessToken}`);
+      assert.equal(list.status, 403, 'the token still acts as an ADMIN');
+    });
+
+    it('a block or a new password: the login is refused with 401 Bad Credentials and opens no session', async () => {
+      for (const change of [{ status: 'BLOCKED' }, { password_hash: await identity.hasher.hash('another-password-1') }]) {
+        const user = await identity.createUser();
+        const res = await loginRacing(user, change);
+        assert.equal(res.status, 401, `${JSON.stringify(change)}: ${JSON.stringify(res.body)}`);
+        assert.deepEqual(comparable(res.body), BAD_CREDENTIALS);
+        assert.equal((await identity.db('sessions').where({ user_id: user.id }).count<Array<{ count: string }>>('* as count'))[0]!.count, '0');
+      }
+    });
+  });
+
   it('never writes the password, its hash or the issued tokens to the log', async () => {
     const user = await identity.createUser();
     const good = await login(user.username, user.password);

@@ -1,3 +1,4 @@
+import { UnauthorizedError } from '@platform/errors';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { recordSuccessfulLogin } from '../users/users.repository.ts';
@@ -9,12 +10,18 @@ import { createSession, insertRefreshToken } from './sessions.repository.ts';
 /**
  * Opens a session for a user who just proved who they are, and hands out its first tokens: the failure
  * count cleared, the session (with the client key and address it was opened from), its refresh token and
- * the `login.succeeded` event in one transaction.
+ * the `login.succeeded` event in one transaction, on the user's row as it is now, locked. The token
+ * carries the roles and username read there, not those read before the password was checked: a
+ * demotion, block or password change that raced the login either wins (the login is refused, or gets
+ * the new roles) or waits for it and then ends the new session too (CONTRACT.md part 4).
  */
 export async function startSession(services: AuthServices, user: UserRecord, audit: AuditContext): Promise<AuthenticationResult> {
   const refreshToken = newRefreshToken();
-  const sessionId = await services.db.transaction(async (trx) => {
-    await recordSuccessfulLogin(trx, user.id);
+  const { current, sessionId } = await services.db.transaction(async (trx) => {
+    const now = await recordSuccessfulLogin(trx, user);
+    if (now === undefined) {
+      throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user changed while its password was checked (status or password)') });
+    }
     const id = await createSession(trx, user.id, { clientKeyId: audit.clientKeyId, sourceAddress: audit.sourceAddress });
     await insertRefreshToken(trx, {
       sessionId: id,
@@ -22,8 +29,8 @@ export async function startSession(services: AuthServices, user: UserRecord, aud
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
     });
     await insertAuditEvent(trx, audit, { type: 'login.succeeded', subjectUserId: user.id, details: { sessionId: id } });
-    return id;
+    return { current: now, sessionId: id };
   });
-  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId });
-  return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken };
+  const access = services.accessTokens.issue({ userId: current.id, username: current.username, roles: current.roles, sessionId });
+  return { username: current.username, type: 'Bearer', accessToken: access.token, refreshToken };
 }

@@ -142,8 +142,19 @@ export async function recordFailedLogin(db: Knex, userId: string, maxFailures: n
 }
 
 /** A good login clears the failure count and records when it happened. */
-export async function recordSuccessfulLogin(db: Knex, userId: string): Promise<void> {
-  await db('users').where({ id: userId }).update({ failed_login_count: 0, last_login_at: db.fn.now() });
+/**
+ * Records a login of the user as it was when its password was checked: the failure count cleared, on the
+ * row locked until the transaction ends, and only while the user is still ACTIVE with that very password
+ * hash. Returns the user as it is now (its roles, its username), or undefined when it changed meanwhile:
+ * a change of roles, status or password that commits while the password is being checked either comes
+ * before (and is seen here) or waits for this login and then ends its session.
+ */
+export async function recordSuccessfulLogin(trx: Knex.Transaction, user: Pick<UserRecord, 'id' | 'passwordHash'>): Promise<UserRecord | undefined> {
+  const rows = (await trx('users')
+    .where({ id: user.id, status: 'ACTIVE', password_hash: user.passwordHash })
+    .update({ failed_login_count: 0, last_login_at: trx.fn.now() })
+    .returning(COLUMNS)) as UserRecord[];
+  return rows[0];
 }
 
 /** Lifts a block: status ACTIVE, count 0. Returns the user, or undefined for an unknown id. */
