@@ -1,5 +1,5 @@
 // Groups `ratelimit` and `tracing` of pnpm bench (issue 19): what the rate-limit check and tracing cost per
-// request. The rate limit lives inside the gateway's one Redis round trip, so its cost is measured there,
+// request; with the first, what the Redis-loss check (issue 21) adds to every claim. The rate limit lives inside the gateway's one Redis round trip, so its cost is measured there,
 // the claim script with and without it against a private redis-server (whose CPU is then ours alone), and
 // as what a refused request costs the gateway. Tracing is measured through the gateway, exporter on and
 // off, and the path every request takes without the SDK is timed on its own.
@@ -7,6 +7,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
 import { freePort, startOtlpReceiver } from '@platform/stack';
+import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA } from '@platform/auth';
+import { markRevocationsRestored } from '@platform/auth/testing';
 import { createReplayGuard } from '../gateway/src/idempotency/replay-guard.ts';
 import { rateLimitHeaders } from '../gateway/src/rate-limit/rate-limit-headers.ts';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, needStack, signedTarget } from './context.ts';
@@ -33,26 +35,22 @@ async function privateRedis(): Promise<{ url: string; pid: number; stop: () => P
 }
 
 /**
- * `connections` claims in flight at a time, each with a fresh nonce and idempotency key, for `durationS`:
- * the gateway's round trip, with or without the rate limit, as the gateway's client makes it.
+ * `connections` calls in flight at a time for `durationS`, each a Redis round trip; the outcome it
+ * resolves to is counted (`claimed` is the one that counts as a success).
  */
-async function claimLoop(redis: Redis, rate: { limit: number; windowS: number } | undefined, connections: number, durationS: number): Promise<LoadResult> {
-  const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600 });
-  const run = randomUUID().slice(0, 8);
+async function redisLoop(call: () => Promise<string>, connections: number, durationS: number): Promise<LoadResult> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
-  let n = 0;
   let errors = 0;
   const deadline = performance.now() + durationS * 1000;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: connections }, async () => {
       while (performance.now() < deadline) {
-        n += 1;
         const t0 = performance.now();
         try {
-          const claim = await guard.claim({ keyId: 'bench', nonce: `${run}-${n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, owner: run, rate });
-          statuses[claim.outcome] = (statuses[claim.outcome] ?? 0) + 1;
+          const outcome = await call();
+          statuses[outcome] = (statuses[outcome] ?? 0) + 1;
           latencies.push(performance.now() - t0);
         } catch {
           errors += 1;
@@ -74,13 +72,39 @@ async function claimLoop(redis: Redis, rate: { limit: number; windowS: number } 
   };
 }
 
-async function measureClaims(ctx: RunContext, redis: Redis, redisPid: number, id: string, label: string, rate: { limit: number; windowS: number } | undefined): Promise<void> {
+/** A fresh nonce and idempotency key per call: the gateway's round trip, with or without the rate limit, as the gateway's client makes it. */
+function claimCall(redis: Redis, rate: { limit: number; windowS: number } | undefined): () => Promise<string> {
+  const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600 });
+  const run = randomUUID().slice(0, 8);
+  let n = 0;
+  return async () =>
+    (await guard.claim({ keyId: 'bench', nonce: `${run}-${++n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, bearing: false, created: Math.floor(Date.now() / 1000) + 1, owner: run, rate })).outcome;
+}
+
+/**
+ * The Redis-loss check of CONTRACT.md part 13 that every claim and every token check starts with (the
+ * mirror's state and the write stamp), run alone as a script, against the same script without it: its
+ * share of a claim. Every call finds the mirror whole and the stamp where it was, as in normal operation.
+ */
+function lossCheckCall(redis: Redis, withCheck: boolean): () => Promise<string> {
+  const lua = withCheck
+    ? `${MIRROR_STATE_LUA}${STAMP_LUA}
+stamp_check(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
+local born, whole = mirror_state(KEYS[1], ARGV[3])
+if not whole then return 'lost' end
+return 'claimed'`
+    : `return 'claimed'`;
+  const stamp = `bench-stamp:${randomUUID()}`;
+  return async () => String(await redis.eval(lua, 2, REVOCATION_MIRROR_KEY, stamp, '0', '0', String(Date.now())));
+}
+
+async function measureRedisCalls(ctx: RunContext, redisPid: number, id: string, label: string, call: () => Promise<string>): Promise<void> {
   const connections = ctx.config.connections;
   ctx.progress(`${label}: ${connections} in flight, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-  if (ctx.config.warmupS > 0) await claimLoop(redis, rate, connections, ctx.config.warmupS);
+  if (ctx.config.warmupS > 0) await redisLoop(call, connections, ctx.config.warmupS);
   const redisBefore = await cpuMs(redisPid);
   const selfBefore = process.cpuUsage();
-  const load = await claimLoop(redis, rate, connections, ctx.config.durationS);
+  const load = await redisLoop(call, connections, ctx.config.durationS);
   const self = process.cpuUsage(selfBefore);
   const redisAfter = await cpuMs(redisPid);
   const cpuUsPerRequest: Record<string, number> = { client: (self.user + self.system) / load.requests };
@@ -99,8 +123,12 @@ export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
   const redis = createRedis({ url: server.url, keyPrefix: 'bench:', logger: createLogger({ service: 'bench', level: 'silent' }), autoPipelining: false, commandTimeoutMs: 5000 });
   try {
     if (!(await waitForRedis(redis, 5000))) throw new Error('the private redis-server did not answer');
-    await measureClaims(ctx, redis, server.pid, 'claim-plain', 'Redis claim: nonce + idempotency key', undefined);
-    await measureClaims(ctx, redis, server.pid, 'claim-rate-limited', 'Redis claim: rate limit + nonce + idempotency key', { limit: 1_000_000_000, windowS: 1 });
+    // The mirror as identity leaves it once whole: what the claims and the loss check find.
+    await markRevocationsRestored(redis);
+    await measureRedisCalls(ctx, server.pid, 'claim-plain', 'Redis claim: nonce + idempotency key', claimCall(redis, undefined));
+    await measureRedisCalls(ctx, server.pid, 'claim-rate-limited', 'Redis claim: rate limit + nonce + idempotency key', claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
+    await measureRedisCalls(ctx, server.pid, 'script-empty', 'Redis script: empty (the floor of a script round trip)', lossCheckCall(redis, false));
+    await measureRedisCalls(ctx, server.pid, 'script-loss-check', 'Redis script: the loss check alone (mirror state + write stamp)', lossCheckCall(redis, true));
   } finally {
     await closeRedis(redis);
     await server.stop();

@@ -1,5 +1,5 @@
 import type { Express, Request } from 'express';
-import { createTokenVerifier, jwksKeySource } from '@platform/auth';
+import { createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { cors } from './cors/cors.ts';
@@ -35,7 +35,7 @@ export interface Gateway {
   app: Express;
   /** The management port's app: metrics and health (CONTRACT.md part 10). */
   management: Express;
-  /** Closes the upstream connection pools (after the server drained). */
+  /** Closes the upstream connection pools (after the server drained) and stops watching Redis's past. */
   close: () => void;
 }
 
@@ -71,6 +71,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
+  const guard = createReplayGuard(deps.redis, {
+    nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
+    safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
+    unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+  });
+  // CONTRACT.md part 13: a Redis that came back with less than this gateway wrote (a lagging replica
+  // promoted) is marked lost at once, not at this replica's next request: another may be replayed to.
+  const stampWatch = watchWriteStamp(deps.redis, guard.stamp, {
+    onLoss: () => logger.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss'),
+    onError: (err) => logger.debug({ err }, 'could not check the write stamp (Redis unreachable); checked again on reconnect'),
+  });
   app.use(cors(config.CORS_ORIGINS));
   app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
   app.use(
@@ -81,11 +92,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
       rateLimits: config.GATEWAY_RATE_LIMITS,
       tokens,
-      guard: createReplayGuard(deps.redis, {
-        nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
-        safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
-        unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
-      }),
+      guard,
       metrics: createGatewayMetrics(deps.metrics),
       logger,
       trustedProxyHops: config.TRUSTED_PROXY_HOPS,
@@ -96,6 +103,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req)) }),
     management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
     close: () => {
+      stampWatch.stop();
       proxies.identity.close();
       proxies.risk.close();
     },

@@ -113,7 +113,7 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
 
   it('when Redis is unreachable, answers 503 with no quota left (r=0), as it admits nothing', async () => {
     const redis = unreachableRedis();
-    const down = await startGateway({ redis });
+    const down = await startGateway({ redis, keepMirror: true });
     try {
       const res = await send(down.url, 'GET', CITIES, signedHeaders('GET', CITIES, { key: down.keys.hmac, bearer: down.issuer.sign() }));
       assert.equal(res.status, 503);

@@ -178,7 +178,7 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
   describe('when Redis is unreachable', () => {
     it('answers 503 in under 1 s and proxies nothing', async () => {
       const redis = unreachableRedis();
-      const local = await startGateway({ redis });
+      const local = await startGateway({ redis, keepMirror: true });
       try {
         const started = Date.now();
         const res = await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body }), body);

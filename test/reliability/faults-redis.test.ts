@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { type TestIssuer, createTestIssuer } from '@platform/auth/testing';
+import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
+import { type Redis, closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
 import { isErrorBody } from '@platform/errors';
 import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
 import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts';
@@ -20,9 +21,14 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
   let identity: FakeUpstream;
   let risk: FakeUpstream;
   let gateway: ServiceProcess;
+  /** On the gateway's key prefix: plays identity's part of re-seeding the revocation mirror (CONTRACT.md part 13). */
+  let mirror: Redis;
 
   before(async () => {
     redis = await startPrivateRedis();
+    mirror = createRedis({ url: redis.url, keyPrefix: 'platform:', logger: createLogger({ service: 'test', level: 'silent' }) });
+    assert.ok(await waitForRedis(mirror, 5000));
+    await markRevocationsRestored(mirror);
     issuer = createTestIssuer();
     jwks = await issuer.serveJwks();
     identity = await startUpstream();
@@ -41,6 +47,7 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
   });
   after(async () => {
     await gateway?.kill();
+    if (mirror !== undefined) await closeRedis(mirror);
     await redis?.stop();
     await Promise.all([jwks?.close(), identity?.close(), risk?.close()]);
   });
@@ -69,7 +76,16 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
     assert.equal(proxied(), before, 'a request was proxied without its Redis checks');
   }
 
-  const recovers = () => eventually(async () => (await login()).status === 200 && (await cities()).status === 200, 15_000, 200);
+  // A restarted Redis is empty: without identity here, the test re-seeds the (empty) revocation mirror itself.
+  const recovers = () =>
+    eventually(
+      async () => {
+        await markRevocationsRestored(mirror).catch(() => undefined);
+        return (await login()).status === 200 && (await cities()).status === 200;
+      },
+      15_000,
+      200,
+    );
 
   it('when Redis is up, proxies signed requests', async () => {
     assert.equal((await login()).status, 200);

@@ -1,12 +1,19 @@
-import { revocationKeys } from '@platform/auth';
+import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA, STAMP_TTL_MS, type WriteStamp, revocationKeys, writeStamp } from '@platform/auth';
 import type { Redis } from '@platform/service-kit';
 
 /** Sub-windows of a rate-limit window: the sliding window's resolution (and the bound of its error). */
 export const RATE_BUCKETS = 10;
 
 /**
- * One round trip for every Redis check of a request, in CONTRACT.md part 3 and 12 order.
- * - The rate limit first (KEYS[1], skipped when ARGV[4] is 0): a sliding window of RATE_BUCKETS + 1
+ * One round trip for every Redis check of a request, in CONTRACT.md part 3, 12 and 13 order.
+ * - First what Redis knows of its own past (KEYS[4], the revocation mirror, created not ready when it is
+ *   missing: Redis lost its data; KEYS[5], this gateway's write stamp, ARGV[9] the highest count it has
+ *   read back and ARGV[10] when: less in Redis means Redis went back in time, a lagging replica promoted,
+ *   and the mirror is marked lost now unless a loss after that write was marked already). A signature created before the loss (ARGV[6], Unix seconds, earlier than the
+ *   mirror's `born` in ms) is refused, since the nonces it could replay against are gone; and while the
+ *   mirror is not re-seeded, a request that carries or needs a token (ARGV[8] = 1) is refused, since a
+ *   revocation may be missing. Neither spends quota nor claims anything.
+ * - The rate limit (KEYS[1], skipped when ARGV[4] is 0): a sliding window of RATE_BUCKETS + 1
  *   sub-windows of windowS / RATE_BUCKETS each, counted in one hash per key, on Redis's own clock (one
  *   clock for every gateway replica). A request is admitted while the sub-windows that overlap the last
  *   windowS seconds hold fewer than `limit` requests; they cover windowS plus at most one sub-window, so
@@ -14,16 +21,24 @@ export const RATE_BUCKETS = 10;
  *   limit × RATE_BUCKETS / (RATE_BUCKETS + 1) per window (−9% at 10). A refused request returns before
  *   anything else is written: its nonce stays fresh and its idempotency key unclaimed.
  * - Each claim is a `SET NX PX`, so under concurrency exactly one request wins a nonce or an idempotency key.
- *   A nonce, once seen, stays burnt whatever happens next: a replay must never pass.
+ *   A nonce, once seen, stays burnt whatever happens next: a replay must never pass. Each nonce written
+ *   counts on the write stamp, in the same step.
  * - The idempotency key is claimed only when the nonce was fresh, and stays claimed when the token
  *   turns out revoked (a 401 is not a 5xx; CONTRACT.md: "every other outcome keeps it").
- * - KEYS[4..], the bearer token's revocation keys (its own blacklist entry and its session's), are
+ * - KEYS[6..], the bearer token's revocation keys (its own blacklist entry and its session's), are
  *   only read.
- * Returns { outcome, remaining, ms }: outcome 0 (claimed), 1 (nonce reused), 2 (idempotency key reused),
- * 3 (token revoked) or 4 (rate limited); `remaining` the requests left in the window (-1 without a
- * limit); `ms` until the next request fits (when limited) or until the oldest counted one leaves.
+ * Returns { outcome, remaining, ms, stamp }: outcome 0 (claimed), 1 (nonce reused), 2 (idempotency key
+ * reused), 3 (token revoked), 4 (rate limited), 5 (signed before Redis lost its data) or 6 (revocations not
+ * re-seeded); `remaining` the requests left in the window (-1 without a limit); `ms` until the next request
+ * fits (when limited) or until the oldest counted one leaves; `stamp` the write stamp's count after a nonce
+ * was written, else 0.
  */
-const CLAIM_SCRIPT = `
+const CLAIM_SCRIPT = `${MIRROR_STATE_LUA}${STAMP_LUA}
+stamp_check(KEYS[4], KEYS[5], ARGV[9], ARGV[10], ARGV[7])
+local born, whole = mirror_state(KEYS[4], ARGV[7])
+-- Divided, not multiplied: the embedded fallback's Lua (fengari) has 32-bit integers.
+if tonumber(ARGV[6]) < tonumber(born) / 1000 then return {5, -1, 0, 0} end
+if not whole and ARGV[8] == '1' then return {6, -1, 0, 0} end
 local limit = tonumber(ARGV[4])
 local remaining, wait = -1, 0
 if limit > 0 then
@@ -49,7 +64,7 @@ if limit > 0 then
       if left < limit then break end
       first = first + 1
     end
-    return {4, 0, (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now}
+    return {4, 0, (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now, 0}
   end
   redis.call('HINCRBY', KEYS[1], current, 1)
   redis.call('PEXPIRE', KEYS[1], ${RATE_BUCKETS + 1} * width)
@@ -63,10 +78,12 @@ if limit > 0 then
   while first < ${RATE_BUCKETS + 1} and counts[first] == 0 do first = first + 1 end
   wait = (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now
 end
-if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[1]) then return {1, remaining, wait} end
-if not redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2]) then return {2, remaining, wait} end
-if #KEYS > 3 and redis.call('EXISTS', unpack(KEYS, 4)) > 0 then return {3, remaining, wait} end
-return {0, remaining, wait}
+if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[1]) then return {1, remaining, wait, 0} end
+local stamp = redis.call('INCR', KEYS[5])
+if stamp == 1 then redis.call('PEXPIRE', KEYS[5], ${STAMP_TTL_MS}) end
+if not redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2]) then return {2, remaining, wait, stamp} end
+if #KEYS > 5 and redis.call('EXISTS', unpack(KEYS, 6)) > 0 then return {3, remaining, wait, stamp} end
+return {0, remaining, wait, stamp}
 `;
 
 /** Deletes an idempotency key only while it still belongs to the request that claimed it. */
@@ -77,12 +94,12 @@ return 0
 
 /** The two scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
 interface GuardCommands {
-  gatewayClaim(numKeys: number, ...keysAndArgs: string[]): Promise<[number, number, number]>;
+  gatewayClaim(numKeys: number, ...keysAndArgs: string[]): Promise<[number, number, number, number]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
 }
 
-export type ClaimOutcome = 'claimed' | 'nonce-reused' | 'key-reused' | 'token-revoked' | 'rate-limited';
-const OUTCOMES: readonly ClaimOutcome[] = ['claimed', 'nonce-reused', 'key-reused', 'token-revoked', 'rate-limited'];
+export type ClaimOutcome = 'claimed' | 'nonce-reused' | 'key-reused' | 'token-revoked' | 'rate-limited' | 'signed-before-loss' | 'revocations-restoring';
+const OUTCOMES: readonly ClaimOutcome[] = ['claimed', 'nonce-reused', 'key-reused', 'token-revoked', 'rate-limited', 'signed-before-loss', 'revocations-restoring'];
 
 /** What the round trip found: the first check that failed (or none), and the key's quota when it has a limit. */
 export interface Claim {
@@ -98,6 +115,10 @@ export interface ClaimRequest {
   method: string;
   /** The bearer token (`jti` and `sid`), when the route needs one and it verified. */
   token: { tokenId: string; sessionId: string } | undefined;
+  /** The request carries or needs a bearer token: refused while the revocation mirror is not whole. */
+  bearing: boolean;
+  /** The signature's `created` (Unix seconds). */
+  created: number;
   /** Written into the claimed keys, so only this request can release its idempotency key. */
   owner: string;
   /** The key's rate limit (CONTRACT.md part 12); undefined counts nothing (a baseline for the benchmark). */
@@ -110,6 +131,12 @@ export interface ReplayGuard {
   claim(request: ClaimRequest): Promise<Claim>;
   /** Frees an idempotency key after a 5xx, so the client may retry with it. */
   release(request: Pick<ClaimRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
+  /**
+   * This gateway's nonce writes as Redis counts them: `check()` finds a Redis that went back in time
+   * without a claim (after a reconnect, and now and then), so the loss is marked before another replica
+   * could be handed a replay of a nonce this one wrote.
+   */
+  readonly stamp: WriteStamp;
 }
 
 export interface ReplayGuardOptions {
@@ -139,19 +166,23 @@ export function createReplayGuard(redis: Redis, options: ReplayGuardOptions): Re
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as GuardCommands;
+  const stamp = writeStamp(redis, 'gateway');
   return {
+    stamp,
     async claim(request) {
       const { rate } = request;
       const keys = [
         rateKey(request.keyId, rate?.windowS ?? 0),
         nonceKey(request.keyId, request.nonce),
         idempotencyRedisKey(request.keyId, request.idempotencyKey),
+        REVOCATION_MIRROR_KEY,
+        stamp.key,
       ];
       if (request.token !== undefined) keys.push(...revocationKeys(request.token));
       const ttlS = SAFE_METHODS.has(request.method) ? options.safeTtlS : options.unsafeTtlS;
       // Sub-windows of whole milliseconds: windowS × 1000 / RATE_BUCKETS.
       const width = rate === undefined ? 0 : (rate.windowS * 1000) / RATE_BUCKETS;
-      const [code, remaining, ms] = await commands.gatewayClaim(
+      const [code, remaining, ms, count] = await commands.gatewayClaim(
         keys.length,
         ...keys,
         String(options.nonceTtlS * 1000),
@@ -159,7 +190,13 @@ export function createReplayGuard(redis: Redis, options: ReplayGuardOptions): Re
         request.owner,
         String(rate?.limit ?? 0),
         String(width),
+        String(request.created),
+        String(Date.now()),
+        request.bearing ? '1' : '0',
+        stamp.seen(),
+        stamp.lastWrite(),
       );
+      stamp.observe(Number(count));
       const outcome = OUTCOMES[code];
       if (outcome === undefined) throw new Error(`unexpected claim script result ${code}`);
       return { outcome, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(ms) } };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { Request, RequestHandler, Response } from 'express';
-import type { TokenVerifier } from '@platform/auth';
+import { REVOCATIONS_RESTORING_MESSAGE, type TokenVerifier } from '@platform/auth';
 import { ConflictError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError, toHttpError } from '@platform/errors';
 import { type Logger, formatTraceparent, requestLog, requestTrace } from '@platform/service-kit';
 import { type BearerVerdict, checkBearer } from '../bearer/bearer-check.ts';
@@ -54,7 +54,16 @@ function setQuotaHeaders(res: Response, policy: RateLimitPolicy, claim: Claim | 
 }
 
 /** Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 and 12 order. */
-function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: BearerVerdict, deps: ApiRequestDeps): void {
+function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: BearerVerdict, deps: ApiRequestDeps, req: Request): void {
+  if (outcome === 'signed-before-loss') {
+    deps.metrics.rejected('signature');
+    requestLog(req, deps.logger).warn({ reason: 'created before the replay store lost its data' }, 'request signature rejected');
+    throw new UnauthorizedError('Invalid request signature');
+  }
+  if (outcome === 'revocations-restoring') {
+    deps.metrics.rejected('revocations-restoring');
+    throw new ServiceUnavailableError(REVOCATIONS_RESTORING_MESSAGE);
+  }
   if (outcome === 'rate-limited') {
     deps.metrics.rateLimited(keyId);
     throw new TooManyRequestsError('Rate limit exceeded', (quota?.resetMs ?? 1000) / 1000);
@@ -80,7 +89,7 @@ function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: Bearer
 async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: UpstreamProxy, operation: GatewayOperation, next: (err?: unknown) => void): Promise<void> {
   const idempotencyKey = idempotencyKeyOf(req.headers['x-idempotency-key']);
   const body = Buffer.isBuffer(req.body) ? req.body : EMPTY;
-  const { keyId, nonce } = await verifySignature(req, body, deps);
+  const { keyId, nonce, created } = await verifySignature(req, body, deps);
   // The token is checked on the CPU now so its revocation keys can join the one Redis round trip below.
   const bearer: BearerVerdict = operation.needsBearer ? await checkBearer(deps.tokens, req.headers.authorization) : { principal: undefined };
   const owner = randomUUID();
@@ -100,7 +109,8 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
   try {
     let claim: Claim;
     try {
-      claim = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, owner, rate: policy });
+      const bearing = operation.needsBearer || req.headers.authorization !== undefined;
+      claim = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, bearing, created, owner, rate: policy });
     } catch (err) {
       // Fail closed: without Redis no replay can be ruled out, so nothing is proxied. A frozen Redis
       // still runs the claim once it resumes; the release, on the same connection, comes after it.
@@ -109,7 +119,7 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
       throw new ServiceUnavailableError(undefined, { cause: err });
     }
     setQuotaHeaders(res, policy, claim);
-    assertAdmitted(claim, keyId, bearer, deps);
+    assertAdmitted(claim, keyId, bearer, deps, req);
     // Without the SDK the gateway continues the trace itself; with it, the HTTP instrumentation does.
     const trace = requestTrace(req);
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);

@@ -12,7 +12,8 @@ export type RejectionReason =
   | 'nonce-reused'
   | 'idempotency-key-reused'
   | 'bearer'
-  | 'redis-unavailable';
+  | 'redis-unavailable'
+  | 'revocations-restoring';
 
 /** The gateway's own series, beside the request metrics every process has. */
 export interface GatewayMetrics {

@@ -19,6 +19,8 @@ export interface SignatureVerifierOptions {
 export interface VerifiedSignature {
   keyId: string;
   nonce: string;
+  /** When the client says it signed (Unix seconds), within the skew window. */
+  created: number;
 }
 
 /**
@@ -49,5 +51,5 @@ export async function verifyRequestSignature(
   if (!(await signatureMatches(signatureBase(request, entry), entry.signature, key))) {
     throw new SignatureFault('signature does not match');
   }
-  return { keyId: params.keyId, nonce: params.nonce };
+  return { keyId: params.keyId, nonce: params.nonce, created: params.created };
 }

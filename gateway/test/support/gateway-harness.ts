@@ -1,6 +1,6 @@
 import { type KeyObject, generateKeyPairSync } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, type RequestOptions, request } from 'node:http';
-import { type TestIssuer, createTestIssuer } from '@platform/auth/testing';
+import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
 import { type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../src/app.ts';
@@ -49,12 +49,17 @@ export interface TestGatewayOptions {
   identityDown?: boolean;
   /** The document whose operations are proxied; the repository's services' documents when omitted. */
   apiDocument?: OpenApiDocument;
+  /** Leave the revocation mirror alone (a Redis that is unreachable on purpose, or a test of the mirror itself). */
+  keepMirror?: boolean;
 }
 
 /** A real gateway on 127.0.0.1:0 with fake upstreams, a JWKS issuer and the given Redis. */
 export async function startGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const keys = testKeys();
   const issuer = createTestIssuer();
+  // No identity keeps the revocation mirror here: it is marked whole and born at the epoch, as a Redis
+  // that never lost its data (CONTRACT.md part 13).
+  if (options.keepMirror !== true) await markRevocationsRestored(options.redis);
   const jwks = await issuer.serveJwks();
   const identity = options.identity ?? (await startUpstream());
   const risk = options.risk ?? (await startUpstream());

@@ -1,5 +1,6 @@
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, RevocationsUnavailableError } from './revocation-mirror.ts';
+import { STAMP_TTL_MS, type WriteStamp } from './write-stamp.ts';
 
 /**
  * Where revoked access tokens are remembered. The key is shared by every deployable of an environment
@@ -57,8 +58,21 @@ interface BlacklistCommands {
   revocationCheck(mirrorKey: string, tokenKey: string, sessionKey: string, now: string): Promise<number>;
 }
 
-/** The blacklist in Redis: one key per token with `EXAT` = the token's `exp`, so it never outgrows live tokens. */
-export function redisBlacklist(redis: Redis): TokenBlacklist {
+/**
+ * The blacklist in Redis: one key per token with `EXAT` = the token's `exp`, so it never outgrows live tokens.
+ * With a `stamp` (identity's, the writer of revocations), each revocation counts on it in the same
+ * transaction, so a Redis that later holds less (a lagging replica promoted) is found out (CONTRACT.md part 13).
+ */
+export function redisBlacklist(redis: Redis, options: { stamp?: WriteStamp } = {}): TokenBlacklist {
+  const { stamp } = options;
+  /** Runs the revocation's writes in one transaction, with the stamp's count when there is one. */
+  const write = async (transaction: ChainableCommander): Promise<void> => {
+    if (stamp !== undefined) transaction.incr(stamp.key).pexpire(stamp.key, STAMP_TTL_MS);
+    const results = (await transaction.exec()) ?? [];
+    const failed = results.find(([err]) => err !== null);
+    if (failed !== undefined) throw failed[0];
+    if (stamp !== undefined) stamp.observe(Number(results.at(-2)?.[1]));
+  };
   redis.defineCommand('revocationCheck', { numberOfKeys: 3, lua: IS_REVOKED_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as BlacklistCommands;
@@ -66,13 +80,13 @@ export function redisBlacklist(redis: Redis): TokenBlacklist {
     async revoke(jti, expiresAt) {
       if (expiresAt * 1000 <= Date.now()) return;
       // EXAT takes whole seconds; a NumericDate may have a fraction (RFC 7519), and Redis rejects it.
-      await redis.set(blacklistKey(jti), '1', 'EXAT', Math.ceil(expiresAt));
+      await write(redis.multi().set(blacklistKey(jti), '1', 'EXAT', Math.ceil(expiresAt)));
     },
     async revokeSessions(sessionIds, until) {
       if (sessionIds.length === 0 || until * 1000 <= Date.now()) return;
-      const pipeline = redis.multi();
-      for (const sid of sessionIds) pipeline.set(sessionRevocationKey(sid), '1', 'EXAT', Math.ceil(until));
-      await pipeline.exec();
+      const transaction = redis.multi();
+      for (const sid of sessionIds) transaction.set(sessionRevocationKey(sid), '1', 'EXAT', Math.ceil(until));
+      await write(transaction);
     },
     async restoreSessionRevocations(sessions) {
       const live = sessions.filter((session) => session.until * 1000 > Date.now());

@@ -12,4 +12,5 @@ export { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, type RevocationMirror, Revocat
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';
-export { type TokenVerifier, type TokenVerifierOptions, type VerifyOptions, createTokenVerifier } from './verifier.ts';
+export { STAMP_CHECK_MS, STAMP_LUA, STAMP_TTL_MS, type WriteStamp, watchWriteStamp, writeStamp } from './write-stamp.ts';
+export { REVOCATIONS_RESTORING_MESSAGE, type TokenVerifier, type TokenVerifierOptions, type VerifyOptions, createTokenVerifier } from './verifier.ts';

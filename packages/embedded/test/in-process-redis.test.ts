@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { RevocationsUnavailableError, redisBlacklist, revocationMirror } from '@platform/auth';
+import { markRevocationsRestored } from '@platform/auth/testing';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
 import { createReplayGuard, nonceKey } from '../../../gateway/src/idempotency/replay-guard.ts';
@@ -27,11 +28,27 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     assert.equal(await other.get('k'), null);
   });
 
-  it('runs the gateway claim script with its per-call key count: nonce, idempotency key, then revoked token', async () => {
+  it('runs the gateway claim script with its per-call key count: the mirror, nonce, idempotency key, then revoked token', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
     const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
-    const request: Parameters<typeof guard.claim>[0] = { keyId: 'k', nonce: 'n1', idempotencyKey: 'i1', method: 'POST', token: undefined, owner: 'a', rate: { limit: 100, windowS: 60 } };
+    const now = Math.floor(Date.now() / 1000);
+    const request: Parameters<typeof guard.claim>[0] = {
+      keyId: 'k',
+      nonce: 'n1',
+      idempotencyKey: 'i1',
+      method: 'POST',
+      token: undefined,
+      bearing: false,
+      created: now,
+      owner: 'a',
+      rate: { limit: 100, windowS: 60 },
+    };
     const outcome = async (r: Parameters<typeof guard.claim>[0]) => (await guard.claim(r)).outcome;
+    // A fresh key space is a Redis that lost its data: a token request signed after it waits for the
+    // re-seed, one signed before (or in the second it was found) is refused.
+    assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
+    assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 60 }), 'signed-before-loss');
+    await markRevocationsRestored(redis);
     assert.equal(await outcome(request), 'claimed');
     assert.equal(await outcome({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
     assert.equal(await outcome({ ...request, nonce: 'n2' }), 'key-reused');
@@ -42,7 +59,7 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     assert.equal(await outcome({ ...request, nonce: 'n4' }), 'claimed');
 
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
-    const withToken = { ...request, idempotencyKey: 'i5', token };
+    const withToken = { ...request, idempotencyKey: 'i5', token, bearing: true };
     assert.equal(await outcome({ ...withToken, nonce: 'n5' }), 'claimed');
     await redisBlacklist(redis).revokeSessions([token.sessionId], Date.now() / 1000 + 60);
     assert.equal(await outcome({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
@@ -51,7 +68,9 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
   it('runs the rate limit of the claim script on its clock: the limit admitted, then 429 without a claim', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
     const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
-    const claim = (i: number) => guard.claim({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, owner: 'a', rate: { limit: 3, windowS: 60 } });
+    await markRevocationsRestored(redis);
+    const created = Math.floor(Date.now() / 1000);
+    const claim = (i: number) => guard.claim({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, bearing: false, created, owner: 'a', rate: { limit: 3, windowS: 60 } });
     const claims = [await claim(1), await claim(2), await claim(3), await claim(4)];
     assert.deepEqual(claims.map((c) => c.outcome), ['claimed', 'claimed', 'claimed', 'rate-limited']);
     assert.deepEqual(claims.map((c) => c.quota?.remaining), [2, 1, 0, 0]);

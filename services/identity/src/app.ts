@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Express } from 'express';
-import { createTokenVerifier, redisBlacklist, staticKeySource } from '@platform/auth';
+import { createTokenVerifier, staticKeySource } from '@platform/auth';
 import {
   type Knex,
   type Lifecycle,
@@ -55,7 +55,7 @@ export interface IdentityDeps {
 /** Builds the identity service's Express app. It never listens: index.ts or a test does. */
 export function createApp(deps: IdentityDeps): Express {
   const { config, db } = deps;
-  const blacklist = redisBlacklist(deps.redis);
+  const { blacklist } = deps.revocations;
   // The signing key and the retired ones of JWT_PREVIOUS_PUBLIC_KEYS: a rotation logs nobody out.
   const verificationKeys = distinctKeys([deps.signingKey, ...config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem)]);
   const verifier = createTokenVerifier({

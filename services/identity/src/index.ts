@@ -13,7 +13,6 @@ import {
   packageRoot,
   serveUntilStopped,
 } from '@platform/service-kit';
-import { redisBlacklist, revocationMirror } from '@platform/auth';
 import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
 import { startAuditPruning } from './audit/audit-retention.ts';
@@ -64,8 +63,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
   const auditPruning = startAuditPruning({ db, logger, retentionDays: config.AUDIT_RETENTION_DAYS });
   const revocations = startRevocationMirrorKeeper({
     db,
-    mirror: revocationMirror(redis),
-    blacklist: redisBlacklist(redis),
+    redis,
     accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
     intervalMs: config.REVOCATION_MIRROR_CHECK_MS,
     logger,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REVOCATION_MIRROR_KEY, revocationMirror } from '@platform/auth';
+import { REVOCATION_MIRROR_KEY, revocationMirror, sessionRevocationKey } from '@platform/auth';
 import request from 'supertest';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
@@ -77,5 +77,30 @@ describe('the revocation mirror (Redis lost its data)', function () {
     await identity.revocations.checkNow();
     assert.equal((await account(user, token)).status, 401);
     assert.equal(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'ready'), '1');
+  });
+
+  it('when Redis went back in time (a replica that lagged promoted: the mirror intact, a revocation gone), marks the loss and re-seeds it', async () => {
+    const user = await identity.createUser();
+    const token = (await identity.login(user)).accessToken;
+    const { sid } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string };
+    const rollBack = await identity.snapshotRedisData();
+    const bornBefore = Number(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'born'));
+    assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
+    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 1);
+
+    await rollBack();
+    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 0, 'the rollback kept the revocation');
+    assert.equal(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'ready'), '1', 'the rollback lost the mirror itself');
+    const found = Date.now();
+    await identity.revocations.checkNow();
+    // The keeper found its write stamp behind what it wrote: the loss is marked (born now) and re-seeded.
+    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 1, 'the lost revocation was not re-seeded');
+    const born = Number(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'born'));
+    assert.ok(born > bornBefore && born >= found - 50, `born ${born}, was ${bornBefore}, found at ${found}`);
+    assert.equal(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'ready'), '1');
+    assert.ok(identity.log.lines().some((line) => line.msg === 'revocation mirror re-seeded; bearer requests accepted again' && String(line.cause).includes('fewer revocations')));
+    // Found once: the next check leaves the mirror alone.
+    await identity.revocations.checkNow();
+    assert.equal(Number(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'born')), born);
   });
 });

@@ -15,6 +15,8 @@ export interface Stack {
   riskUrl: string;
   /** The services' databases. */
   databaseUrls: { identity: string; risk: string };
+  /** The Redis the processes share, and the key prefix of this run on it. */
+  redis: { url: string; prefix: string };
   admin: { username: string; password: string };
   /** What the processes wrote (every line, when LOG_LEVEL lets it through), for assertions and failing tests' messages. */
   output: () => string;
@@ -26,9 +28,14 @@ export interface Stack {
 /**
  * Starts identity, risk and gateway from the sources as `pnpm start` does (APP_ENV=local: each creates,
  * migrates and, for risk, seeds its database), wired to the given mail and SMS providers; `settings`
- * adds to (or overrides) the environment of all three.
+ * adds to (or overrides) the environment of all three; `redisUrl` is the Redis they share (the test Redis by
+ * default), always under a key prefix of this run.
  */
-export async function startStack(providers: { mailUrl: string; smsUrl: string }, settings: Record<string, string> = {}): Promise<Stack> {
+export async function startStack(
+  providers: { mailUrl: string; smsUrl: string },
+  settings: Record<string, string> = {},
+  options: { redisUrl?: string } = {},
+): Promise<Stack> {
   const run = `e2e_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const keyDir = await mkdtemp(join(tmpdir(), 'e2e-keys-'));
   const admin = { username: `admin-${run}@example.com`, password: 'e2e-admin-password' };
@@ -50,7 +57,7 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string },
         ...settings,
       },
       databases: { serverUrl: TEST_POSTGRES_URL, run },
-      redis: { url: TEST_REDIS_URL, prefix: `${run}:` },
+      redis: { url: options.redisUrl ?? TEST_REDIS_URL, prefix: `${run}:` },
       output: 'capture',
     });
     return {
@@ -59,6 +66,7 @@ export async function startStack(providers: { mailUrl: string; smsUrl: string },
       identityUrl: stack.urls.identity,
       riskUrl: stack.urls.risk,
       databaseUrls: { identity: String(stack.env.IDENTITY_DATABASE_URL), risk: String(stack.env.RISK_DATABASE_URL) },
+      redis: { url: String(stack.env.REDIS_URL), prefix: String(stack.env.REDIS_KEY_PREFIX) },
       admin,
       output: () => stack.output(),
       // Its own management port: the first gateway holds the stack's.

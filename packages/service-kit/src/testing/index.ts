@@ -74,11 +74,48 @@ export function captureLogger(service: string, level = 'debug'): CapturedLogger 
   };
 }
 
+/**
+ * The names of the keys whose full name starts with `match`, as `redis` addresses them (without its own
+ * key prefix: KEYS ignores that option, every other command adds it).
+ */
+async function keysUnder(redis: Redis, match: string): Promise<string[]> {
+  const own = redis.options.keyPrefix ?? '';
+  return (await redis.keys(`${match}*`)).map((key) => key.slice(own.length));
+}
+
+/** Deletes every key whose full name starts with `match`: what an environment sees of a Redis that lost its data. Returns how many. */
+export async function flushKeys(redis: Redis, match: string): Promise<number> {
+  const names = await keysUnder(redis, match);
+  return names.length === 0 ? 0 : redis.del(...names);
+}
+
+/**
+ * The keys whose full name starts with `match` as they are now (value and time to live); the function
+ * returned puts them back so, deleting every other key there: what the environment sees of a replica
+ * that lagged behind and was promoted, or of a restart from an old snapshot.
+ */
+export async function snapshotKeys(redis: Redis, match: string): Promise<() => Promise<void>> {
+  const saved = await Promise.all(
+    (await keysUnder(redis, match)).map(async (name) => ({ name, dump: await redis.dumpBuffer(name), ttlMs: await redis.pttl(name) })),
+  );
+  return async () => {
+    await flushKeys(redis, match);
+    for (const { name, dump, ttlMs } of saved) {
+      // -1: no expiry (RESTORE's 0); -2 or no dump: the key expired while the snapshot was taken.
+      if (dump !== null && ttlMs !== -2) await redis.restore(name, Math.max(ttlMs, 0), dump, 'REPLACE');
+    }
+  };
+}
+
 /** A Redis client for one test file, on its own key prefix so parallel runs and stale keys never meet. */
 export interface TestRedis {
   redis: Redis;
   keyPrefix: string;
-  /** Deletes every key under the prefix and closes the client. */
+  /** Deletes every key under the prefix: what this environment sees of a Redis that lost its data. */
+  flush: () => Promise<void>;
+  /** The keys under the prefix now; the function returned puts Redis back to them (`snapshotKeys`). */
+  snapshot: () => Promise<() => Promise<void>>;
+  /** `flush`, then closes the client. */
   close: () => Promise<void>;
 }
 
@@ -87,13 +124,16 @@ export async function createTestRedis(prefix: string, url = TEST_REDIS_URL): Pro
   const keyPrefix = `${uniqueName(prefix)}:`;
   const redis = createRedis({ url, keyPrefix, logger: createLogger({ service: 'test', level: 'silent' }) });
   if (!(await waitForRedis(redis, 5000))) throw new Error(`test Redis at ${url} is not reachable`);
+  const flush = async () => {
+    await flushKeys(redis, keyPrefix);
+  };
   return {
     redis,
     keyPrefix,
+    flush,
+    snapshot: () => snapshotKeys(redis, keyPrefix),
     close: async () => {
-      // KEYS ignores the client's prefix option, so match on the full prefixed name and strip it to delete.
-      const keys = await redis.keys(`${keyPrefix}*`);
-      if (keys.length > 0) await redis.del(...keys.map((k) => k.slice(keyPrefix.length)));
+      await flush();
       await closeRedis(redis);
     },
   };

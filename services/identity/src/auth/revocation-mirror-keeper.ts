@@ -1,5 +1,5 @@
-import { type RevocationMirror, type TokenBlacklist } from '@platform/auth';
-import type { Knex, Logger, ReadinessCheck } from '@platform/service-kit';
+import { type TokenBlacklist, redisBlacklist, revocationMirror, writeStamp } from '@platform/auth';
+import type { Knex, Logger, ReadinessCheck, Redis } from '@platform/service-kit';
 import { type EndedSession, sessionsEndedSince } from './sessions.repository.ts';
 
 /** Sessions read and written to Redis per step of a re-seed. */
@@ -16,9 +16,13 @@ const MARGIN_S = 60;
  * or was marked not ready, every bearer request fails closed until this re-seeds every session ended
  * within the access-token lifetime and marks the mirror ready again. Also when a revocation could not be
  * written to Redis (it was down): the mirror is then marked not ready as soon as Redis answers, and
- * re-seeded, so a revocation never goes missing. Checked every `intervalMs`, in every identity replica.
+ * re-seeded, so a revocation never goes missing. And when Redis holds fewer of this replica's revocations
+ * than it wrote (its write stamp went back: a replica that lagged was promoted), though the mirror's hash
+ * survived. Checked every `intervalMs` and on every reconnect, in every identity replica.
  */
 export interface RevocationMirrorKeeper {
+  /** The blacklist every revocation of this process goes through: each one counts on the keeper's write stamp. */
+  blacklist: TokenBlacklist;
   /** A revocation could not reach Redis: re-seed (failing bearer requests closed meanwhile) once it answers. */
   markDirty(): void;
   /** Runs one check now (and a re-seed when needed); resolves when done. Never rejects. */
@@ -31,8 +35,8 @@ export interface RevocationMirrorKeeper {
 
 export interface RevocationMirrorKeeperOptions {
   db: Knex;
-  mirror: RevocationMirror;
-  blacklist: TokenBlacklist;
+  /** The environment's Redis (REDIS_KEY_PREFIX), shared with the gateway and risk. */
+  redis: Redis;
   /** ACCESS_TOKEN_TTL_S: how long after its end a session's tokens may still be live. */
   accessTokenTtlS: number;
   intervalMs: number;
@@ -41,10 +45,15 @@ export interface RevocationMirrorKeeperOptions {
 
 /** Starts the keeper (its timer does not hold the process open); `stop` on shutdown. */
 export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptions): RevocationMirrorKeeper {
-  const { db, mirror, blacklist, logger } = options;
+  const { db, redis, logger } = options;
+  const stamp = writeStamp(redis, 'identity');
+  const mirror = revocationMirror(redis);
+  const blacklist = redisBlacklist(redis, { stamp });
   let dirty = false;
   // Whether the last check found (or left) the mirror whole; false until the first one succeeds.
   let whole = false;
+  // The mirror's birth (ms): signatures created in its second or before are refused at the gateway.
+  let born = 0;
   let running: Promise<void> | undefined;
 
   const reseed = async (born: number): Promise<number> => {
@@ -64,19 +73,26 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   };
 
   const check = async (): Promise<void> => {
+    // A Redis that went back in time is marked lost (born now, not ready) by the stamp's own script.
+    const wentBack = await stamp.check();
     const state = await mirror.state();
+    born = state.born;
     if (state.ready && !dirty) {
       whole = true;
       return;
     }
     whole = false;
     const wasDirty = dirty;
-    const born = wasDirty ? await mirror.markNotReady() : state.born;
+    if (wasDirty) {
+      born = await mirror.markNotReady();
+      // Cleared before the re-seed: a revocation that misses Redis while it runs is re-seeded next time.
+      dirty = false;
+    }
     const started = Date.now();
     const sessions = await reseed(born);
-    if (wasDirty) dirty = false;
     whole = true;
-    logger.warn({ sessions, tookMs: Date.now() - started, cause: wasDirty ? 'a revocation missed Redis' : 'Redis lost its data' }, 'revocation mirror re-seeded; bearer requests accepted again');
+    const cause = wasDirty ? 'a revocation missed Redis' : wentBack ? 'Redis holds fewer revocations than identity wrote (a lagging replica promoted?)' : 'Redis lost its data';
+    logger.warn({ sessions, tookMs: Date.now() - started, cause }, 'revocation mirror re-seeded; bearer requests accepted again');
   };
 
   const checkNow = (): Promise<void> => {
@@ -93,8 +109,12 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
 
   const timer = setInterval(() => void checkNow(), options.intervalMs);
   timer.unref();
+  // A failover always reconnects: check at once rather than at the next tick.
+  const onReady = (): void => void checkNow();
+  redis.on('ready', onReady);
   void checkNow();
   return {
+    blacklist,
     markDirty: () => {
       dirty = true;
     },
@@ -103,10 +123,14 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       name: 'revocations',
       check: async () => {
         if (!whole) throw new Error('the revocation mirror in Redis is not whole yet (being re-seeded, or Redis or Postgres unreachable)');
+        // `created` is in whole seconds: until the second of the loss is over, every fresh signature is
+        // refused as possibly older than it (a new environment's Redis counts as lost, too).
+        if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error('Redis lost its data less than a second ago: signatures of this second are refused');
       },
     },
     stop: async () => {
       clearInterval(timer);
+      redis.off('ready', onReady);
       await running;
     },
   };

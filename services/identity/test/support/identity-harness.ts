@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Role } from '@platform/auth';
 import type { Express } from 'express';
 import request from 'supertest';
-import { redisBlacklist, revocationMirror } from '@platform/auth';
 import { type Knex, type Logger, type Redis, assertForwarding, createMetrics, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger, createTestDatabase, createTestRedis } from '@platform/service-kit/testing';
 import { migrations } from '../../migrations/index.ts';
@@ -54,6 +53,8 @@ export interface IdentityHarness {
   revocations: RevocationMirrorKeeper;
   /** Deletes every key of the harness's Redis prefix, as a Redis that lost its data (CONTRACT.md part 13). */
   loseRedisData(): Promise<void>;
+  /** The harness's Redis keys now; the function returned rolls Redis back to them, as a lagging replica promoted. */
+  snapshotRedisData(): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -61,8 +62,7 @@ export interface IdentityHarness {
 export async function startRevocationKeeper(db: Knex, redis: Redis, config: IdentityConfig, logger: Logger): Promise<RevocationMirrorKeeper> {
   const keeper = startRevocationMirrorKeeper({
     db,
-    mirror: revocationMirror(redis),
-    blacklist: redisBlacklist(redis),
+    redis,
     accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
     intervalMs: config.REVOCATION_MIRROR_CHECK_MS,
     logger,
@@ -168,10 +168,8 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
       };
     },
     revocations,
-    async loseRedisData() {
-      const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}*`);
-      if (keys.length > 0) await testRedis.redis.del(...keys.map((key) => key.slice(testRedis.keyPrefix.length)));
-    },
+    loseRedisData: () => testRedis.flush(),
+    snapshotRedisData: () => testRedis.snapshot(),
     async close() {
       await revocations.stop();
       await hasher.close();

@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { REVOCATION_MIRROR_KEY, REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
+import { markRevocationsRestored } from '@platform/auth/testing';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { nonceKey } from '../src/idempotency/replay-guard.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { newNonce, signedHeaders } from './support/signing-client.ts';
+
+// CONTRACT.md part 13 at the gateway: a Redis found without the revocation mirror (it lost its data) fails
+// every request that carries or needs a bearer token closed until identity has re-seeded the mirror, and
+// refuses every signature created before the loss. Identity's side is services/identity/test/revocation-mirror.test.ts;
+// the whole story through real processes is test/e2e/redis-loss.test.ts.
+describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
+  let testRedis: TestRedis;
+  let gw: TestGateway;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-redis-loss');
+    gw = await startGateway({ redis: testRedis.redis });
+  });
+  afterEach(async () => {
+    await markRevocationsRestored(testRedis.redis);
+  });
+  after(async () => {
+    await gw.close();
+    await testRedis.close();
+  });
+
+  const cities = '/v1/weather-stations/get-cities';
+  const login = '/v1/auth/login';
+  const loginBody = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
+  const nowS = () => Math.floor(Date.now() / 1000);
+  /** A `created` after any loss the test just made: the next whole second (within the allowed skew). */
+  const afterLoss = () => nowS() + 1;
+  const stationsCall = (options: { created?: number; nonce?: string } = {}) =>
+    send(gw.url, 'GET', cities, signedHeaders('GET', cities, { key: gw.keys.hmac, bearer: gw.issuer.sign(), ...options }));
+  const loginCall = (options: { created?: number; bearer?: string } = {}) =>
+    send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, ...options }), loginBody);
+  const proxied = () => gw.identity.received.length + gw.risk.received.length;
+  /** What Redis lost: every key of the environment, the mirror with them. */
+  const loseData = () => testRedis.flush();
+  const mirror = async () => testRedis.redis.hgetall(REVOCATION_MIRROR_KEY);
+  const rejections = async (reason: string) => {
+    const text = await (await fetch(`${gw.managementUrl}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('gateway_rejected_requests_total{') && l.includes(`reason="${reason}"`));
+    return line === undefined ? 0 : Number(line.split(' ').at(-1));
+  };
+
+  it('while the mirror is missing, answers a bearer request 503 in the error shape, proxies nothing and writes no nonce', async () => {
+    await loseData();
+    const before = proxied();
+    const restoringBefore = await rejections('revocations-restoring');
+    const nonce = newNonce();
+    const created = afterLoss();
+    const res = await stationsCall({ nonce, created });
+    assert.equal(res.status, 503, res.body.toString());
+    assert.deepEqual(
+      { status: res.json().status, error: res.json().error, message: res.json().message, path: res.json().path },
+      { status: 503, error: 'Service Unavailable', message: REVOCATIONS_RESTORING_MESSAGE, path: cities },
+    );
+    assert.equal(proxied(), before, 'a bearer request went through while the revocations may be incomplete');
+    assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'the refused request spent its nonce');
+    assert.equal(await rejections('revocations-restoring'), restoringBefore + 1);
+    // The gateway noticed the loss and created the mirror, not ready, born about now.
+    const state = await mirror();
+    assert.equal(state.ready, '0');
+    assert.ok(Math.abs(Number(state.born) - Date.now()) < 5000, JSON.stringify(state));
+    // The same request, once identity has re-seeded, goes through: the refusal did not spend its nonce.
+    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'ready', '1');
+    assert.equal((await stationsCall({ nonce, created })).status, 200);
+  });
+
+  it('while the mirror is not whole, proxies public requests without a token, and refuses them with one (503)', async () => {
+    await loseData();
+    const before = gw.identity.received.length;
+    assert.equal((await loginCall({ created: afterLoss() })).status, 200);
+    assert.equal(gw.identity.received.length, before + 1);
+    const withToken = await loginCall({ bearer: gw.issuer.sign(), created: afterLoss() });
+    assert.equal(withToken.status, 503);
+    assert.equal(withToken.json().message, REVOCATIONS_RESTORING_MESSAGE);
+    assert.equal(gw.identity.received.length, before + 1);
+  });
+
+  it('refuses a signature created before the loss with 401 Invalid request signature, even once the mirror is whole again', async () => {
+    const signedBefore = nowS() - 2;
+    await loseData();
+    await stationsCall(); // notices the loss: the mirror is born now
+    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'ready', '1');
+    const before = proxied();
+    const signatureRejections = await rejections('signature');
+    for (const call of [() => stationsCall({ created: signedBefore }), () => loginCall({ created: signedBefore })]) {
+      const res = await call();
+      assert.equal(res.status, 401, res.body.toString());
+      assert.equal(res.json().message, 'Invalid request signature');
+    }
+    assert.equal(proxied(), before);
+    assert.equal(await rejections('signature'), signatureRejections + 2);
+    // `created` is a whole second, compared with the moment of the loss in ms: the second the loss
+    // happened in may hold signatures from before it, so it is refused too; the next one is accepted.
+    const bornMs = Number((await mirror()).born);
+    const res = await stationsCall({ created: Math.floor(bornMs / 1000) });
+    assert.equal(res.status, bornMs % 1000 === 0 ? 200 : 401, res.body.toString());
+    assert.equal((await stationsCall({ created: Math.ceil(bornMs / 1000) })).status, 200);
+    assert.equal((await loginCall({ created: afterLoss() })).status, 200);
+  });
+
+  it('a request signed before the loss is refused while the mirror is still missing (401 before 503)', async () => {
+    const signedBefore = nowS() - 2;
+    await loseData();
+    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'born', String(Date.now()), 'ready', '0');
+    const res = await stationsCall({ created: signedBefore });
+    assert.equal(res.status, 401);
+    assert.equal(res.json().message, 'Invalid request signature');
+  });
+
+  it('keeps the birth time a replica found first: a second gateway noticing later does not move it', async () => {
+    await loseData();
+    await sleep(5);
+    // Another replica found the loss, after this gateway's last write.
+    const first = Date.now();
+    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'born', String(first), 'ready', '0');
+    await stationsCall({ created: afterLoss() });
+    assert.deepEqual(await mirror(), { born: String(first), ready: '0' });
+  });
+
+  describe('when Redis went back in time (a replica that lagged was promoted: the mirror intact, later nonces gone)', () => {
+    /** A request answered after the snapshot, so that its nonce is lost with the rollback. */
+    async function answeredThenRolledBack(): Promise<Record<string, string>> {
+      const rollBack = await testRedis.snapshot();
+      const headers = signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody });
+      assert.equal((await send(gw.url, 'POST', login, headers, loginBody)).status, 200);
+      await rollBack();
+      assert.equal((await mirror()).ready, '1', 'the rollback lost the mirror itself');
+      return headers;
+    }
+
+    it('the next claim finds it by the gateway\'s write stamp: the replay is refused (401), bearer requests wait for the re-seed (503)', async () => {
+      const headers = await answeredThenRolledBack();
+      const found = Date.now();
+      const replay = await send(gw.url, 'POST', login, headers, loginBody);
+      assert.equal(replay.status, 401, replay.body.toString());
+      assert.equal(replay.json().message, 'Invalid request signature');
+      const state = await mirror();
+      assert.equal(state.ready, '0');
+      assert.ok(Number(state.born) >= found - 50, JSON.stringify(state));
+      assert.equal((await stationsCall({ created: afterLoss() })).status, 503);
+    });
+
+    it('a reconnect finds it before any request (a failover always reconnects), so another replica cannot be replayed to', async () => {
+      const headers = await answeredThenRolledBack();
+      // Dropped and connected again, as by a failover; the gateway checks its stamp on `ready`.
+      const reconnected = once(testRedis.redis, 'ready');
+      testRedis.redis.disconnect(true);
+      await reconnected;
+      const deadline = Date.now() + 5000;
+      while ((await mirror()).ready !== '0' && Date.now() < deadline) await sleep(20);
+      assert.equal((await mirror()).ready, '0', 'the reconnect did not find the loss');
+      // A second gateway, which wrote nothing before the loss, is handed the replay: refused.
+      const other = await startGateway({ redis: testRedis.redis, keepMirror: true });
+      try {
+        const replay = await send(other.url, 'POST', login, headers, loginBody);
+        assert.equal(replay.status, 401, replay.body.toString());
+      } finally {
+        await other.close();
+      }
+    });
+  });
+});

@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { type Client, createClient } from '@platform/client';
+import { type Redis, closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
+import { flushKeys, snapshotKeys } from '@platform/service-kit/testing';
+import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts';
+import { type TestSigningKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
+import { type CaptureServer, startCaptureServer } from '../../services/identity/test/support/capture-server.ts';
+import { type PrivateRedis, startPrivateRedis } from '../reliability/support/redis-server.ts';
+import { type Stack, startStack } from './support/stack.ts';
+
+/** CONTRACT.md part 13: detection and recovery within 5 s of Redis answering again. */
+const RECOVERY_MS = 5000;
+const LOCAL_KEY: TestSigningKey = { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' };
+
+/** A token that must never be accepted again, and what took it away. */
+interface RevokedToken {
+  why: string;
+  token: string;
+  /** A path its owner could read while the token was live. */
+  target: string;
+}
+
+/** Tokens of users that must work again after the loss. */
+interface LiveToken {
+  token: string;
+  target: string;
+}
+
+// The issue as an operator met it: revocations made before Redis lost its data (a flush of the
+// environment's keys; a restart of a Redis that keeps nothing on disk) must survive it, live tokens must
+// work again within 5 s, and no request signed before the loss may be replayed. Three real processes on a
+// private redis-server the test may flush, kill and restart.
+describe('end to end: Redis loses its data (CONTRACT.md part 13)', function () {
+  this.timeout(120_000);
+  let redis: PrivateRedis;
+  let stack: Stack;
+  let mail: CaptureServer;
+  let sms: CaptureServer;
+  /** On the private server without a prefix: what the test flushes. */
+  let raw: Redis;
+
+  before(async () => {
+    redis = await startPrivateRedis();
+    raw = createRedis({ url: redis.url, keyPrefix: '', logger: createLogger({ service: 'test', level: 'silent' }) });
+    assert.ok(await waitForRedis(raw, 5000));
+    mail = await startCaptureServer();
+    sms = await startCaptureServer();
+    stack = await startStack({ mailUrl: mail.url, smsUrl: sms.url }, {}, { redisUrl: redis.url });
+  });
+  after(async () => {
+    await stack?.stop();
+    if (raw !== undefined) await closeRedis(raw);
+    await redis?.stop();
+    await mail?.close();
+    await sms?.close();
+  });
+
+  const client = (): Client => createClient({ env: 'local', baseUrl: stack.gatewayUrl, keyId: LOCAL_KEY.keyId, key: { alg: LOCAL_KEY.alg, secret: LOCAL_KEY.secret } });
+  const nowS = () => Math.floor(Date.now() / 1000);
+  /** One signed GET with `token`, created at `created`: raw, so no SDK refresh or retry hides the gateway's answer. */
+  const get = (target: string, token: string, created = nowS()): Promise<Answer> =>
+    send(stack.gatewayUrl, 'GET', target, signedHeaders('GET', target, { key: LOCAL_KEY, bearer: token, created }));
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** When the environment's Redis last lost its data, as the platform marked it (ms). */
+  const born = async () => Number(await raw.hget(`${stack.redis.prefix}auth:mirror`, 'born'));
+
+  /** Every key of the run's environment gone, as after a flush or a failover to an empty replica. */
+  const flushEnvironment = () => flushKeys(raw, stack.redis.prefix);
+
+  async function newUser(admin: Client, roles: Array<'ADMIN' | 'STANDARD_USER'> = ['STANDARD_USER']) {
+    const password = 'a-good-password-1';
+    const user = await admin.users.create({
+      username: `user-${randomUUID()}@example.com`,
+      password,
+      firstName: 'Ayşe',
+      lastName: 'Yılmaz',
+      locale: 'tr_TR',
+      timezone: 'Europe/Istanbul',
+      roles,
+      status: 'ACTIVE',
+    });
+    const session = async () => {
+      const signedIn = client();
+      const tokens = await signedIn.auth.login({ username: user.username, password });
+      return { client: signedIn, token: tokens.accessToken };
+    };
+    return { user, session };
+  }
+
+  /**
+   * Logs a user out, ends one of another user's two sessions and demotes an ADMIN (whose sessions end
+   * with it); the tokens each took away, and live tokens of the same users and one more.
+   */
+  async function revokeSomeTokens(): Promise<{ revoked: RevokedToken[]; live: LiveToken[] }> {
+    const admin = client();
+    await admin.auth.login(stack.admin);
+
+    const leaver = await newUser(admin);
+    const leaving = await leaver.session();
+    await leaving.client.auth.logout();
+
+    const twice = await newUser(admin);
+    const kept = await twice.session();
+    const ended = await twice.session();
+    const other = (await kept.client.sessions.list()).items.find((s) => !s.current);
+    assert.ok(other !== undefined, 'the second session is not listed');
+    await kept.client.sessions.revoke(other.sessionId);
+
+    const demoted = await newUser(admin, ['ADMIN']);
+    const asAdmin = await demoted.session();
+    assert.equal((await get('/v1/users', asAdmin.token)).status, 200, 'the ADMIN could not list users before the demotion');
+    await admin.users.update({ userId: demoted.user.userId, roles: ['STANDARD_USER'] });
+
+    const bystander = await newUser(admin);
+    const live = await bystander.session();
+
+    // Identity reads sessions from Postgres too; risk knows a revocation only through Redis: both asked.
+    const stations = '/v1/weather-stations/get-cities';
+    const revoked: RevokedToken[] = [
+      { why: 'logged out', token: leaving.token, target: `/v1/users/${leaver.user.userId}` },
+      { why: 'logged out (stations)', token: leaving.token, target: stations },
+      { why: 'session revoked', token: ended.token, target: `/v1/users/${twice.user.userId}` },
+      { why: 'session revoked (stations)', token: ended.token, target: stations },
+      { why: 'demoted ADMIN (users list)', token: asAdmin.token, target: '/v1/users' },
+      { why: 'demoted ADMIN (stations)', token: asAdmin.token, target: stations },
+    ];
+    const liveTokens: LiveToken[] = [
+      { token: kept.token, target: `/v1/users/${twice.user.userId}` },
+      { token: live.token, target: `/v1/users/${bystander.user.userId}` },
+      { token: live.token, target: stations },
+    ];
+    await assertRefused(revoked);
+    for (const { token, target } of liveTokens) assert.equal((await get(target, token)).status, 200, `${target} before the loss`);
+    return { revoked, live: liveTokens };
+  }
+
+  async function assertRefused(revoked: readonly RevokedToken[]): Promise<void> {
+    for (const { why, token, target } of revoked) {
+      const res = await get(target, token);
+      assert.equal(res.status, 401, `${why}: ${res.status} ${res.body.toString()}`);
+    }
+  }
+
+  /**
+   * Until every live token answers 200 (at most RECOVERY_MS after `since`), keeps asking with the revoked
+   * ones too: each answer must be a refusal (503 while the revocations are restored, 401 after), never a
+   * 200. Returns how long recovery took and the statuses seen.
+   */
+  async function recoverWithoutAcceptingRevoked(since: number, revoked: readonly RevokedToken[], live: readonly LiveToken[]) {
+    const seen = new Set<number>();
+    for (;;) {
+      for (const { why, token, target } of revoked) {
+        const res = await get(target, token);
+        seen.add(res.status);
+        assert.ok(res.status === 401 || res.status === 503, `${why}: accepted after the loss (${res.status} ${res.body.toString()})`);
+      }
+      const created = nowS();
+      const answers = await Promise.all(live.map(({ token, target }) => get(target, token, created)));
+      for (const res of answers) seen.add(res.status);
+      if (answers.every((res) => res.status === 200)) return { tookMs: Date.now() - since, seen };
+      for (const res of answers) {
+        // Signed in the second Redis lost its data (or before): refused, as it might be older than the loss.
+        if (res.status === 401 && res.json().message === 'Invalid request signature' && created < (await born()) / 1000) continue;
+        assert.ok(res.status === 503 || res.status === 200, `a live token got ${res.status}: ${res.body.toString()}`);
+      }
+      if (Date.now() - since > RECOVERY_MS) assert.fail(`live tokens still refused ${RECOVERY_MS} ms after Redis answered again: ${[...seen].join(', ')}`);
+      await sleep(50);
+    }
+  }
+
+  /** A request signed and answered now, kept to be replayed after the loss (which may come within the same second). */
+  async function signedBeforeLoss(token: string, target: string): Promise<{ headers: Record<string, string>; unsent: Record<string, string> }> {
+    const headers = signedHeaders('GET', target, { key: LOCAL_KEY, bearer: token });
+    const unsent = signedHeaders('GET', target, { key: LOCAL_KEY, bearer: token });
+    assert.equal((await send(stack.gatewayUrl, 'GET', target, headers)).status, 200);
+    assert.equal((await send(stack.gatewayUrl, 'GET', target, headers)).status, 409, 'a replay before the loss');
+    return { headers, unsent };
+  }
+
+  async function assertNotReplayable(target: string, signed: { headers: Record<string, string>; unsent: Record<string, string> }): Promise<void> {
+    for (const headers of [signed.headers, signed.unsent]) {
+      const res = await send(stack.gatewayUrl, 'GET', target, headers);
+      assert.equal(res.status, 401, res.body.toString());
+      assert.equal(res.json().message, 'Invalid request signature');
+    }
+  }
+
+  it('after a flush of the environment’s keys: revoked tokens stay refused, live ones work within 5 s, nothing signed before is replayed', async () => {
+    const { revoked, live } = await revokeSomeTokens();
+    const [probe] = live;
+    const signed = await signedBeforeLoss(probe!.token, probe!.target);
+
+    const deleted = await flushEnvironment();
+    assert.ok(deleted > 0, 'nothing of the environment was in Redis');
+    const { tookMs, seen } = await recoverWithoutAcceptingRevoked(Date.now(), revoked, live);
+    assert.ok(tookMs <= RECOVERY_MS, `recovered after ${tookMs} ms`);
+
+    await assertRefused(revoked);
+    await assertNotReplayable(probe!.target, signed);
+    // The revocations are back in Redis, not only refused by chance: identity's re-seed wrote them.
+    assert.ok((await raw.keys(`${stack.redis.prefix}*`)).length > 0);
+    assert.ok(seen.has(200));
+  });
+
+  it('after a restart of a Redis that keeps nothing: the same, measured from when Redis answers again', async () => {
+    const { revoked, live } = await revokeSomeTokens();
+    const [probe] = live;
+    const signed = await signedBeforeLoss(probe!.token, probe!.target);
+
+    await redis.kill();
+    const down = await get(probe!.target, probe!.token);
+    assert.equal(down.status, 503, 'answered without Redis');
+    await redis.restart();
+    const { tookMs } = await recoverWithoutAcceptingRevoked(Date.now(), revoked, live);
+    assert.ok(tookMs <= RECOVERY_MS, `recovered after ${tookMs} ms`);
+
+    await assertRefused(revoked);
+    await assertNotReplayable(probe!.target, signed);
+    // Identity reports ready again once the mirror is whole (CONTRACT.md part 13: the readiness signal).
+    assert.equal((await fetch(`${stack.identityUrl}/health/ready`)).status, 200);
+  });
+
+  it('after a failover to a replica that lagged (the mirror intact, the latest writes gone, every connection dropped): the same', async () => {
+    // What the replica holds: the environment as it was before the revocations and the signed request.
+    const rollBack = await snapshotKeys(raw, stack.redis.prefix);
+    const bornBefore = await born();
+    const { revoked, live } = await revokeSomeTokens();
+    const [probe] = live;
+    const signed = await signedBeforeLoss(probe!.token, probe!.target);
+
+    await rollBack();
+    assert.equal(await raw.hget(`${stack.redis.prefix}auth:mirror`, 'ready'), '1', 'the replica lost the mirror itself');
+    // The promotion: every client of the old primary is disconnected and connects again.
+    await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    const { tookMs, seen } = await recoverWithoutAcceptingRevoked(Date.now(), revoked, live);
+    assert.ok(tookMs <= RECOVERY_MS, `recovered after ${tookMs} ms`);
+    assert.ok(seen.has(503), 'bearer requests were not held while the revocations were re-seeded');
+
+    await assertRefused(revoked);
+    await assertNotReplayable(probe!.target, signed);
+    assert.ok((await born()) > bornBefore, 'the loss was not marked');
+  });
+});
