@@ -4,8 +4,7 @@
 // (their own composition roots, each handed its environment, the shared stand-in and its exit) so they
 // share the stand-in; each stops on SIGINT/SIGTERM as usual, and the process ends after the last one,
 // once the embedded databases are closed.
-// Tracing is off here (tracing-off.ts says why); it must come before the composition roots.
-import './tracing-off.ts';
+// Its launcher (@platform/stack) turns tracing off in the environment it gives this process.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Host, createLogger, packageRoot } from '@platform/service-kit';

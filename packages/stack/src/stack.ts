@@ -221,7 +221,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   };
   if (options.embedded !== undefined) {
     const flags = [...(options.embedded.postgres ? ['--postgres'] : []), ...(options.embedded.redis ? ['--redis'] : [])];
-    processes.push(startProcess({ name: 'embedded stack', entry: 'packages/embedded/src/main.ts', args: flags, env, url: urls.gateway, output: options.output, detached: options.detached }));
+    // Tracing off (OpenTelemetry's own switch, set in the environment the process is given): the three
+    // deployables share the one process, where one tracer would name every span after whichever started first.
+    const embeddedEnv = { ...env, OTEL_SDK_DISABLED: 'true' };
+    processes.push(startProcess({ name: 'embedded stack', entry: 'packages/embedded/src/main.ts', args: flags, env: embeddedEnv, url: urls.gateway, output: options.output, detached: options.detached }));
   } else {
     for (const name of DEPLOYABLES) await launch(name, { port: ports[name] }, 'none');
   }
