@@ -3,10 +3,9 @@
 // the claim script with and without it against a private redis-server (whose CPU is then ours alone), and
 // as what a refused request costs the gateway. Tracing is measured through the gateway, exporter on and
 // off, and the path every request takes without the SDK is timed on its own.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
-import { freePort, startOtlpReceiver } from '@platform/stack';
+import { freePort, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
 import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { createReplayGuard } from '../gateway/src/idempotency/replay-guard.ts';
@@ -17,22 +16,6 @@ import { cpuMs } from './processes.ts';
 import type { RequestShape } from './signer.ts';
 
 const BY_ID: RequestShape = { method: 'GET', target: `/v1/weather-stations/by/id/${STATION_ID}` };
-
-/** A redis-server of the benchmark's own on a free port, so its CPU time is the claims' alone. */
-async function privateRedis(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  if (child.pid === undefined) throw new Error('redis-server did not start');
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return {
-    url: `redis://127.0.0.1:${port}/0`,
-    pid: child.pid,
-    stop: async () => {
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
-}
 
 /**
  * `connections` calls in flight at a time for `durationS`, each a Redis round trip; the outcome it
@@ -119,16 +102,17 @@ async function measureRedisCalls(ctx: RunContext, redisPid: number, id: string, 
  * gives without going upstream.
  */
 export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
-  const server = await privateRedis();
+  const server = await startPrivateRedis();
+  const pid = server.pid() ?? 0;
   const redis = createRedis({ url: server.url, keyPrefix: 'bench:', logger: createLogger({ service: 'bench', level: 'silent' }), autoPipelining: false, commandTimeoutMs: 5000 });
   try {
     if (!(await waitForRedis(redis, 5000))) throw new Error('the private redis-server did not answer');
     // The mirror as identity leaves it once whole: what the claims and the loss check find.
     await markRevocationsRestored(redis);
-    await measureRedisCalls(ctx, server.pid, 'claim-plain', 'Redis claim: nonce + idempotency key', claimCall(redis, undefined));
-    await measureRedisCalls(ctx, server.pid, 'claim-rate-limited', 'Redis claim: rate limit + nonce + idempotency key', claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
-    await measureRedisCalls(ctx, server.pid, 'script-empty', 'Redis script: empty (the floor of a script round trip)', lossCheckCall(redis, false));
-    await measureRedisCalls(ctx, server.pid, 'script-loss-check', 'Redis script: the loss check alone (mirror state + write stamp)', lossCheckCall(redis, true));
+    await measureRedisCalls(ctx, pid, 'claim-plain', 'Redis claim: nonce + idempotency key', claimCall(redis, undefined));
+    await measureRedisCalls(ctx, pid, 'claim-rate-limited', 'Redis claim: rate limit + nonce + idempotency key', claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
+    await measureRedisCalls(ctx, pid, 'script-empty', 'Redis script: empty (the floor of a script round trip)', lossCheckCall(redis, false));
+    await measureRedisCalls(ctx, pid, 'script-loss-check', 'Redis script: the loss check alone (mirror state + write stamp)', lossCheckCall(redis, true));
   } finally {
     await closeRedis(redis);
     await server.stop();

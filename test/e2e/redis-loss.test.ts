@@ -6,7 +6,7 @@ import { flushKeys, snapshotKeys } from '@platform/service-kit/testing';
 import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts';
 import { type TestSigningKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { type CaptureServer, startCaptureServer } from '../../services/identity/test/support/capture-server.ts';
-import { type PrivateRedis, startPrivateRedis } from '../reliability/support/redis-server.ts';
+import { type PrivateRedis, startPrivateRedis } from '@platform/stack';
 import { type Stack, startStack } from './support/stack.ts';
 
 /** CONTRACT.md part 13: detection and recovery within 5 s of Redis answering again. */

@@ -6,7 +6,7 @@ import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fak
 import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts';
 import { type TestSigningKey, newIdempotencyKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { eventually } from './support/ports.ts';
-import { type PrivateRedis, startPrivateRedis } from './support/redis-server.ts';
+import { type PrivateRedis, startPrivateRedis } from '@platform/stack';
 import { type ServiceProcess, startProcess } from './support/service-process.ts';
 
 const KEY: TestSigningKey = { keyId: 'faults-hmac', alg: 'hmac-sha256', secret: 'faults-hmac-secret-0123456789' };

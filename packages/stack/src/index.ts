@@ -3,6 +3,7 @@
 // that scripts, bench and tests can all import it while no deployable does: it is never in an image.
 export { type EnvValue, type DockerInstruction, imageEnv, imageNodeOptions, parseDockerfile, readDockerfile, stageEnv } from './dockerfile.ts';
 export { freePort } from './ports.ts';
+export { type PrivateRedis, startPrivateRedis } from './redis-server.ts';
 export { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.ts';
 export { type Output, type ProcessOptions, REPO_ROOT, type StartedProcess, startProcess, untilOk } from './process.ts';
 export {

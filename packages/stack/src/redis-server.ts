@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
-import { eventually, freePort } from './ports.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './ports.ts';
 
-/** A private redis-server for one test file, on its own port, that the test may kill or freeze. */
+/** A redis-server of one test file or benchmark, on its own port, that its owner may kill or freeze. */
 export interface PrivateRedis {
   port: number;
   url: string;
+  /** The server process (its CPU time is the owner's alone); changes on `restart`. */
+  pid(): number | undefined;
   /** SIGKILL, and wait until the process is gone. */
   kill(): Promise<void>;
   /** SIGSTOP: the port stays open, nothing answers. */
@@ -37,7 +40,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    if (!(await eventually(() => answersPing(port), 5000, 50))) throw new Error(`redis-server on port ${port} did not start`);
+    const deadline = Date.now() + 5000;
+    while (!(await answersPing(port))) {
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+      await sleep(50);
+    }
   };
   const killNow = async (signal: NodeJS.Signals) => {
     const running = child;
@@ -51,6 +58,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   return {
     port,
     url: `redis://127.0.0.1:${port}/0`,
+    pid: () => child?.pid,
     kill: () => killNow('SIGKILL'),
     freeze: () => void child?.kill('SIGSTOP'),
     thaw: () => void child?.kill('SIGCONT'),
