@@ -12,7 +12,8 @@ export const RATE_BUCKETS = 10;
  *   and the mirror is marked lost now unless a loss after that write was marked already). A signature created before the loss (ARGV[6], Unix seconds, earlier than the
  *   mirror's `born` in ms) is refused, since the nonces it could replay against are gone; and while the
  *   mirror is not re-seeded, a request that carries or needs a token (ARGV[8] = 1) is refused, since a
- *   revocation may be missing. Neither spends quota nor claims anything.
+ *   revocation may be missing. Neither spends quota nor claims anything; like an unreachable Redis, they
+ *   answer with no quota left and a second to wait, the window not having been read.
  * - The rate limit (KEYS[1], skipped when ARGV[4] is 0): a sliding window of RATE_BUCKETS + 1
  *   sub-windows of windowS / RATE_BUCKETS each, counted in one hash per key, on Redis's own clock (one
  *   clock for every gateway replica). A request is admitted while the sub-windows that overlap the last
@@ -37,8 +38,8 @@ const CLAIM_SCRIPT = `${MIRROR_STATE_LUA}${STAMP_LUA}
 stamp_check(KEYS[4], KEYS[5], ARGV[9], ARGV[10], ARGV[7])
 local born, whole = mirror_state(KEYS[4], ARGV[7])
 -- Divided, not multiplied: the embedded fallback's Lua (fengari) has 32-bit integers.
-if tonumber(ARGV[6]) < tonumber(born) / 1000 then return {5, -1, 0, 0} end
-if not whole and ARGV[8] == '1' then return {6, -1, 0, 0} end
+if tonumber(ARGV[6]) < tonumber(born) / 1000 then return {5, 0, 1000, 0} end
+if not whole and ARGV[8] == '1' then return {6, 0, 1000, 0} end
 local limit = tonumber(ARGV[4])
 local remaining, wait = -1, 0
 if limit > 0 then
