@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Role } from '@platform/auth';
+import { markRevocationsRestored } from '@platform/auth/testing';
 import type { Express } from 'express';
 import request from 'supertest';
 import { type Knex, type Logger, type Redis, assertForwarding, createMetrics, loadConfig } from '@platform/service-kit';
@@ -58,8 +59,15 @@ export interface IdentityHarness {
   close(): Promise<void>;
 }
 
-/** Starts a revocation mirror keeper as identity's composition root does, and waits for its first check. */
+/**
+ * Starts a revocation mirror keeper as identity's composition root does, and waits for its first check.
+ * The harness's fresh key prefix is a new environment, not a Redis that lost its data: the mirror is
+ * marked whole from the start (born at the epoch), so a request signed in the harness's first second is
+ * not refused as older than a loss. Tests of a loss make one (`loseRedisData`); on a Redis that a test
+ * made unreachable there is nothing to mark, and the keeper stays unchecked, as identity would.
+ */
 export async function startRevocationKeeper(db: Knex, redis: Redis, config: IdentityConfig, logger: Logger): Promise<RevocationMirrorKeeper> {
+  await markRevocationsRestored(redis).catch(() => undefined);
   const keeper = startRevocationMirrorKeeper({
     db,
     redis,
