@@ -145,6 +145,56 @@ describe('the audit trail of each flow', () => {
       assert.ok(events.every((e) => e.actorUserId === admin.id));
     });
 
+    it('update by an ADMIN that blocks a user and lifts the block: user.blocked and user.unblocked beside user.status_changed, saying it was an update', async () => {
+      const user = await loggedIn();
+      for (let i = 1; i <= 2; i += 1) assert.equal((await anonymous('/v1/auth/login', { username: user.username, password: `wrong-${i}` })).status, 401);
+      const setStatus = async (status: string) => {
+        const res = await as(admin.accessToken).patch('/v1/users/update', { userId: user.id, status });
+        assert.deepEqual([res.status, res.body.status], [200, status], JSON.stringify(res.body));
+      };
+      const since = (await eventsOf(user.id)).length;
+      await setStatus('BLOCKED');
+      await setStatus('ACTIVE');
+      const events = (await eventsOf(user.id)).slice(since);
+      assert.deepEqual(
+        events.map((e) => [e.type, e.details]),
+        [
+          ['user.updated', { fields: ['status'] }],
+          ['user.status_changed', { previousStatus: 'ACTIVE', newStatus: 'BLOCKED' }],
+          ['user.blocked', { by: 'update', previousStatus: 'ACTIVE' }],
+          ['session.revoked', { sessionIds: [sidOf(user.accessToken)], reason: 'user-changed' }],
+          ['user.updated', { fields: ['status'] }],
+          ['user.status_changed', { previousStatus: 'BLOCKED', newStatus: 'ACTIVE' }],
+          ['user.unblocked', { by: 'update', previousStatus: 'BLOCKED', previousFailedLoginCount: 2 }],
+        ],
+      );
+      assert.ok(events.every((e) => e.actorUserId === admin.id));
+      // Found by type, as an operator asks "who unblocked this user?", whichever operation did it.
+      for (const type of ['user.blocked', 'user.unblocked']) {
+        const res = await as(admin.accessToken).get(`/v1/audit/events?subjectUserId=${user.id}&type=${type}`);
+        assert.deepEqual(res.body.items.map((e: Event) => [e.type, e.actorUserId, e.details.by]), [[type, admin.id, 'update']], type);
+      }
+    });
+
+    it('update by an ADMIN between BLOCKED and INACTIVE, or INACTIVE and ACTIVE: a status change, but neither a block nor an unblock of its own', async () => {
+      const user = await identity.createUser({ status: 'BLOCKED' });
+      for (const status of ['INACTIVE', 'ACTIVE']) assert.equal((await as(admin.accessToken).patch('/v1/users/update', { userId: user.id, status })).status, 200, status);
+      assert.deepEqual(
+        (await eventsOf(user.id)).map((e) => [e.type, e.details]),
+        [
+          ['user.updated', { fields: ['status'] }],
+          ['user.status_changed', { previousStatus: 'BLOCKED', newStatus: 'INACTIVE' }],
+          ['user.updated', { fields: ['status'] }],
+          ['user.status_changed', { previousStatus: 'INACTIVE', newStatus: 'ACTIVE' }],
+        ],
+      );
+      // INACTIVE to BLOCKED is a block all the same: whatever it was, the user is now locked out by an ADMIN.
+      assert.equal((await as(admin.accessToken).patch('/v1/users/update', { userId: user.id, status: 'INACTIVE' })).status, 200);
+      assert.equal((await as(admin.accessToken).patch('/v1/users/update', { userId: user.id, status: 'BLOCKED' })).status, 200);
+      const last = (await eventsOf(user.id)).at(-1)!;
+      assert.deepEqual([last.type, last.details], ['user.blocked', { by: 'update', previousStatus: 'INACTIVE' }]);
+    });
+
     it('update that changes nothing records nothing', async () => {
       const user = await loggedIn({ firstName: 'Same' });
       assert.equal((await as(user.accessToken).patch('/v1/users/update', { userId: user.id, firstName: 'Same', locale: 'en_US' })).status, 200);
@@ -361,6 +411,14 @@ describe('an event and its change commit together', () => {
     const control = await identity.createUser({ firstName: 'Before' });
     assert.equal((await admin().patch({ userId: control.id, firstName: 'After', roles: ['POWER_USER'] })).status, 200);
     assert.equal(await eventCount(control.id), 2);
+  });
+
+  it('when an unblock by update rolls back, its user.unblocked goes with it and the user stays BLOCKED', async () => {
+    const user = await identity.createUser({ status: 'BLOCKED' });
+    await identity.db('commit_refused_users').insert({ id: user.id });
+    assert.equal((await admin().patch({ userId: user.id, status: 'ACTIVE' })).status, 500);
+    assert.equal(((await identity.db('users').where({ id: user.id }).first('status')) as { status: string }).status, 'BLOCKED');
+    assert.equal(await eventCount(user.id), 0);
   });
 
   it('a failed login whose username is not well-formed text (a lone surrogate) is recorded with U+FFFD in its place, and answers 401', async () => {

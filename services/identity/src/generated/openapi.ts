@@ -446,11 +446,15 @@ export interface paths {
          *     - `login.succeeded` `{ sessionId }`; `login.failed` `{ username, reason, failedLoginCount? }`
          *       with `reason` `unknown-username`, `wrong-password`, `user-not-active` or
          *       `wrong-current-password` (a username change with a wrong password), `username` as given;
-         *     - `user.blocked` `{ failedLoginCount }`; `user.unblocked` `{ previousStatus, previousFailedLoginCount }`;
+         *     - `user.blocked` `{ failedLoginCount }` (the block after failed logins) or `{ by: "update", previousStatus }`
+         *       (an ADMIN's `PATCH /v1/users/update` set `BLOCKED`); `user.unblocked`
+         *       `{ previousStatus, previousFailedLoginCount }` (`GET /v1/users/unblock/{userId}`), with `by: "update"`
+         *       when an update took the user from `BLOCKED` to `ACTIVE`;
          *     - `user.created` `{ username, roles, status, passwordSet | bootstrap }`; `user.updated` `{ fields }`
          *       (the names of the changed fields), and beside it `user.username_changed`
          *       `{ previousUsername, newUsername }`, `user.password_changed` `{}`, `user.roles_changed`
-         *       `{ previousRoles, newRoles }`, `user.status_changed` `{ previousStatus, newStatus }`;
+         *       `{ previousRoles, newRoles }`, `user.status_changed` `{ previousStatus, newStatus }` (every change of
+         *       status, followed by `user.blocked` or `user.unblocked` when it is one);
          *     - `password_reset.requested` `{ delivery, expiresAt }`; `password_reset.completed` `{}`;
          *     - `session.revoked` `{ sessionIds, reason }` (`logout`, `revoked`, `refresh-token-reuse`,
          *       `user-changed`, `password-reset`, `user-blocked`, `username-changed`, `max-lifetime`);

@@ -22,8 +22,25 @@ export function changedUserFields(before: UserRecord, after: UserRecord, passwor
 }
 
 /**
+ * A status change under the names an operator looks for (`?type=user.blocked`, `?type=user.unblocked`),
+ * as the block after failed logins and the unblock operation record it: an ADMIN's update can block a user
+ * or lift a block as well. `by: 'update'` tells these from the other two. Leaving BLOCKED for INACTIVE
+ * lifts nothing: the user still cannot log in.
+ */
+function blockEvents(before: UserRecord, after: UserRecord): NewAuditEvent[] {
+  const subjectUserId = after.id;
+  if (after.status === 'BLOCKED') return [{ type: 'user.blocked', subjectUserId, details: { by: 'update', previousStatus: before.status } }];
+  if (before.status === 'BLOCKED' && after.status === 'ACTIVE') {
+    return [{ type: 'user.unblocked', subjectUserId, details: { by: 'update', previousStatus: before.status, previousFailedLoginCount: before.failedLoginCount } }];
+  }
+  return [];
+}
+
+/**
  * The events of one user update: `user.updated` naming the changed fields (CONTRACT.md part 11), and for
  * the changes that move who can log in or what they may do, an event of their own with before and after.
+ * A status change keeps its `user.status_changed` (every status move under one type, INACTIVE included)
+ * and adds `user.blocked` or `user.unblocked` when it is one.
  */
 export function userUpdateEvents(before: UserRecord, after: UserRecord, passwordSet: boolean): NewAuditEvent[] {
   const fields = changedUserFields(before, after, passwordSet);
@@ -35,6 +52,8 @@ export function userUpdateEvents(before: UserRecord, after: UserRecord, password
   }
   if (passwordSet) events.push({ type: 'user.password_changed', subjectUserId, details: {} });
   if (fields.includes('roles')) events.push({ type: 'user.roles_changed', subjectUserId, details: { previousRoles: before.roles, newRoles: after.roles } });
-  if (fields.includes('status')) events.push({ type: 'user.status_changed', subjectUserId, details: { previousStatus: before.status, newStatus: after.status } });
+  if (fields.includes('status')) {
+    events.push({ type: 'user.status_changed', subjectUserId, details: { previousStatus: before.status, newStatus: after.status } }, ...blockEvents(before, after));
+  }
   return events;
 }
