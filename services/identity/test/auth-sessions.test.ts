@@ -113,6 +113,28 @@ describe('sessions: GET /v1/auth/sessions, DELETE /v1/auth/sessions, DELETE /v1/
       for (const sid of there) assert.ok(seen.includes(sid), `session ${sid} was skipped`);
     });
 
+    it('sessions ended before the cursor while a listing runs make it skip none of the others', async () => {
+      const { tokens } = await userWithSessions(9);
+      // The oldest session lists and ends the others: it is shown last, so it stays live throughout.
+      const token = tokens[0]!.accessToken;
+      const newestFirst = tokens.map((t) => sidOf(t.accessToken)).reverse();
+      const pages: string[][] = [];
+      let cursor: string | null = null;
+      const nextPage = async () => {
+        const res = await list(token, `?limit=2${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        pages.push((res.body.items as Session[]).map((s) => s.sessionId));
+        cursor = res.body.nextCursor;
+      };
+      await nextPage();
+      await nextPage();
+      // Three of the four shown end: an offset of 4 into the six left would skip three never shown.
+      for (const sid of newestFirst.slice(0, 3)) assert.equal((await revokeOne(token, sid)).status, 204);
+      do await nextPage();
+      while (cursor !== null);
+      assert.deepEqual(pages.flat(), newestFirst);
+    });
+
     it('an ADMIN lists anyone\'s with ?userId= (none of them current); an unknown user is 404', async () => {
       const { user, tokens } = await userWithSessions(2);
       const res = await list(adminToken, `?userId=${user.id.toUpperCase()}`);

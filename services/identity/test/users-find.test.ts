@@ -128,6 +128,42 @@ describe('GET /v1/users', () => {
     assert.equal(after.length, 45);
   });
 
+  it('when users leave the filter before the cursor, or one enters it there, while a listing runs, no other user is skipped or listed twice', async () => {
+    const name = marker('Keyset');
+    // Created first, so that it sorts before every user below once it matches the filter.
+    const outsider = await identity.createUser({ lastName: marker('Outside') });
+    const users: TestUser[] = [];
+    for (let i = 0; i < 16; i += 1) users.push(await identity.createUser({ lastName: name }));
+    const patch = (userId: string, fields: object) =>
+      request(identity.app).patch('/v1/users/update').set('Authorization', `Bearer ${adminToken}`).send({ userId, ...fields }).expect(200);
+    const query = `?q=${name}&status=ACTIVE&limit=4`;
+    const pages: string[][] = [];
+    let cursor: string | null = null;
+    const nextPage = async () => {
+      const res = await find(`${query}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      pages.push(ids(res));
+      cursor = res.body.nextCursor;
+    };
+    await nextPage();
+    await nextPage();
+    // Five users already listed leave the filter: the whole first page renamed, one of the second blocked.
+    // An offset of 8 would now start at the 14th user, skipping five that were never shown.
+    for (const user of users.slice(0, 4)) await patch(user.id, { lastName: marker('Renamed') });
+    await patch(users[5]!.id, { status: 'BLOCKED' });
+    await nextPage();
+    // One enters the filter before the cursor: an offset would now show the last user of page 3 again.
+    await patch(outsider.id, { lastName: name });
+    await nextPage();
+    assert.equal(cursor, null);
+    assert.deepEqual(pages, [0, 4, 8, 12].map((from) => users.slice(from, from + 4).map((u) => u.id)));
+    // Control: the filter now holds what it says, so a new listing does see the changes.
+    assert.deepEqual(
+      (await everyUser(query)).map((u) => u.userId),
+      [outsider, ...users.slice(4, 5), ...users.slice(6)].map((u) => u.id),
+    );
+  });
+
   it('when the caller holds any role but ADMIN, answers 403; without a token, 401', async () => {
     for (const role of NON_ADMIN_ROLES) {
       const res = await find('?status=BLOCKED', await identity.tokenFor([role]));
