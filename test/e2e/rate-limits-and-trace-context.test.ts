@@ -5,6 +5,11 @@ import { type Stack, startStack } from './support/stack.ts';
 
 const LOCAL_KEY = { keyId: 'local-dev', alg: 'hmac-sha256' as const, secret: 'local-dev-secret' };
 const OTHER_KEY = { keyId: 'e2e-other', alg: 'hmac-sha256' as const, secret: 'e2e-other-secret-0123456789' };
+/**
+ * The key the forged flood names, with a window of an hour: its quota moves only by its own admitted
+ * requests, never because an earlier request slid out of a short window while the test ran.
+ */
+const FLOOD_KEY = { keyId: 'e2e-flooded', alg: 'hmac-sha256' as const, secret: 'e2e-flooded-secret-0123456789' };
 const CITIES = '/v1/weather-stations/get-cities';
 const LIMIT = 40;
 
@@ -29,8 +34,12 @@ describe('rate limits and trace context through the real stack (two gateway repl
       { mailUrl: 'http://127.0.0.1:9/mail', smsUrl: 'http://127.0.0.1:9/sms' },
       {
         LOG_LEVEL: 'info',
-        GATEWAY_CLIENT_KEYS: JSON.stringify([LOCAL_KEY, OTHER_KEY]),
-        GATEWAY_RATE_LIMITS: JSON.stringify({ 'e2e-other': { limit: LIMIT, windowS: 120 }, '*': { limit: 100_000, windowS: 1 } }),
+        GATEWAY_CLIENT_KEYS: JSON.stringify([LOCAL_KEY, OTHER_KEY, FLOOD_KEY]),
+        GATEWAY_RATE_LIMITS: JSON.stringify({
+          'e2e-other': { limit: LIMIT, windowS: 120 },
+          'e2e-flooded': { limit: 1000, windowS: 3600 },
+          '*': { limit: 100_000, windowS: 1 },
+        }),
       },
     );
     replicas = [stack.gatewayUrl, await stack.startGatewayReplica()];
@@ -62,18 +71,23 @@ describe('rate limits and trace context through the real stack (two gateway repl
   });
 
   it('spends nobody\'s quota on an unsigned or forged flood', async () => {
-    const before = await cities(replicas[0]!, LOCAL_KEY);
-    const remaining = Number(/;r=(\d+);/.exec(String(before.headers.ratelimit))?.[1]);
+    const remainingOf = (answer: Answer) => Number(/^"e2e-flooded";r=(\d+);t=\d+$/.exec(String(answer.headers.ratelimit))?.[1]);
+    const before = await cities(replicas[0]!, FLOOD_KEY);
+    assert.equal(before.status, 200);
+    const remaining = remainingOf(before);
+    assert.equal(remaining, 999, String(before.headers.ratelimit));
+    // Both halves name the key whose quota is watched, on both replicas.
     const flood = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
         i % 2 === 0
-          ? sendRaw(replicas[i % 2]!, 'GET', CITIES, { 'x-idempotency-key': `flood-${i}`, 'signature-input': 'sig1=("@method");keyid="local-dev"', signature: 'sig1=:AAAA:' })
-          : sendRaw(replicas[1]!, 'GET', CITIES, signedHeaders('GET', CITIES, { key: { ...LOCAL_KEY, secret: 'a-guessed-secret-0123456789' }, bearer: token })),
+          ? sendRaw(replicas[(i / 2) % 2]!, 'GET', CITIES, { 'x-idempotency-key': `flood-${i}`, 'signature-input': `sig1=("@method");keyid="${FLOOD_KEY.keyId}"`, signature: 'sig1=:AAAA:' })
+          : sendRaw(replicas[((i - 1) / 2) % 2]!, 'GET', CITIES, signedHeaders('GET', CITIES, { key: { ...FLOOD_KEY, secret: 'a-guessed-secret-0123456789' }, bearer: token })),
       ),
     );
     assert.ok(flood.every((a) => a.status === 401));
-    const after = await cities(replicas[1]!, LOCAL_KEY);
-    assert.equal(Number(/;r=(\d+);/.exec(String(after.headers.ratelimit))?.[1]), remaining - 1);
+    const after = await cities(replicas[1]!, FLOOD_KEY);
+    // Only the signed request before counted: the hour-long window lets nothing slide out meanwhile.
+    assert.equal(remainingOf(after), remaining - 1, String(after.headers.ratelimit));
   });
 
   it('writes the client\'s trace id on the request line of the gateway and of the service behind it', async () => {
