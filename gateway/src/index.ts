@@ -5,7 +5,7 @@ import { createGateway } from './app.ts';
 import { gatewayConfigProblems, gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
 import type { OpenApiDocument } from './docs/openapi-merge.ts';
-import { clientKeysReloadCounter } from './pipeline/gateway-metrics.ts';
+import { clientKeysFileValidGauge, clientKeysReloadCounter } from './pipeline/gateway-metrics.ts';
 import { type ClientKeysFile, watchClientKeysFile } from './signing/client-keys-file.ts';
 
 /**
@@ -34,12 +34,14 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
   const metrics = createMetrics('gateway', { collectDefault: true });
 
   // CONTRACT.md part 12: keys from a file replace GATEWAY_CLIENT_KEYS and change without a restart.
-  // The counter is there without a file too, at zero, so that dashboards and alerts always find it.
+  // The counter and the gauge are there without a file too (at 0 and 1), so that dashboards and alerts
+  // always find them.
   const countReload = clientKeysReloadCounter(metrics);
+  const setFileValid = clientKeysFileValidGauge(metrics);
   let keysFile: ClientKeysFile | undefined;
   if (config.GATEWAY_CLIENT_KEYS_FILE !== '') {
     try {
-      keysFile = await watchClientKeysFile({ path: config.GATEWAY_CLIENT_KEYS_FILE, logger, onReload: countReload });
+      keysFile = await watchClientKeysFile({ path: config.GATEWAY_CLIENT_KEYS_FILE, logger, onReload: countReload, onRead: setFileValid });
     } catch (err) {
       logger.fatal({ path: config.GATEWAY_CLIENT_KEYS_FILE, reason: err instanceof Error ? err.message : String(err) }, 'GATEWAY_CLIENT_KEYS_FILE holds no valid client keys');
       process.exit(1);

@@ -67,5 +67,7 @@ describe('dashboards and alerts against a scrape of the running stack', function
     for (const name of ['identity', 'risk']) assert.match(scraped[name]!, new RegExp(`^dependency_up\\{dependency="postgres",service="${name}"\\} 1$`, 'm'));
     assert.match(scraped.identity!, /^identity_login_attempts_total\{outcome="wrong_password",service="identity"\} 1$/m);
     assert.match(scraped.gateway!, /^gateway_rejected_requests_total\{reason="signature",service="gateway"\} [1-9]/m);
+    // Keys from GATEWAY_CLIENT_KEYS, no file: nothing to be invalid, and the alert's series is there all the same.
+    assert.match(scraped.gateway!, /^gateway_client_keys_file_valid\{service="gateway"\} 1$/m);
   });
 });

@@ -4,7 +4,8 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT, startDeployable } from '@platform/stack';
-import { TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
+import { markRevocationsRestored } from '@platform/auth/testing';
+import { TEST_REDIS_URL, type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
 import { send } from '../../gateway/test/support/gateway-harness.ts';
 import { type TestSigningKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
@@ -30,6 +31,7 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
   let upstream: FakeUpstream;
   let gateway: ServiceProcess;
   let managementUrl: string;
+  let testRedis: TestRedis;
 
   /** Replaces the file in one rename, so the gateway never reads half of it. */
   const publish = async (content: string) => {
@@ -39,6 +41,19 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
   };
   const keysJson = (...keys: FileKey[]) => JSON.stringify(keys.map(({ keyId, alg, secret, notAfter }) => ({ keyId, alg, secret, ...(notAfter === undefined ? {} : { notAfter }) })));
   const login = (key: TestSigningKey) => send(gateway.url, 'POST', LOGIN, signedHeaders('POST', LOGIN, { key, body: BODY }), BODY);
+  /** `gateway_client_keys_file_valid` as the management port's /metrics answers it now. */
+  const fileValid = async () => {
+    const metrics = await (await fetch(`${managementUrl}/metrics`)).text();
+    return Number(/^gateway_client_keys_file_valid\{service="gateway"\} (\d+)$/m.exec(metrics)?.[1]);
+  };
+  /** Resolves once the gauge says `valid` (it is set at each read, every second), or fails after WITHIN_MS. */
+  const gaugeBecomes = async (valid: 0 | 1) => {
+    const since = Date.now();
+    while ((await fileValid()) !== valid) {
+      assert.ok(Date.now() - since < WITHIN_MS, `gateway_client_keys_file_valid did not become ${valid} within ${WITHIN_MS} ms`);
+      await sleep(100);
+    }
+  };
   /** Resolves with the ms it took until `key` is answered `status`, or fails after WITHIN_MS. */
   const takesEffect = async (key: TestSigningKey, status: number, since: number) => {
     for (;;) {
@@ -53,11 +68,15 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     file = join(dir, 'client-keys.json');
     await publish(keysJson(ALICE));
     upstream = await startUpstream();
+    // A new environment, not a Redis that lost its data: without it the gateway's first claim would find
+    // the replay store born that second and refuse every signature created in it (CONTRACT.md part 13).
+    testRedis = await createTestRedis('keysfile');
+    await markRevocationsRestored(testRedis.redis);
     const management = await freePort();
     managementUrl = `http://127.0.0.1:${management}`;
     gateway = await startProcess('gateway', {
       REDIS_URL: TEST_REDIS_URL,
-      REDIS_KEY_PREFIX: `${uniqueName('keysfile')}:`,
+      REDIS_KEY_PREFIX: testRedis.keyPrefix,
       IDENTITY_URL: upstream.url,
       RISK_URL: upstream.url,
       IDENTITY_JWKS_URL: `${upstream.url}/.well-known/jwks.json`,
@@ -72,12 +91,14 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
   after(async () => {
     await gateway?.kill();
     await upstream?.close();
+    await testRedis?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('uses the file instead of GATEWAY_CLIENT_KEYS', async () => {
     assert.equal((await login(ALICE)).status, 200);
     assert.equal((await login(BOB)).status, 401);
+    assert.equal(await fileValid(), 1);
   });
 
   it('onboards a key within 5 s of the file changing, without a restart, while the other key\'s requests all go through', async () => {
@@ -99,15 +120,22 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
 
   it('keeps the last valid keys when the file turns invalid, unreadable or empty, and says so in the log without a secret', async () => {
     const before = gateway.output().length;
+    assert.equal(await fileValid(), 1);
     for (const bad of ['{ not json', '[]', keysJson({ ...BOB, secret: 'short' }), JSON.stringify([{ keyId: 'carol', alg: 'rsa', secret: 'x' }])]) {
       await publish(bad);
       await sleep(1500);
       assert.equal((await login(ALICE)).status, 200, `after ${bad.slice(0, 20)}`);
       assert.equal((await login(BOB)).status, 200, `after ${bad.slice(0, 20)}`);
+      assert.equal(await fileValid(), 0, `after ${bad.slice(0, 20)}`);
     }
+    // The same bad content read again and again: logged and counted once, but the gauge stays 0, so an
+    // alert on it lasts as long as the file stays bad (the counter's increase would die down).
+    await sleep(2500);
+    assert.equal(await fileValid(), 0, 'still invalid, seconds later');
     await rm(file);
     await sleep(1500);
     assert.equal((await login(BOB)).status, 200, 'after the file was removed');
+    assert.equal(await fileValid(), 0, 'unreadable');
     const log = gateway.output().slice(before);
     assert.match(log, /GATEWAY_CLIENT_KEYS_FILE is not usable; keeping the last valid client keys/);
     assert.match(log, /hmac-sha256 needs a \\"secret\\" of at least 16 bytes/);
@@ -119,6 +147,18 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     const changed = Date.now();
     await publish(keysJson(BOB));
     await takesEffect(ALICE, 401, changed);
+    await gaugeBecomes(1);
+  });
+
+  it('counts the file valid again when it is put back as it was before it went bad', async () => {
+    await publish(keysJson(BOB));
+    await gaugeBecomes(1);
+    await publish('{ not json');
+    await gaugeBecomes(0);
+    // The content in use, unchanged: nothing to apply, nothing is wrong.
+    await publish(keysJson(BOB));
+    await gaugeBecomes(1);
+    assert.equal((await login(BOB)).status, 200);
   });
 
   it('retires a key at its notAfter: its signatures are 401 from then on, the reason in the log', async () => {

@@ -1,4 +1,4 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Metrics } from '@platform/service-kit';
 
 /** Why the gateway refused a request itself; one label value each, so dashboards can tell attacks from bugs. */
@@ -72,4 +72,20 @@ export function clientKeysReloadCounter(metrics: Metrics): (outcome: string) => 
   });
   for (const outcome of ['applied', 'invalid', 'unreadable']) reloads.inc({ outcome }, 0);
   return (outcome) => reloads.inc({ outcome });
+}
+
+/**
+ * Whether GATEWAY_CLIENT_KEYS_FILE, as last read (every second), holds the keys in use: 1, or 0 while it is
+ * invalid or unreadable. The counter above says that a change was refused; this says that the file is
+ * still bad, for as long as it is, so the alert on it lasts until the file is fixed. 1 when no file is
+ * configured (there is nothing to be invalid), so that dashboards and alerts always find it.
+ */
+export function clientKeysFileValidGauge(metrics: Metrics): (valid: boolean) => void {
+  const valid = new Gauge({
+    name: 'gateway_client_keys_file_valid',
+    help: '1 while GATEWAY_CLIENT_KEYS_FILE as last read holds the client keys in use (or no file is configured), 0 while it is invalid or unreadable and the last valid keys stay in use',
+    registers: [metrics.registry],
+  });
+  valid.set(1);
+  return (isValid) => valid.set(isValid ? 1 : 0);
 }

@@ -25,6 +25,11 @@ export interface ClientKeysFileOptions {
   path: string;
   logger: Logger;
   onReload?: (outcome: ReloadOutcome) => void;
+  /**
+   * After every read: whether the file holds the keys in use (false while it is invalid or unreadable).
+   * A state, not a change, so that what watches it sees a bad file for as long as it stays bad.
+   */
+  onRead?: (valid: boolean) => void;
   pollMs?: number;
 }
 
@@ -41,6 +46,7 @@ export async function watchClientKeysFile(options: ClientKeysFileOptions): Promi
   let current: ReadonlyMap<string, VerificationKey> = verificationKeys(parseClientKeys(text));
   let lastProblem: string | undefined;
   const report = (outcome: ReloadOutcome, problem: string) => {
+    options.onRead?.(false);
     if (problem === lastProblem) return;
     lastProblem = problem;
     options.onReload?.(outcome);
@@ -56,6 +62,7 @@ export async function watchClientKeysFile(options: ClientKeysFileOptions): Promi
     }
     if (next === text) {
       lastProblem = undefined;
+      options.onRead?.(true);
       return;
     }
     try {
@@ -64,6 +71,7 @@ export async function watchClientKeysFile(options: ClientKeysFileOptions): Promi
       text = next;
       lastProblem = undefined;
       options.onReload?.('applied');
+      options.onRead?.(true);
       options.logger.info({ path: options.path, keyIds: [...keys.keys()] }, 'client keys reloaded from GATEWAY_CLIENT_KEYS_FILE');
     } catch (err) {
       report('invalid', reasonOf(err));
