@@ -34,6 +34,8 @@ export interface RequestContext {
   id: string;
   /** The logger of the process (or, in the embedded stack, of the deployable) that took the request. */
   logger: Logger;
+  /** The request itself, for `currentRequestLog`. */
+  req: IncomingMessage;
 }
 
 const requestContext = new AsyncLocalStorage<RequestContext>();
@@ -90,6 +92,17 @@ export function requestLog(req: IncomingMessage, fallback: Logger): Logger {
 }
 
 /**
+ * `requestLog` of the request being handled where this is called, found in the async context: for code
+ * that writes a line about the request but is not handed it (a mailer below the use case, work that goes
+ * on after the answer), so the line carries the request's id and trace id all the same. `fallback` outside
+ * of a request: start, shutdown, timers of the process.
+ */
+export function currentRequestLog(fallback: Logger): Logger {
+  const req = requestContext.getStore()?.req;
+  return req === undefined ? fallback : requestLog(req, fallback);
+}
+
+/**
  * One log line per request with its id, trace id, method, URL, status and duration. Requests are described by
  * allow-list (no headers, no bodies), so credentials and signatures cannot reach the log by accident;
  * `requestLog(req)` carries that description for everything logged while handling it.
@@ -124,6 +137,6 @@ export function httpLogger(logger: Logger): RequestHandler {
       res.once('finish', done);
       res.once('close', done);
     }
-    requestContext.run({ id: fields.id, logger }, next);
+    requestContext.run({ id: fields.id, logger, req }, next);
   };
 }

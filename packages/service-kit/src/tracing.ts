@@ -2,7 +2,8 @@
 // anything it instruments (express, pg, ioredis, node:http): this module imports nothing heavy itself, and
 // the SDK is required synchronously, only when OTEL_EXPORTER_OTLP_ENDPOINT is set, so that the modules
 // the root imports after this one are loaded with the instrumentations already hooked. Without the
-// endpoint nothing of OpenTelemetry is loaded or patched: no exporter, no span, no cost per request.
+// endpoint the SDK is never loaded and nothing is patched (only @opentelemetry/api's no-op interfaces,
+// which trace-context.ts asks): no exporter, no span, no cost per request.
 import { createRequire } from 'node:module';
 import { type ConfigOf, env, loadConfig } from './config.ts';
 import type * as Api from '@opentelemetry/api';
@@ -26,7 +27,7 @@ const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always
  */
 export const tracingSpec = {
   OTEL_EXPORTER_OTLP_ENDPOINT: env.custom(
-    'OTLP/HTTP collector base URL (/v1/traces is added); spans are exported only when set, and with it unset nothing of OpenTelemetry is loaded',
+    'OTLP/HTTP collector base URL (/v1/traces is added); spans are exported only when set, and with it unset the OpenTelemetry SDK is not loaded',
     (raw) => {
       if (!URL.canParse(raw) || !['http:', 'https:'].includes(new URL(raw).protocol)) throw new Error('must be an http: or https: URL');
       return raw;

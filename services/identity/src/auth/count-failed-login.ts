@@ -1,4 +1,4 @@
-import type { Knex, Logger } from '@platform/service-kit';
+import { type Knex, type Logger, currentRequestLog } from '@platform/service-kit';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { Mailer } from '../notifications/mailer.ts';
@@ -40,7 +40,10 @@ export async function countFailedLogin(deps: FailedLoginDeps, user: UserRecord, 
   });
   if (!outcome.blockedNow) return;
   await deps.sessions.revoke(outcome.ended);
-  deps.logger.warn({ userId: user.id, failedLoginCount: outcome.failedLoginCount, sessionsEnded: outcome.ended.length }, 'user blocked after repeated failed logins');
+  currentRequestLog(deps.logger).warn(
+    { userId: user.id, failedLoginCount: outcome.failedLoginCount, sessionsEnded: outcome.ended.length },
+    'user blocked after repeated failed logins',
+  );
   // Not awaited: the answer must not wait for (or reveal) the mail provider.
   void deps.mailer.send({
     to: user.username,

@@ -1,4 +1,5 @@
 import { UnauthorizedError } from '@platform/errors';
+import { currentRequestLog } from '@platform/service-kit';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { findUserById } from '../users/users.repository.ts';
@@ -52,7 +53,7 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
   if (!outcome.ok) {
     if ('ended' in outcome && outcome.ended !== undefined) {
       await services.sessions.revoke([outcome.ended]);
-      services.logger.warn({ sessionId: outcome.ended, reason: outcome.reason }, 'session ended at refresh');
+      currentRequestLog(services.logger).warn({ sessionId: outcome.ended, reason: outcome.reason }, 'session ended at refresh');
     }
     throw refused(outcome.reason);
   }

@@ -1,5 +1,5 @@
 import type { TokenBlacklist } from '@platform/auth';
-import type { Logger } from '@platform/service-kit';
+import { type Logger, currentRequestLog } from '@platform/service-kit';
 
 /**
  * Makes ended sessions visible to every token verifier: the database already refuses their refresh
@@ -21,7 +21,7 @@ export function createSessionRevoker(blacklist: TokenBlacklist, accessTokenTtlS:
         await blacklist.revokeSessions(sessionIds, Math.floor(Date.now() / 1000) + accessTokenTtlS);
       } catch (err) {
         missed();
-        logger.warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');
+        currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');
       }
     },
   };

@@ -1,4 +1,4 @@
-import type { Logger } from '@platform/service-kit';
+import { type Logger, currentRequestLog } from '@platform/service-kit';
 import { postJson } from './http-delivery.ts';
 
 /** One e-mail (CONTRACT.md part 6: the http provider receives exactly these fields). */
@@ -17,13 +17,16 @@ export type MailerConfig =
   | { provider: 'log' }
   | { provider: 'http'; url: string; timeoutMs: number };
 
-/** The mailer the configuration names. */
+/**
+ * The mailer the configuration names. Its lines carry the id and trace id of the request that sent the
+ * mail, found in the async context: mails are sent below the use cases, often after the answer.
+ */
 export function createMailer(config: MailerConfig, logger: Logger): Mailer {
   if (config.provider === 'log') {
     // Local development only (config refuses it in prod): the text can carry a reset link.
     return {
       send: async (mail) => {
-        logger.info({ mail: { to: mail.to, subject: mail.subject, body: mail.text } }, 'e-mail (log provider)');
+        currentRequestLog(logger).info({ mail: { to: mail.to, subject: mail.subject, body: mail.text } }, 'e-mail (log provider)');
         return true;
       },
     };
@@ -32,10 +35,10 @@ export function createMailer(config: MailerConfig, logger: Logger): Mailer {
     send: async (mail) => {
       try {
         await postJson({ url: config.url, timeoutMs: config.timeoutMs }, mail);
-        logger.info({ subject: mail.subject }, 'e-mail sent');
+        currentRequestLog(logger).info({ subject: mail.subject }, 'e-mail sent');
         return true;
       } catch (err) {
-        logger.warn({ subject: mail.subject, reason: (err as Error).message }, 'e-mail not sent');
+        currentRequestLog(logger).warn({ subject: mail.subject, reason: (err as Error).message }, 'e-mail not sent');
         return false;
       }
     },

@@ -1,4 +1,4 @@
-import type { Logger } from '@platform/service-kit';
+import { type Logger, currentRequestLog } from '@platform/service-kit';
 import { postJson } from './http-delivery.ts';
 
 /** One SMS (CONTRACT.md part 6: the http provider receives exactly `{ to, message }`). */
@@ -17,13 +17,13 @@ export type SmsSenderConfig =
   | { provider: 'log' }
   | { provider: 'http'; url: string; token: string; timeoutMs: number };
 
-/** The SMS sender the configuration names. */
+/** The SMS sender the configuration names. Its lines carry the id and trace id of the request that sent the SMS. */
 export function createSmsSender(config: SmsSenderConfig, logger: Logger): SmsSender {
   if (config.provider === 'log') {
     // Local development only (config refuses it in prod): the text carries the activation code.
     return {
       send: async (sms) => {
-        logger.info({ sms: { to: sms.to, body: sms.message } }, 'SMS (log provider)');
+        currentRequestLog(logger).info({ sms: { to: sms.to, body: sms.message } }, 'SMS (log provider)');
         return true;
       },
     };
@@ -34,7 +34,7 @@ export function createSmsSender(config: SmsSenderConfig, logger: Logger): SmsSen
         await postJson({ url: config.url, token: config.token, timeoutMs: config.timeoutMs }, sms);
         return true;
       } catch (err) {
-        logger.warn({ reason: (err as Error).message }, 'SMS not sent');
+        currentRequestLog(logger).warn({ reason: (err as Error).message }, 'SMS not sent');
         return false;
       }
     },
