@@ -119,6 +119,9 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
       assert.equal(res.status, 503);
       assert.equal(res.headers['ratelimit-policy'], '"default";q=10000;w=1');
       assert.equal(res.headers.ratelimit, '"default";r=0;t=1');
+      // The gateway's own 503 on a station path carries `messages` too (CONTRACT.md part 7).
+      const message = 'Service temporarily unavailable';
+      assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 503, error: 'Service Unavailable', message, messages: [message], path: CITIES });
     } finally {
       await down.close();
       await closeRedis(redis);

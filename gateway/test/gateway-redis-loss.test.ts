@@ -60,6 +60,15 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       { status: res.json().status, error: res.json().error, message: res.json().message, path: res.json().path },
       { status: 503, error: 'Service Unavailable', message: REVOCATIONS_RESTORING_MESSAGE, path: cities },
     );
+    // A station path: the gateway's own 503 carries `messages` too (CONTRACT.md part 7).
+    assert.deepEqual(res.json(), {
+      timestamp: res.json().timestamp,
+      status: 503,
+      error: 'Service Unavailable',
+      message: REVOCATIONS_RESTORING_MESSAGE,
+      messages: [REVOCATIONS_RESTORING_MESSAGE],
+      path: cities,
+    });
     assert.equal(proxied(), before, 'a bearer request went through while the revocations may be incomplete');
     assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'the refused request spent its nonce');
     assert.equal(await rejections('revocations-restoring'), restoringBefore + 1);

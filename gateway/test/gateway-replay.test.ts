@@ -191,5 +191,24 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
         await closeRedis(redis);
       }
     });
+
+    it('on a station path, answers 503 in under 1 s with `messages` (CONTRACT.md part 7) and proxies nothing', async () => {
+      const redis = unreachableRedis();
+      const local = await startGateway({ redis, keepMirror: true });
+      try {
+        const target = '/v1/weather-stations/by/city-district';
+        const stationBody = Buffer.from('{"city":"Ankara","district":"Çankaya"}');
+        const started = Date.now();
+        const res = await send(local.url, 'POST', target, signedHeaders('POST', target, { key: local.keys.hmac, body: stationBody, bearer: local.issuer.sign() }), stationBody);
+        assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+        assert.equal(res.status, 503, res.body.toString());
+        const message = 'Service temporarily unavailable';
+        assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 503, error: 'Service Unavailable', message, messages: [message], path: target });
+        assert.equal(local.risk.received.length, 0);
+      } finally {
+        await local.close();
+        await closeRedis(redis);
+      }
+    });
   });
 });
