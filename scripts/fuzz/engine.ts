@@ -1,14 +1,14 @@
 // The schema-driven fuzzer (issue 16): for every operation of the gateway's merged API document, seeded
 // valid and mutated requests, each signed with a fresh nonce and idempotency key and sent through the
 // real stack; every answer is checked against the document: no 5xx, a status the operation lists, and
-// a body that matches the schema documented for that status. Used by `pnpm fuzz` (scripts/fuzz.ts) and
-// by the short run in `pnpm test` (test/reliability/schema-fuzz.test.ts).
+// a body that matches the schema documented for that status, and an answer at all, in time. Used by
+// `pnpm fuzz` (scripts/fuzz.ts) and by the short run in `pnpm test` (test/reliability/schema-fuzz.test.ts).
 import { randomUUID } from 'node:crypto';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import fc from 'fast-check';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { createSigner, signRequest } from '@platform/client';
+import { answerChecker } from './answer-check.ts';
+import { exchange } from './exchange.ts';
 import { type Operation, type Schema, hostileValue, jsonBytes, mutated, NUMBER_LOOKALIKES, operationsOfDocument, pathValue, valid } from './schema-arbitrary.ts';
 
 type Json = Record<string, unknown>;
@@ -26,11 +26,15 @@ export interface FuzzRequest {
   caller: Caller;
 }
 
-/** An answer the document does not allow. */
+/**
+ * An answer the document does not allow, or none at all: `transport-failure` is a request whose
+ * connection failed or was cut, or that got no whole answer within the request timeout.
+ */
 export interface FuzzProblem {
-  kind: '5xx' | 'undocumented-status' | 'schema-violation' | 'check';
+  kind: '5xx' | 'undocumented-status' | 'schema-violation' | 'transport-failure' | 'check';
   request: FuzzRequest;
-  status: number;
+  /** Undefined when no answer came. */
+  status: number | undefined;
   detail: string;
 }
 
@@ -43,6 +47,11 @@ export interface FuzzReport {
   counts: Record<FuzzProblem['kind'], number>;
   /** The first problems found, in order, for replay and the failure message. */
   problems: FuzzProblem[];
+  /**
+   * Why the run ended before its time, when it did: the gateway no longer answers, or a callback or the
+   * fuzzer itself failed. What was found until then is kept in the report.
+   */
+  stopped?: string;
 }
 
 export interface FuzzOptions {
@@ -57,6 +66,12 @@ export interface FuzzOptions {
   durationMs: number;
   /** Requests per operation per round. */
   batch?: number;
+  /**
+   * How long one request may take, from connecting to the answer's last byte, before it counts as a
+   * transport failure (default 20 s: past the gateway's own deadline, REQUEST_DEADLINE_MS 15 s, so an
+   * answer the gateway bounds arrives first and only a stall it failed to bound is reported as one).
+   */
+  requestTimeoutMs?: number;
   /** A check of the test's own after each answer (e.g. nothing changed after a refusal); a problem text, or undefined. */
   check?: (request: FuzzRequest, status: number) => Promise<string | undefined>;
   /** Called after each round, e.g. to print progress. */
@@ -65,6 +80,9 @@ export interface FuzzOptions {
 
 /** At most this many problems are kept; the counts go on. */
 const KEPT_PROBLEMS = 50;
+
+/** The default of `requestTimeoutMs`. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 20_000;
 
 /** `seed`, `round` and `index` mixed into one 31-bit seed, so every batch of a run can be replayed alone. */
 function batchSeed(seed: number, round: number, index: number): number {
@@ -114,124 +132,105 @@ function requestsFor(doc: Json, op: Operation): fc.Arbitrary<Omit<FuzzRequest, '
   return fc.record({ path, query, body, caller }).map((r) => ({ method: op.method, target: `${r.path}${r.query}`, body: r.body, caller: r.caller }));
 }
 
-/** The JSON-pointer escape of one reference token (RFC 6901). */
-const pointer = (token: string) => token.replaceAll('~', '~0').replaceAll('/', '~1');
-
-/** Compiles, once each, the body schema documented for an operation's status. */
-function responseValidators(doc: Json) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats.default(ajv);
-  // OpenAPI's own formats: int32/int64 are checked by range; the rest describe, not constrain.
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
-  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
-  ajv.addSchema(doc, 'api');
-  const cache = new Map<string, ValidateFunction | null>();
-  return (op: Operation, status: number): ValidateFunction | null => {
-    const key = `${op.method} ${op.path} ${status}`;
-    if (!cache.has(key)) {
-      const responses = ((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json;
-      const byStatus = responses.responses as Json;
-      const documented = String(status) in byStatus ? String(status) : `${String(status)[0]}XX` in byStatus ? `${String(status)[0]}XX` : 'default';
-      let response = byStatus[documented] as Json | undefined;
-      // Shared answers are references to components.responses.
-      while (typeof response?.$ref === 'string') {
-        response = response.$ref
-          .replace(/^#\//, '')
-          .split('/')
-          .reduce<unknown>((at, token) => (at as Json)[token.replaceAll('~1', '/').replaceAll('~0', '~')], doc) as Json;
-      }
-      const content = response?.content as Json | undefined;
-      const mediaType = content === undefined ? undefined : Object.keys(content).find((type) => /json/i.test(type));
-      if (response === undefined || mediaType === undefined) cache.set(key, null);
-      else {
-        const ref = `api#/paths/${pointer(op.path)}/${op.method.toLowerCase()}/responses/${pointer(documented)}`;
-        // A $ref'd response is validated through the component it names, so resolve the path the same way.
-        const target = typeof (byStatus[documented] as Json).$ref === 'string' ? `api${String((byStatus[documented] as Json).$ref)}` : ref;
-        cache.set(key, ajv.compile({ $ref: `${target}/content/${pointer(mediaType)}/schema` }));
-      }
-    }
-    return cache.get(key) ?? null;
-  };
-}
-
-interface Answer {
-  status: number;
-  body: Buffer;
-  contentType: string | undefined;
-}
-
-function send(agent: Agent, base: URL, method: string, target: string, headers: Record<string, string>, body: Buffer | undefined): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ agent, hostname: base.hostname, port: base.port, method, path: target, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), contentType: res.headers['content-type'] }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 /** A compact, printable form of a request, for a report a person can replay by hand. */
 export function describeRequest(r: FuzzRequest): string {
   const body = r.body === undefined ? '' : ` body=${r.body.toString('utf8').slice(0, 300)}${r.body.length > 300 ? `… (${r.body.length} bytes)` : ''}`;
   return `${r.method} ${r.target.slice(0, 300)} as ${r.caller}${body}`;
 }
 
-/** Runs rounds of generated requests through the gateway until `durationMs` has passed. */
+/** A report of nothing yet: the start of every run, and what a run that could not start prints. */
+export function emptyReport(seed: number): FuzzReport {
+  return { seed, rounds: 0, requests: 0, byStatus: {}, counts: { '5xx': 0, 'undocumented-status': 0, 'schema-violation': 0, 'transport-failure': 0, check: 0 }, problems: [] };
+}
+
+/** An error's message, with its cause's (fetch's own message, `fetch failed`, says nothing of why). */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  return err.cause === undefined ? err.message : `${err.message} (${errorText(err.cause)})`;
+}
+
+/**
+ * Runs rounds of generated requests through the gateway until `durationMs` has passed. It never throws:
+ * a request without an answer is a problem like a 5xx, and whatever ends the run early (the gateway no
+ * longer live, a callback or the fuzzer itself failing) is named in `stopped`, so the caller still has
+ * every problem found until then, each with its request, and a summary to print.
+ */
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
-  const { doc, operations } = operationsOfDocument(options.document);
-  const validatorFor = responseValidators(doc);
-  const signer = createSigner(options.clientKey.keyId, { alg: 'hmac-sha256', secret: options.clientKey.secret });
+  const report = emptyReport(options.seed);
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    await fuzzRounds(options, report, agent);
+  } catch (err) {
+    report.stopped = errorText(err);
+  } finally {
+    agent.destroy();
+  }
+  return report;
+}
+
+async function fuzzRounds(options: FuzzOptions, report: FuzzReport, agent: Agent): Promise<void> {
+  const { doc, operations } = operationsOfDocument(options.document);
+  const checkAnswer = answerChecker(doc);
+  const signer = createSigner(options.clientKey.keyId, { alg: 'hmac-sha256', secret: options.clientKey.secret });
   const base = new URL(options.gatewayUrl);
-  const report: FuzzReport = { seed: options.seed, rounds: 0, requests: 0, byStatus: {}, counts: { '5xx': 0, 'undocumented-status': 0, 'schema-violation': 0, check: 0 }, problems: [] };
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const problem = (p: FuzzProblem) => {
     report.counts[p.kind] += 1;
     if (report.problems.length < KEPT_PROBLEMS) report.problems.push(p);
   };
   const deadline = Date.now() + options.durationMs;
-  try {
-    while (Date.now() < deadline) {
-      for (const [index, op] of operations.entries()) {
-        if (Date.now() >= deadline) break;
-        // Fresh tokens per batch: a generated DELETE /v1/auth/sessions ends the caller's own sessions.
-        const tokens = await options.tokens();
-        const requests = fc.sample(requestsFor(doc, op), { seed: batchSeed(options.seed, report.rounds, index), numRuns: options.batch ?? 5 });
-        const statuses = new Set(Object.keys(((((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json).responses as Json) ?? {}));
-        for (const generated of requests) {
-          const fuzzed: FuzzRequest = { operation: op.id, ...generated };
-          const bearer = fuzzed.caller === 'admin' ? tokens.admin : fuzzed.caller === 'user' ? tokens.user : fuzzed.caller === 'forged' ? `${tokens.admin.slice(0, -4)}AAAA` : undefined;
-          const [path, query] = splitTarget(fuzzed.target);
-          const headers: Record<string, string> = {
-            ...(await signRequest(
-              {
-                method: fuzzed.method,
-                url: { pathname: path, search: query },
-                idempotencyKey: randomUUID(),
-                body: fuzzed.body === undefined ? undefined : new Uint8Array(fuzzed.body),
-                authorization: bearer === undefined ? undefined : `Bearer ${bearer}`,
-              },
-              signer,
-            )),
-          };
-          if (fuzzed.body !== undefined) headers['content-type'] = 'application/json';
-          const answer = await send(agent, base, fuzzed.method, fuzzed.target, headers, fuzzed.body);
-          report.requests += 1;
-          report.byStatus[answer.status] = (report.byStatus[answer.status] ?? 0) + 1;
-          checkAnswer(op, fuzzed, answer, statuses, validatorFor, problem);
-          const own = await options.check?.(fuzzed, answer.status);
-          if (own !== undefined) problem({ kind: 'check', request: fuzzed, status: answer.status, detail: own });
+  while (Date.now() < deadline) {
+    for (const [index, op] of operations.entries()) {
+      if (Date.now() >= deadline) break;
+      // Fresh tokens per batch: a generated DELETE /v1/auth/sessions ends the caller's own sessions.
+      const tokens = await options.tokens().catch((err: unknown) => {
+        throw new Error(`could not get the callers' tokens: ${errorText(err)}`);
+      });
+      const requests = fc.sample(requestsFor(doc, op), { seed: batchSeed(options.seed, report.rounds, index), numRuns: options.batch ?? 5 });
+      for (const generated of requests) {
+        const fuzzed: FuzzRequest = { operation: op.id, ...generated };
+        const bearer = fuzzed.caller === 'admin' ? tokens.admin : fuzzed.caller === 'user' ? tokens.user : fuzzed.caller === 'forged' ? `${tokens.admin.slice(0, -4)}AAAA` : undefined;
+        const [path, query] = splitTarget(fuzzed.target);
+        const headers: Record<string, string> = {
+          ...(await signRequest(
+            {
+              method: fuzzed.method,
+              url: { pathname: path, search: query },
+              idempotencyKey: randomUUID(),
+              body: fuzzed.body === undefined ? undefined : new Uint8Array(fuzzed.body),
+              authorization: bearer === undefined ? undefined : `Bearer ${bearer}`,
+            },
+            signer,
+          )),
+        };
+        if (fuzzed.body !== undefined) headers['content-type'] = 'application/json';
+        const sent = await exchange({ agent, base, method: fuzzed.method, target: fuzzed.target, headers, body: fuzzed.body, timeoutMs }).catch((err: unknown) => {
+          throw new Error(`could not send ${describeRequest(fuzzed)}: ${errorText(err)}`);
+        });
+        report.requests += 1;
+        const { answer } = sent;
+        if (answer === undefined) {
+          report.byStatus['no-answer'] = (report.byStatus['no-answer'] ?? 0) + 1;
+          problem({ kind: 'transport-failure', request: fuzzed, status: undefined, detail: sent.failure });
+          // One request may have cut its own connection while the gateway serves on; a gateway that no
+          // longer answers its liveness probe died or stalls, and every later request would fail alike.
+          const live = await exchange({ base, method: 'GET', target: '/health/live', headers: {}, body: undefined, timeoutMs });
+          if (live.answer?.status !== 200) {
+            throw new Error(`the gateway no longer answers GET /health/live (${live.failure ?? `status ${live.answer?.status}`}) after ${describeRequest(fuzzed)}`);
+          }
+          continue;
         }
+        report.byStatus[answer.status] = (report.byStatus[answer.status] ?? 0) + 1;
+        checkAnswer(op, fuzzed, answer, problem);
+        const own = await options.check?.(fuzzed, answer.status).catch((err: unknown) => {
+          throw new Error(`the check after ${describeRequest(fuzzed)} failed: ${errorText(err)}`);
+        });
+        if (own !== undefined) problem({ kind: 'check', request: fuzzed, status: answer.status, detail: own });
       }
-      report.rounds += 1;
-      options.onRound?.(report);
     }
-  } finally {
-    agent.destroy();
+    report.rounds += 1;
+    options.onRound?.(report);
   }
-  return report;
 }
 
 function splitTarget(target: string): [string, string] {
@@ -239,46 +238,22 @@ function splitTarget(target: string): [string, string] {
   return at === -1 ? [target, ''] : [target.slice(0, at), target.slice(at)];
 }
 
-function checkAnswer(
-  op: Operation,
-  request: FuzzRequest,
-  answer: Answer,
-  statuses: ReadonlySet<string>,
-  validatorFor: (op: Operation, status: number) => ValidateFunction | null,
-  problem: (p: FuzzProblem) => void,
-): void {
-  const text = () => answer.body.toString('utf8').slice(0, 400);
-  if (answer.status >= 500) {
-    problem({ kind: '5xx', request, status: answer.status, detail: text() });
-    return;
-  }
-  const listed = statuses.has(String(answer.status)) || statuses.has(`${String(answer.status)[0]}XX`) || statuses.has('default');
-  if (!listed) {
-    problem({ kind: 'undocumented-status', request, status: answer.status, detail: `${op.method} ${op.path} lists ${[...statuses].join(' ')}; body ${text()}` });
-    return;
-  }
-  const validate = validatorFor(op, answer.status);
-  if (validate === null) {
-    if (answer.body.length > 0 && answer.status !== 303) problem({ kind: 'schema-violation', request, status: answer.status, detail: `no body is documented, got ${text()}` });
-    return;
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(answer.body.toString('utf8'));
-  } catch {
-    problem({ kind: 'schema-violation', request, status: answer.status, detail: `not JSON (${answer.contentType ?? 'no content type'}): ${text()}` });
-    return;
-  }
-  if (!validate(body)) {
-    problem({ kind: 'schema-violation', request, status: answer.status, detail: `${JSON.stringify(validate.errors?.slice(0, 3))}; body ${text()}` });
-    return;
-  }
-  if (answer.status >= 400 && (body as { path?: unknown }).path !== request.target) {
-    problem({ kind: 'schema-violation', request, status: answer.status, detail: `error path ${JSON.stringify((body as { path?: unknown }).path)} is not the target` });
-  }
+/** One problem as printed: what was wrong, the request that caused it (to replay by hand), and the detail. */
+export function describeProblem(p: FuzzProblem): string {
+  return `${p.kind}${p.status === undefined ? '' : ` ${p.status}`}: ${describeRequest(p.request)}\n    ${p.detail}`;
 }
 
-/** The report's last line: what `pnpm fuzz` promises to print. */
+/** The report's last line: what `pnpm fuzz` promises to print, whatever ended the run. */
 export function summaryLine(report: FuzzReport, durationMs: number): string {
-  return `fuzz: seed=${report.seed} duration=${Math.round(durationMs / 1000)}s rounds=${report.rounds} requests=${report.requests} 5xx=${report.counts['5xx']} schema-violations=${report.counts['schema-violation']} undocumented-statuses=${report.counts['undocumented-status']} check-failures=${report.counts.check}`;
+  const counts = report.counts;
+  return (
+    `fuzz: seed=${report.seed} duration=${Math.round(durationMs / 1000)}s rounds=${report.rounds} requests=${report.requests} 5xx=${counts['5xx']} ` +
+    `schema-violations=${counts['schema-violation']} undocumented-statuses=${counts['undocumented-status']} transport-failures=${counts['transport-failure']} ` +
+    `check-failures=${counts.check}${report.stopped === undefined ? '' : ' stopped-early=yes'}`
+  );
+}
+
+/** The number of problems of every kind, those past the kept ones included. */
+export function problemCount(report: FuzzReport): number {
+  return Object.values(report.counts).reduce((sum, n) => sum + n, 0);
 }

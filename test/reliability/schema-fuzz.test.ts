@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { type Knex, createDatabase } from '@platform/service-kit';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
-import { describeRequest, runFuzz, summaryLine } from '../../scripts/fuzz/engine.ts';
+import { type FuzzProblem, describeProblem, runFuzz, summaryLine } from '../../scripts/fuzz/engine.ts';
 import { type Stack, startStack } from '../e2e/support/stack.ts';
 import { sendRaw } from './support/raw-http.ts';
 
@@ -92,7 +94,8 @@ describe('schema-driven fuzzing through the real stack', function () {
         return changed ? `the database changed after a ${status}` : undefined;
       },
     });
-    const found = report.problems.map((p) => `${p.kind} ${p.status}: ${describeRequest(p.request)}\n    ${p.detail}`);
+    const found = report.problems.map(describeProblem);
+    assert.equal(report.stopped, undefined, `${summaryLine(report, DURATION_MS)}\n${found.join('\n')}`);
     assert.ok(report.requests > 100, `only ${report.requests} requests`);
     if (process.env.FUZZ_VERBOSE === '1') process.stdout.write(`${summaryLine(report, DURATION_MS)} ${JSON.stringify(report.byStatus)}\n`);
     assert.deepEqual(found, [], `${summaryLine(report, DURATION_MS)}\n${found.join('\n')}`);
@@ -123,5 +126,105 @@ describe('schema-driven fuzzing through the real stack', function () {
     assert.ok(report.counts['undocumented-status'] > 0, JSON.stringify(report.counts));
     assert.ok(report.counts['schema-violation'] > 0, JSON.stringify(report.counts));
   });
+});
 
+/**
+ * A stand-in for a broken gateway, one fault per path: a 500, a connection cut without an answer, an
+ * answer begun and never ended, and a process that dies. Until it dies it answers `/health/live`, as the
+ * fuzzer's probe expects of a gateway that still serves.
+ */
+async function startBrokenGateway(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    // The whole request is read first: each fault is the answer to a request that arrived whole.
+    req.resume();
+    req.on('end', () => {
+      if (path === '/health/live') res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"UP"}');
+      else if (path === '/v1/faults/error') {
+        const body = { timestamp: new Date().toISOString(), status: 500, error: 'Internal Server Error', message: 'Internal server error', path: req.url };
+        res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      } else if (path.startsWith('/v1/faults/cut/')) req.socket.destroy();
+      else if (path === '/v1/faults/stall') {
+        // Headers and a first byte, then nothing: only a timer on the whole exchange notices.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('[');
+      } else if (path === '/v1/faults/die') {
+        server.close();
+        server.closeAllConnections();
+      } else res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('the fuzzer against a gateway that fails (it can fail)', () => {
+  const json = (schema: Record<string, unknown>) => ({ content: { 'application/json': { schema } } });
+  const errorShape = { description: 'an error', ...json({ type: 'object', required: ['status', 'message', 'path'] }) };
+  const operation = (operationId: string, extra: Record<string, unknown> = {}) => ({
+    operationId,
+    security: [],
+    // 500 is listed on purpose: a 5xx is a problem whether or not the document admits it.
+    responses: { '200': { description: 'ok', ...json({ type: 'array' }) }, '400': errorShape, '500': errorShape },
+    ...extra,
+  });
+  const document = {
+    openapi: '3.1.0',
+    info: { title: 'faults', version: '1' },
+    paths: {
+      '/v1/faults/error': { get: operation('error') },
+      '/v1/faults/cut/{id}': { get: operation('cut', { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }] }) },
+      '/v1/faults/stall': { post: operation('stall', { requestBody: json({ type: 'object', properties: { name: { type: 'string' } } }) }) },
+      '/v1/faults/die': { get: operation('die') },
+    },
+  };
+
+  it('reports a 5xx, a cut connection, a stalled answer and a dead gateway, each with its request, and returns what it found', async () => {
+    const broken = await startBrokenGateway();
+    try {
+      const report = await runFuzz({
+        gatewayUrl: broken.url,
+        document,
+        clientKey: LOCAL_KEY,
+        tokens: async () => ({ admin: 'an-admin-token', user: 'a-user-token' }),
+        seed: SEED,
+        // Ended by the dead gateway, long before this.
+        durationMs: 60_000,
+        batch: 3,
+        requestTimeoutMs: 300,
+      });
+      const of = (operationId: string) => report.problems.filter((p) => p.request.operation === operationId);
+      const shown = report.problems.map(describeProblem).join('\n');
+      assert.equal(report.requests, 10, shown);
+      assert.deepEqual(report.counts, { '5xx': 3, 'undocumented-status': 0, 'schema-violation': 0, 'transport-failure': 7, check: 0 }, shown);
+      const expectProblems = (operationId: string, kind: FuzzProblem['kind'], status: number | undefined, detail: RegExp, target: RegExp) => {
+        const found = of(operationId);
+        assert.ok(found.length > 0, `nothing reported for ${operationId}`);
+        for (const p of found) {
+          assert.deepEqual([p.kind, p.status], [kind, status], describeProblem(p));
+          assert.match(p.detail, detail, describeProblem(p));
+          assert.match(p.request.target, target);
+          // The printed form names the request (its target cut at 300 characters), to replay it by hand.
+          assert.ok(describeProblem(p).includes(`${p.request.method} ${p.request.target.slice(0, 300)}`), describeProblem(p));
+        }
+      };
+      expectProblems('error', '5xx', 500, /Internal server error/, /^\/v1\/faults\/error$/);
+      expectProblems('cut', 'transport-failure', undefined, /ECONNRESET/, /^\/v1\/faults\/cut\/[^/]+$/);
+      expectProblems('stall', 'transport-failure', undefined, /^no answer within 300 ms$/, /^\/v1\/faults\/stall$/);
+      expectProblems('die', 'transport-failure', undefined, /ECONNRESET/, /^\/v1\/faults\/die$/);
+      // The cut and stalled requests left the gateway live, so the run went on; the dead one ended it.
+      assert.match(report.stopped ?? '', /^the gateway no longer answers GET \/health\/live \(ECONNREFUSED.*\) after GET \/v1\/faults\/die as /);
+      assert.match(summaryLine(report, 1000), / requests=10 5xx=3 schema-violations=0 undocumented-statuses=0 transport-failures=7 check-failures=0 stopped-early=yes$/);
+    } finally {
+      await broken.close();
+    }
+  });
 });

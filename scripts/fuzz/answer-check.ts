@@ -1,0 +1,106 @@
+// The fuzzer's verdict on one answer, from the document alone: no 5xx, a status the operation lists, and
+// a body that matches the schema documented for that status (Ajv, with OpenAPI's own formats).
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { FuzzProblem, FuzzRequest } from './engine.ts';
+import type { Answer } from './exchange.ts';
+import type { Operation } from './schema-arbitrary.ts';
+
+type Json = Record<string, unknown>;
+
+/** Checks the answer to a request for `op`, reporting what is wrong with it through `problem`. */
+export type AnswerCheck = (op: Operation, request: FuzzRequest, answer: Answer, problem: (p: FuzzProblem) => void) => void;
+
+/** The JSON-pointer escape of one reference token (RFC 6901). */
+const pointer = (token: string) => token.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/** Compiles, once each, the body schema documented for an operation's status. */
+function responseValidators(doc: Json) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+  // OpenAPI's own formats: int32/int64 are checked by range; the rest describe, not constrain.
+  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+  ajv.addSchema(doc, 'api');
+  const cache = new Map<string, ValidateFunction | null>();
+  return (op: Operation, status: number): ValidateFunction | null => {
+    const key = `${op.method} ${op.path} ${status}`;
+    if (!cache.has(key)) {
+      const responses = ((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json;
+      const byStatus = responses.responses as Json;
+      const documented = String(status) in byStatus ? String(status) : `${String(status)[0]}XX` in byStatus ? `${String(status)[0]}XX` : 'default';
+      let response = byStatus[documented] as Json | undefined;
+      // Shared answers are references to components.responses.
+      while (typeof response?.$ref === 'string') {
+        response = response.$ref
+          .replace(/^#\//, '')
+          .split('/')
+          .reduce<unknown>((at, token) => (at as Json)[token.replaceAll('~1', '/').replaceAll('~0', '~')], doc) as Json;
+      }
+      const content = response?.content as Json | undefined;
+      const mediaType = content === undefined ? undefined : Object.keys(content).find((type) => /json/i.test(type));
+      if (response === undefined || mediaType === undefined) cache.set(key, null);
+      else {
+        const ref = `api#/paths/${pointer(op.path)}/${op.method.toLowerCase()}/responses/${pointer(documented)}`;
+        // A $ref'd response is validated through the component it names, so resolve the path the same way.
+        const target = typeof (byStatus[documented] as Json).$ref === 'string' ? `api${String((byStatus[documented] as Json).$ref)}` : ref;
+        cache.set(key, ajv.compile({ $ref: `${target}/content/${pointer(mediaType)}/schema` }));
+      }
+    }
+    return cache.get(key) ?? null;
+  };
+}
+
+function checkAnswer(
+  op: Operation,
+  request: FuzzRequest,
+  answer: Answer,
+  statuses: ReadonlySet<string>,
+  validatorFor: (op: Operation, status: number) => ValidateFunction | null,
+  problem: (p: FuzzProblem) => void,
+): void {
+  const text = () => answer.body.toString('utf8').slice(0, 400);
+  if (answer.status >= 500) {
+    problem({ kind: '5xx', request, status: answer.status, detail: text() });
+    return;
+  }
+  const listed = statuses.has(String(answer.status)) || statuses.has(`${String(answer.status)[0]}XX`) || statuses.has('default');
+  if (!listed) {
+    problem({ kind: 'undocumented-status', request, status: answer.status, detail: `${op.method} ${op.path} lists ${[...statuses].join(' ')}; body ${text()}` });
+    return;
+  }
+  const validate = validatorFor(op, answer.status);
+  if (validate === null) {
+    if (answer.body.length > 0 && answer.status !== 303) problem({ kind: 'schema-violation', request, status: answer.status, detail: `no body is documented, got ${text()}` });
+    return;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.body.toString('utf8'));
+  } catch {
+    problem({ kind: 'schema-violation', request, status: answer.status, detail: `not JSON (${answer.contentType ?? 'no content type'}): ${text()}` });
+    return;
+  }
+  if (!validate(body)) {
+    problem({ kind: 'schema-violation', request, status: answer.status, detail: `${JSON.stringify(validate.errors?.slice(0, 3))}; body ${text()}` });
+    return;
+  }
+  if (answer.status >= 400 && (body as { path?: unknown }).path !== request.target) {
+    problem({ kind: 'schema-violation', request, status: answer.status, detail: `error path ${JSON.stringify((body as { path?: unknown }).path)} is not the target` });
+  }
+}
+
+
+/** The checker of the answers to `doc`'s operations (each status's schema compiled once, when first met). */
+export function answerChecker(doc: Json): AnswerCheck {
+  const validatorFor = responseValidators(doc);
+  const statusesOf = new Map<Operation, ReadonlySet<string>>();
+  return (op, request, answer, problem) => {
+    let statuses = statusesOf.get(op);
+    if (statuses === undefined) {
+      statuses = new Set(Object.keys(((((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json).responses as Json) ?? {}));
+      statusesOf.set(op, statuses);
+    }
+    checkAnswer(op, request, answer, statuses, validatorFor, problem);
+  };
+}
