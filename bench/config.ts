@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 /** The scenario groups of one run, in the order they run. */
-export const GROUPS = ['limits', 'risk', 'gateway', 'latency', 'login', 'scale', 'ratelimit', 'tracing', 'users'] as const;
+export const GROUPS = ['limits', 'risk', 'gateway', 'latency', 'login', 'scale', 'ratelimit', 'tracing', 'users', 'hardening'] as const;
 /** One scenario group; `BENCH_ONLY` picks some of them. */
 export type Group = (typeof GROUPS)[number];
 

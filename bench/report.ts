@@ -1,5 +1,6 @@
 import { cpus, totalmem } from 'node:os';
 import type { ScenarioResult } from './context.ts';
+import { HARDENING_FACT, hardeningRows } from './hardening.ts';
 
 /** One target of issue 10 with what this run reached; `met` is undefined when its scenarios did not run. */
 export interface TargetCheck {
@@ -137,7 +138,11 @@ export function formatReport(report: Report): string {
         .join(', '),
     ]),
   ]);
-  const facts = Object.entries(report.facts).map(([k, v]) => `  ${k}: ${typeof v === 'number' ? fmt(v, 1) : String(v)}`);
+  // The hardening group's figures are a table of their own.
+  const facts = Object.entries(report.facts)
+    .filter(([k]) => !k.startsWith(HARDENING_FACT))
+    .map(([k, v]) => `  ${k}: ${typeof v === 'number' ? fmt(v, 1) : String(v)}`);
+  const hardening = hardeningRows(report.facts);
   const ratios = Object.entries(report.ratios).map(([k, v]) => `  ${k}: ${k.includes(' µs') ? fmt(v, 1) : k.includes(' ms') ? fmt(v) : pct(v)}`);
   const targets = table([
     ['target', 'reached', 'goal', 'met'],
@@ -156,5 +161,6 @@ export function formatReport(report: Report): string {
     '',
     targets,
     '',
+    ...(hardening === undefined ? [] : [table(hardening), '']),
   ].join('\n');
 }

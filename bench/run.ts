@@ -6,6 +6,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Group, type BenchConfig, loadBenchConfig } from './config.ts';
 import type { RunContext } from './context.ts';
+import { hardeningScenarios } from './hardening.ts';
 import { loginScenarios } from './login.ts';
 import { rateLimitScenarios, tracingScenarios } from './observability.ts';
 import { memorySampler } from './processes.ts';
@@ -26,6 +27,7 @@ const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
   ratelimit: rateLimitScenarios,
   tracing: tracingScenarios,
   users: userSearchScenarios,
+  hardening: hardeningScenarios,
 };
 
 function progress(message: string): void {
@@ -37,7 +39,8 @@ export async function runBenchmark(config: BenchConfig): Promise<{ report: Repor
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const runId = `bench_${Date.now().toString(36)}`;
   const logDir = await mkdtemp(join(tmpdir(), `${runId}-`));
-  const needsStack = [...config.groups].some((g) => g !== 'limits');
+  // The limits run their own servers, and the hardening group times code in this process.
+  const needsStack = [...config.groups].some((g) => g !== 'limits' && g !== 'hardening');
   const ctx: RunContext = {
     config,
     logDir,
