@@ -56,7 +56,8 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   let born = 0;
   let running: Promise<void> | undefined;
 
-  const reseed = async (born: number): Promise<number> => {
+  /** Writes every revocation that may still be live, then opens the mirror born at `of` (unless Redis lost it again). */
+  const reseed = async (of: number): Promise<number> => {
     const since = new Date(Date.now() - (options.accessTokenTtlS + MARGIN_S) * 1000);
     let count = 0;
     let after: EndedSession | undefined;
@@ -68,7 +69,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       if (page.length < BATCH) break;
       after = page.at(-1);
     }
-    if (!(await mirror.markReady(born))) throw new Error('Redis lost its data again during the re-seed');
+    if (!(await mirror.markReady(of))) throw new Error('Redis lost its data again during the re-seed');
     return count;
   };
 
