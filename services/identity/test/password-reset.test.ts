@@ -212,6 +212,55 @@ describe('POST /v1/users/password-reset-request', () => {
     assert.equal(open.length, 1);
     assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 8);
   });
+
+  describe('when a rename of the user commits while its token is being issued (the user row is locked meanwhile)', () => {
+    /**
+     * Holds the user's row locked in a transaction (as PATCH /v1/users/update does), sends `ask`, waits
+     * until the request's work waits on that lock (it has looked the user up by its old username by then),
+     * then renames the user and voids its open tokens as a rename does, and commits.
+     */
+    async function renamedWhileIssuing(user: TestUser, ask: () => Promise<request.Response>) {
+      const renamed = uniqueUsername('renamed');
+      const trx = await identity.db.transaction();
+      try {
+        await trx('users').where({ id: user.id }).forUpdate().first('id');
+        const { rows } = await trx.raw<{ rows: Array<{ pid: number }> }>('SELECT pg_backend_pid() AS pid');
+        const answer = ask().then((res) => res);
+        const waitingOnUs = async () =>
+          (await identity.db.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [rows[0]!.pid])).rows.length > 0;
+        for (const deadline = Date.now() + 3000; !(await waitingOnUs()); await sleep(5)) {
+          if (Date.now() > deadline) throw new Error('the reset request never waited on the user row');
+        }
+        await trx('users').where({ id: user.id }).update({ username: renamed });
+        await trx('password_reset_tokens').where({ user_id: user.id }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
+        await trx.commit();
+        return { answer: await answer, renamed };
+      } catch (err) {
+        await trx.rollback().catch(() => undefined);
+        throw err;
+      }
+    }
+    const openTokens = (userId: string) => identity.db('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at');
+
+    it('an anonymous request: no token stays open and nothing is mailed, to the old address or the new', async () => {
+      const user = await identity.createUser();
+      const { answer, renamed } = await renamedWhileIssuing(user, () => client.ask({ username: user.username, resetPageLink: RESET_PAGE }));
+      assert.equal(answer.status, 202);
+      // Anonymous work is carried out in the order asked: once this later request's mail is out, the raced one is done.
+      const fence = await identity.createUser();
+      await client.emailedLink(fence);
+      assert.deepEqual(await openTokens(user.id), [], 'a live token was issued for the old username');
+      assert.deepEqual([...client.mailsTo(user.username), ...client.mailsTo(renamed)], []);
+    });
+
+    it('an ADMIN\'s request: answers 404 User not found and issues no token', async () => {
+      const user = await identity.createUser();
+      const { answer } = await renamedWhileIssuing(user, () => client.ask({ username: user.username }, { bearer: adminToken }));
+      assert.equal(answer.status, 404, JSON.stringify(answer.body));
+      assert.equal(answer.body.message, 'User not found');
+      assert.deepEqual(await openTokens(user.id), []);
+    });
+  });
 });
 
 describe('POST /v1/users/password-reset', () => {
@@ -362,6 +411,34 @@ describe('POST /v1/users/password-reset', () => {
     assert.equal((await client.reset({ userId: user.id, token, newPassword: 'blocked-new-password' })).status, 200);
     assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
     assert.equal(await client.loginStatus(user.username, 'blocked-new-password'), 401);
+  });
+
+  it('when a reset with a token and a new request for the same user race (20 times), neither answers 500', async () => {
+    for (let i = 0; i < 20; i += 1) {
+      const user = await identity.createUser();
+      const token = await ticket(user);
+      const [reset, asked] = await Promise.all([
+        client.reset({ userId: user.id, token, newPassword: `raced-password-${i}` }),
+        client.ask({ username: user.username }, { bearer: adminToken }),
+      ]);
+      // The request voids the token (then the reset answers 400) or comes after the reset: either is fine, a deadlock is not.
+      assert.ok([200, 400].includes(reset.status), `try ${i}: reset ${reset.status} ${JSON.stringify(reset.body)}`);
+      assert.equal(asked.status, 201, `try ${i}: request ${JSON.stringify(asked.body)}`);
+    }
+  });
+
+  it('when a reset with a token and a rename of its user race (20 times), neither answers 500 and the token is not used after the rename', async () => {
+    for (let i = 0; i < 20; i += 1) {
+      const user = await identity.createUser();
+      const token = await ticket(user);
+      const [reset, renamed] = await Promise.all([
+        client.reset({ userId: user.id, token, newPassword: `raced-password-${i}` }),
+        request(identity.app).patch('/v1/users/update').set('Authorization', `Bearer ${adminToken}`).send({ userId: user.id, username: uniqueUsername('raced') }),
+      ]);
+      assert.equal(renamed.status, 200, `try ${i}: rename ${JSON.stringify(renamed.body)}`);
+      // The rename voids the token (then the reset answers 400) or waits for the reset: a deadlock is neither.
+      assert.ok([200, 400].includes(reset.status), `try ${i}: reset ${reset.status} ${JSON.stringify(reset.body)}`);
+    }
   });
 
   it('when 5 resets with one token race, exactly one succeeds', async () => {

@@ -101,6 +101,28 @@ describe('the lines identity logs while handling a request carry its request id 
     assertAllOf(await linesUntil(from, 'e-mail sent'), res.headers['x-request-id'], traceId, ['POST 202', 'e-mail sent']);
   });
 
+  it('two reset requests queued together: each mail line carries the trace id of its own request, not of the first', async () => {
+    const users = [await identity.createUser(), await identity.createUser()];
+    const mails = identity.mail.received.length;
+    const from = identity.log.lines().length;
+    const traces = [newTrace(), newTrace()];
+    // Back to back: both wait in the reset work queue and are drained by one timer, started by the first.
+    const answers = [];
+    for (const [i, user] of users.entries()) {
+      answers.push(await request(identity.app).post('/v1/users/password-reset-request').set('traceparent', traces[i]!.traceparent).send({ username: user.username }));
+    }
+    assert.deepEqual(answers.map((res) => res.status), [202, 202]);
+    await identity.mail.waitFor(mails + 2);
+    const sent = (await linesUntil(from, 'e-mail sent')).filter((line) => line.msg === 'e-mail sent');
+    for (const deadline = Date.now() + 3000; sent.length < 2 && Date.now() < deadline; await sleep(10)) {
+      sent.splice(0, sent.length, ...(identity.log.lines().slice(from) as Line[]).filter((line) => line.msg === 'e-mail sent'));
+    }
+    assert.deepEqual(
+      sent.map((line) => [line.req?.id, line.traceId]).sort(),
+      answers.map((res, i) => [res.headers['x-request-id'], traces[i]!.traceId]).sort(),
+    );
+  });
+
   it('a mail sent outside of any request is logged without a request id or trace id', async () => {
     const mailer = createMailer({ provider: 'http', url: identity.mail.url, timeoutMs: 1000 }, identity.log.logger);
     const from = identity.log.lines().length;

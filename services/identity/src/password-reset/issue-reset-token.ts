@@ -1,25 +1,41 @@
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { UserRecord } from '../users/user.ts';
-import { replaceResetToken } from './password-reset.repository.ts';
+import { type ResetRecipient, keyShareLockUser, replaceResetToken } from './password-reset.repository.ts';
 import type { PasswordResetDeps } from './request-password-reset.ts';
 import { newResetToken, resetTokenHash } from './reset-token.ts';
 
+/** A token just issued, and the user as it was under the lock (the mail goes to this username). */
+export interface IssuedResetToken {
+  token: string;
+  expiresAt: Date;
+  user: ResetRecipient;
+}
+
 /**
- * A new reset token for the user, voiding older ones, recorded as `password_reset.requested` in the same
- * transaction (how it is delivered, never the token). Returns the token for the mail or the ADMIN's ticket.
+ * A new reset token for the user the caller looked up, voiding older ones, recorded as
+ * `password_reset.requested` in the same transaction (how it is delivered, never the token). Undefined
+ * when the user is gone or its username is no longer the one looked up.
+ *
+ * The user's row is locked first and its username compared with the one looked up: a change of the
+ * username commits either before (then no token is issued for the old address) or waits for this
+ * transaction and then voids the token (update-user does, in its own transaction). Without the lock a
+ * rename committing between the lookup and this insert left a live token mailed to the old address.
  */
 export async function issueResetToken(
   deps: PasswordResetDeps,
   audit: AuditContext,
-  user: UserRecord,
+  user: Pick<UserRecord, 'id' | 'username'>,
   delivery: 'e-mail' | 'ticket',
-): Promise<{ token: string; expiresAt: Date }> {
+): Promise<IssuedResetToken | undefined> {
   const token = newResetToken();
   const expiresAt = new Date(Date.now() + deps.tokenTtlS * 1000);
-  await deps.db.transaction(async (trx) => {
+  const current = await deps.db.transaction(async (trx) => {
+    const locked = await keyShareLockUser(trx, user.id);
+    if (locked === undefined || locked.username !== user.username) return undefined;
     await replaceResetToken(trx, user.id, resetTokenHash(token), expiresAt);
     await insertAuditEvent(trx, audit, { type: 'password_reset.requested', subjectUserId: user.id, details: { delivery, expiresAt: expiresAt.toISOString() } });
+    return locked;
   });
-  return { token, expiresAt };
+  return current === undefined ? undefined : { token, expiresAt, user: current };
 }

@@ -5,12 +5,16 @@ import type { PasswordResetDeps } from './request-password-reset.ts';
 
 /**
  * The part of an anonymous reset request that depends on the user: look it up and, when it exists, store
- * a new token (voiding older ones, recorded) and mail the link to the owner. Runs after the 202 is decided.
+ * a new token (voiding older ones, recorded) and mail the link to the owner. Runs from the reset work
+ * queue, after the 202 and at a moment drawn at random (CONTRACT.md part 8; reset-work-queue.ts says why).
  */
 export async function mailResetLink(deps: PasswordResetDeps, audit: AuditContext, username: string, page: URL | undefined): Promise<void> {
-  const user = await findUserByUsername(deps.db, username);
-  if (user === undefined) return;
-  const { token } = await issueResetToken(deps, audit, user, 'e-mail');
+  const found = await findUserByUsername(deps.db, username);
+  if (found === undefined) return;
+  // Undefined when the user was renamed since the lookup: the old address gets nothing.
+  const issued = await issueResetToken(deps, audit, found, 'e-mail');
+  if (issued === undefined) return;
+  const { token, user } = issued;
 
   let link = `user id: ${user.id}\nreset token: ${token}`;
   if (page !== undefined) {
@@ -24,22 +28,5 @@ export async function mailResetLink(deps: PasswordResetDeps, audit: AuditContext
     text:
       `Hello ${user.firstName},\n\nsomeone asked to reset the password of ${user.username}. If it was you, use this ` +
       `within ${Math.round(deps.tokenTtlS / 60)} minutes:\n\n${link}\n\nIf it was not you, ignore this e-mail; your password stays as it is.\n`,
-  });
-}
-
-/**
- * Runs `mailResetLink` once the current request has had its answer: from the next turn of the event loop,
- * so the response of a known user and of an unknown one take the same path and the same time. A failure
- * is logged (without the username) and never becomes an unhandled rejection.
- */
-export function mailResetLinkLater(deps: PasswordResetDeps, audit: AuditContext, username: string, page: URL | undefined): void {
-  setImmediate(() => {
-    mailResetLink(deps, audit, username, page).catch((err: unknown) => {
-      try {
-        deps.logger.error({ err }, 'password reset request could not be completed');
-      } catch {
-        // Nothing left to tell: a logging fault must not take the process down either.
-      }
-    });
   });
 }

@@ -1,4 +1,5 @@
 import type { Knex } from '@platform/service-kit';
+import type { UserRecord } from '../users/user.ts';
 
 /** A reset token row. */
 export interface ResetTokenRecord {
@@ -10,6 +11,19 @@ export interface ResetTokenRecord {
 }
 
 const TOKEN_COLUMNS = ['id', 'user_id as userId', 'expires_at as expiresAt', 'used_at as usedAt', 'voided_at as voidedAt'];
+
+/** What a reset mail needs of its user. */
+export type ResetRecipient = Pick<UserRecord, 'id' | 'username' | 'firstName'>;
+
+/**
+ * The user with that id, its row locked until the transaction ends (FOR KEY SHARE): a change of the
+ * username (a key: it is unique) waits for the transaction, or has committed before and is seen here.
+ * The weakest lock that does so, so that updates leaving the keys alone (a login's) do not queue behind
+ * a reset request.
+ */
+export async function keyShareLockUser(trx: Knex.Transaction, id: string): Promise<ResetRecipient | undefined> {
+  return (await trx('users').where({ id }).forKeyShare().first('id', 'username', 'first_name as firstName')) as ResetRecipient | undefined;
+}
 
 /**
  * Voids the user's open tokens and stores the new one, in the caller's transaction (a partial index allows

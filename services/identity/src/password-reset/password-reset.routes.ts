@@ -7,6 +7,7 @@ import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { SessionRevoker } from '../auth/session-revoker.ts';
 import type { components } from '../generated/openapi.ts';
 import { type PasswordResetDeps, requestPasswordReset } from './request-password-reset.ts';
+import { createResetWorkQueue } from './reset-work-queue.ts';
 import { resetPassword } from './reset-password.ts';
 
 type Schemas = components['schemas'];
@@ -24,11 +25,12 @@ export function passwordResetRouter(
   deps: PasswordResetDeps & { hasher: PasswordHasher; verifier: TokenVerifier; throttle: CallerThrottle; sessions: SessionRevoker },
 ): Router {
   const router = Router();
+  const queue = createResetWorkQueue(deps.logger);
   router.post('/v1/users/password-reset-request', async (req, res) => {
     const principal = await optionalPrincipal(req, deps.verifier);
     const caller = callerOf(req);
     await deps.throttle.consume(caller);
-    const outcome = await requestPasswordReset(deps, principal, auditContextOf(req, principal), req.body as Schemas['PasswordResetRequestBody']);
+    const outcome = await requestPasswordReset(deps, queue, principal, auditContextOf(req, principal), req.body as Schemas['PasswordResetRequestBody']);
     if ('ticket' in outcome) res.status(201).json(outcome.ticket);
     else res.status(202).end();
   });

@@ -6,8 +6,9 @@ import type { components } from '../generated/openapi.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
 import { issueResetToken } from './issue-reset-token.ts';
-import { mailResetLinkLater } from './mail-reset-link.ts';
+import { mailResetLink } from './mail-reset-link.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
+import type { ResetWorkQueue } from './reset-work-queue.ts';
 
 export interface PasswordResetDeps {
   db: Knex;
@@ -23,12 +24,14 @@ export type ResetRequestOutcome = { ticket: components['schemas']['PasswordReset
 
 /**
  * POST /v1/users/password-reset-request. Anonymous callers learn nothing: the 202 is decided before the
- * user is even looked up, and everything that depends on the user (the token, the mail) happens after
- * the answer (CONTRACT.md part 8), so neither the body nor the time tells whether the user exists.
- * An ADMIN is no anonymous caller: it gets the ticket, or 404, at once.
+ * user is even looked up, and everything that depends on the user (the lookup, the token, the mail) goes
+ * to the reset work queue (CONTRACT.md part 8), so neither the body nor the time of this answer, nor that
+ * of the caller's next request, tells whether the user exists. An ADMIN is no anonymous caller: it gets
+ * the ticket, or 404, at once.
  */
 export async function requestPasswordReset(
   deps: PasswordResetDeps,
+  queue: ResetWorkQueue,
   principal: Principal | undefined,
   audit: AuditContext,
   input: components['schemas']['PasswordResetRequestBody'],
@@ -36,11 +39,12 @@ export async function requestPasswordReset(
   // Checked first, so a refused link says nothing about the username either.
   const page = input.resetPageLink === undefined ? undefined : assertAllowedLink(input.resetPageLink, deps.allowedOrigins, 'resetPageLink');
   if (principal === undefined || !hasAnyRole(principal, ['ADMIN'])) {
-    mailResetLinkLater(deps, audit, input.username, page);
+    queue.add(() => mailResetLink(deps, audit, input.username, page));
     return { accepted: true };
   }
   const user = await findUserByUsername(deps.db, input.username);
-  if (user === undefined) throw new NotFoundError('User not found');
-  const { token, expiresAt } = await issueResetToken(deps, audit, user, 'ticket');
-  return { ticket: { userId: user.id, token, expiresAt: expiresAt.toISOString() } };
+  // Unknown, or renamed between the lookup and the token: no user has that username (any more).
+  const issued = user === undefined ? undefined : await issueResetToken(deps, audit, user, 'ticket');
+  if (issued === undefined) throw new NotFoundError('User not found');
+  return { ticket: { userId: issued.user.id, token: issued.token, expiresAt: issued.expiresAt.toISOString() } };
 }

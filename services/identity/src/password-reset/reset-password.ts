@@ -9,7 +9,7 @@ import { endSessionsOfUser } from '../auth/end-sessions.ts';
 import type { components } from '../generated/openapi.ts';
 import { assertValidUserFields } from '../users/user-rules.ts';
 import { assertUncommonPassword } from '../users/password-rules.ts';
-import { findUserById, updateUserRow } from '../users/users.repository.ts';
+import { findUserById, lockUserById, updateUserRow } from '../users/users.repository.ts';
 import { type ResetTokenRecord, findResetToken, lockResetToken, markResetTokenUsed } from './password-reset.repository.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
 import { resetTokenHash } from './reset-token.ts';
@@ -52,6 +52,9 @@ export async function resetPassword(
 
   const passwordHash = await deps.hasher.hash(input.newPassword);
   const ended = await deps.db.transaction(async (trx) => {
+    // The user's row before the token's, the order in which a rename and a new request take them (the
+    // user, then its tokens): the other order deadlocked with a rename, a 500 to one of the two.
+    await lockUserById(trx, userId);
     // Looked at again under the lock: a concurrent reset with the same token may have used it meanwhile.
     const token = await lockResetToken(trx, userId, tokenHash);
     if (!isUsable(token)) return undefined;
