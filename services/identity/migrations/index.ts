@@ -10,6 +10,7 @@ import { auditEvents } from './0008_audit_events.ts';
 import { sessionOrigin } from './0009_session_origin.ts';
 import { userSearchIndexes } from './0010_user_search_indexes.ts';
 import { revokedSessionsIndex } from './0011_revoked_sessions_index.ts';
+import { voidCodesOnNumberChange } from './0012_void_codes_on_number_change.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -24,4 +25,5 @@ export const migrations: readonly Migration[] = [
   sessionOrigin,
   userSearchIndexes,
   revokedSessionsIndex,
+  voidCodesOnNumberChange,
 ];

@@ -3,7 +3,7 @@ import { BadRequestError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from '../accounts/account.ts';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
-import { findAccountById } from '../accounts/accounts.repository.ts';
+import { findAccountById, lockAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -22,6 +22,11 @@ function refused(message: string): BadRequestError {
  * POST /v1/accounts/phone-number-activation: a right, live code sets `mobilePhoneNumberVerified` while the
  * account holds the number the code was sent to, whatever else runs at the same time. The code row is
  * locked while judged, so a code works once and N concurrent wrong guesses count N.
+ *
+ * The account row is locked before the code: a change of the number locks the account and then (its
+ * trigger) voids the codes, and taking the two in the same order means neither waits for the other while
+ * holding what the other needs (a deadlock, a 500). Once the lock is held, the number cannot change until
+ * the code is judged, and any change before it has voided the code already (migration 0012).
  */
 export async function activatePhoneNumber(
   deps: { db: Knex; codeKey: string },
@@ -34,6 +39,7 @@ export async function activatePhoneNumber(
   assertMayUseAccountOf(principal, account.userId);
 
   const outcome = await deps.db.transaction(async (trx): Promise<{ ok: false; refused: string } | { ok: true; activated: AccountRecord }> => {
+    await lockAccountById(trx, account.id);
     const code = await lockOpenActivationCode(trx, account.id);
     if (code === undefined) return { ok: false, refused: 'No activation code is pending; request a new one' };
     if (code.expiresAt.getTime() <= Date.now()) return { ok: false, refused: 'The activation code has expired; request a new one' };

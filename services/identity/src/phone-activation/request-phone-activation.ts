@@ -2,7 +2,7 @@ import type { Principal } from '@platform/auth';
 import { BadRequestError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
-import { findAccountById } from '../accounts/accounts.repository.ts';
+import { findAccountById, lockAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -55,6 +55,11 @@ export async function requestPhoneActivation(
   const expiresAt = new Date(Date.now() + deps.codeTtlS * 1000);
   try {
     await deps.db.transaction(async (trx) => {
+      // The account before the codes, in the order a change of the number takes them (its trigger voids
+      // the open code): the other order deadlocks with it. Should the number have changed since it was
+      // read above, the code keeps the number it goes to, and activation finds that the account no longer
+      // holds it.
+      await lockAccountById(trx, account.id);
       await replaceActivationCode(trx, {
         accountId: account.id,
         codeHmac: activationCodeHmac(deps.codeKey, account.id, code),
