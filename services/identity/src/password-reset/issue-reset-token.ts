@@ -2,7 +2,7 @@ import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { UserRecord } from '../users/user.ts';
 import { type ResetRecipient, keyShareLockUser, replaceResetToken } from './password-reset.repository.ts';
-import type { PasswordResetDeps } from './request-password-reset.ts';
+import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { newResetToken, resetTokenHash } from './reset-token.ts';
 
 /** A token just issued, and the user as it was under the lock (the mail goes to this username). */

@@ -1,7 +1,7 @@
 import type { AuditContext } from '../audit/audit-event.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
 import { issueResetToken } from './issue-reset-token.ts';
-import type { PasswordResetDeps } from './request-password-reset.ts';
+import type { PasswordResetDeps } from './password-reset-deps.ts';
 
 /**
  * The part of an anonymous reset request that depends on the user: look it up and, when it exists, store

@@ -6,7 +6,8 @@ import { type CallerThrottle, callerOf } from '../auth/caller-throttle.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { SessionRevoker } from '../auth/session-revoker.ts';
 import type { components } from '../generated/openapi.ts';
-import { type PasswordResetDeps, requestPasswordReset } from './request-password-reset.ts';
+import type { PasswordResetDeps } from './password-reset-deps.ts';
+import { requestPasswordReset } from './request-password-reset.ts';
 import { createResetWorkQueue } from './reset-work-queue.ts';
 import { resetPassword } from './reset-password.ts';
 

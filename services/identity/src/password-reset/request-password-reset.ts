@@ -1,23 +1,13 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import type { Knex, Logger } from '@platform/service-kit';
 import type { AuditContext } from '../audit/audit-event.ts';
 import type { components } from '../generated/openapi.ts';
-import type { Mailer } from '../notifications/mailer.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
 import { issueResetToken } from './issue-reset-token.ts';
 import { mailResetLink } from './mail-reset-link.ts';
+import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { assertAllowedLink } from './redirect-allowlist.ts';
 import type { ResetWorkQueue } from './reset-work-queue.ts';
-
-export interface PasswordResetDeps {
-  db: Knex;
-  mailer: Mailer;
-  logger: Logger;
-  tokenTtlS: number;
-  /** Origins that reset links and post-reset redirects may point at. */
-  allowedOrigins: ReadonlySet<string>;
-}
 
 /** 201 for an ADMIN (the ticket), 202 for everyone else (nothing). */
 export type ResetRequestOutcome = { ticket: components['schemas']['PasswordResetTicket'] } | { accepted: true };
