@@ -111,4 +111,22 @@ describe('the revocation mirror (Redis lost its data)', function () {
     await identity.revocations.checkNow();
     assert.equal(Number(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'born')), born);
   });
+
+  it('when more sessions than a re-seed page ended in one statement (one instant), re-seeds every one of them once and opens the mirror', async () => {
+    const user = await identity.createUser();
+    // 1,005 sessions ended by one statement share one now(): more than a page (1,000) within one millisecond.
+    const ended = (await identity.db.raw(
+      `INSERT INTO sessions (user_id, revoked_at, revoked_reason)
+       SELECT ?, now(), 'revoked' FROM generate_series(1, 1005) RETURNING id`,
+      [user.id],
+    )) as { rows: Array<{ id: string }> };
+    await identity.loseRedisData();
+    const started = Date.now();
+    await identity.revocations.checkNow();
+    assert.ok(Date.now() - started < 5000, `the re-seed took ${Date.now() - started} ms`);
+    assert.equal(await identity.redis.hget(REVOCATION_MIRROR_KEY, 'ready'), '1', 'the mirror stayed closed');
+    const missing = [];
+    for (const { id } of ended.rows) if ((await identity.redis.exists(sessionRevocationKey(id))) === 0) missing.push(id);
+    assert.deepEqual(missing, [], 'sessions left out of the re-seed');
+  });
 });

@@ -1,6 +1,7 @@
 import { type TokenBlacklist, redisBlacklist, revocationMirror, writeStamp } from '@platform/auth';
 import type { Knex, Logger, ReadinessCheck, Redis } from '@platform/service-kit';
-import { type EndedSession, sessionsEndedSince } from './sessions.repository.ts';
+import type { Position } from '../pagination/cursor.ts';
+import { sessionsEndedSince } from './sessions.repository.ts';
 
 /** Sessions read and written to Redis per step of a re-seed. */
 const BATCH = 1000;
@@ -60,14 +61,14 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   const reseed = async (of: number): Promise<number> => {
     const since = new Date(Date.now() - (options.accessTokenTtlS + MARGIN_S) * 1000);
     let count = 0;
-    let after: EndedSession | undefined;
+    let after: Position | undefined;
     for (;;) {
       const page = await sessionsEndedSince(db, since, BATCH, after);
       // Each key lives as long as the session's tokens could: from its end, one token lifetime and the margin.
       await blacklist.restoreSessionRevocations(page.map((session) => ({ sessionId: session.id, until: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
       count += page.length;
       if (page.length < BATCH) break;
-      after = page.at(-1);
+      after = page.at(-1)?.position;
     }
     if (!(await mirror.markReady(of))) throw new Error('Redis lost its data again during the re-seed');
     return count;

@@ -155,18 +155,28 @@ export async function endUserSessions(db: Knex, userId: string, reason: SessionE
   return ids;
 }
 
-/** A session that ended, and when. */
+/** A session that ended, and when: `revokedAt` for the time its tokens may live, `position` to page on. */
 export interface EndedSession {
   id: string;
   revokedAt: Date;
+  /** `revoked_at` exactly (microseconds, as `exactInstant` gives it) and the id: where the next page starts. */
+  position: Position;
 }
 
 /**
- * Sessions ended after `since`, oldest first, `limit` of them after the one `after` names: what the
+ * Sessions ended after `since`, oldest first, `limit` of them after `after` when given: what the
  * revocation mirror must hold while their access tokens may still live (index sessions_revoked_recently).
+ * Paged on the exact instant: a Date keeps milliseconds, and when a page ended within a millisecond shared
+ * by more rows (one statement ends a user's sessions with one now()), the page after it began again at the
+ * same rows, for ever.
  */
-export async function sessionsEndedSince(db: Knex, since: Date, limit: number, after?: EndedSession): Promise<EndedSession[]> {
-  const query = db('sessions').where('revoked_at', '>', since).orderBy([{ column: 'revoked_at' }, { column: 'id' }]).limit(limit).select('id', 'revoked_at as revokedAt');
-  if (after !== undefined) query.whereRaw('(revoked_at, id) > (?, ?)', [after.revokedAt, after.id]);
-  return (await query) as EndedSession[];
+export async function sessionsEndedSince(db: Knex, since: Date, limit: number, after?: Position): Promise<EndedSession[]> {
+  const query = db('sessions')
+    .where('revoked_at', '>', since)
+    .orderBy([{ column: 'revoked_at' }, { column: 'id' }])
+    .limit(limit)
+    .select('id', 'revoked_at as revokedAt', db.raw(`${exactInstant('revoked_at')} AS "positionAt"`));
+  if (after !== undefined) query.whereRaw('(revoked_at, id) > (?::timestamptz, ?::uuid)', [after.at, after.id]);
+  const rows = (await query) as Array<{ id: string; revokedAt: Date; positionAt: string }>;
+  return rows.map(({ positionAt, ...row }) => ({ ...row, position: { at: positionAt, id: row.id } }));
 }
