@@ -1,5 +1,5 @@
 import type { Express, Request } from 'express';
-import { createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
+import { closeMirrorOnReconnect, createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { cors } from './cors/cors.ts';
@@ -82,6 +82,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     onLoss: () => logger.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss'),
     onError: (err) => logger.debug({ err }, 'could not check the write stamp (Redis unreachable); checked again on reconnect'),
   });
+  // And identity's revocations may be what the replica lost: bearer requests wait for its re-seed.
+  const mirrorClose = closeMirrorOnReconnect(deps.redis, (err) => logger.debug({ err }, 'could not close the revocation mirror after a reconnect'));
   app.use(cors(config.CORS_ORIGINS));
   app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
   app.use(
@@ -104,6 +106,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
     close: () => {
       stampWatch.stop();
+      mirrorClose.stop();
       proxies.identity.close();
       proxies.risk.close();
     },

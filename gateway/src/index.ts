@@ -30,7 +30,7 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
   const lifecycle = { draining: false };
   // No auto-pipelining: with a frozen Redis it queues each claim behind the previous one's timeout, past
   // the 1 s in which the gateway must fail closed (CONTRACT.md part 3).
-  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger, autoPipelining: false });
+  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, connectionName: 'gateway', logger, autoPipelining: false });
   const metrics = createMetrics('gateway', { collectDefault: true });
 
   // CONTRACT.md part 12: keys from a file replace GATEWAY_CLIENT_KEYS and change without a restart.

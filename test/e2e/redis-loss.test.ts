@@ -241,4 +241,26 @@ describe('end to end: Redis loses its data (CONTRACT.md part 13)', function () {
     await assertNotReplayable(probe!.target, signed);
     assert.ok((await born()) > bornBefore, 'the loss was not marked');
   });
+
+  it('after a failover that identity has not noticed yet (its own connection kept): the gateway and risk hold bearer requests until it re-seeds', async () => {
+    const { revoked, live } = await revokeSomeTokens();
+    // What a replica that lagged behind identity's last writes holds: the revocations gone, identity's
+    // count of them not yet compared (it compares on its own reconnect, or when its stamp is checked).
+    const revocationKeys = [
+      ...(await raw.keys(`${stack.redis.prefix}auth:revoked-session:*`)),
+      ...(await raw.keys(`${stack.redis.prefix}auth:blacklist:*`)),
+    ];
+    assert.ok(revocationKeys.length > 0);
+    await raw.unlink(...revocationKeys);
+    // The promotion as the gateway and risk see it: their connections drop and come back; identity's stays.
+    const clients = String(await raw.client('LIST')).split('\n');
+    const ids = clients.filter((line) => / name=(gateway|risk) /.test(line)).map((line) => /^id=(\d+) /.exec(line)?.[1]);
+    assert.ok(ids.length >= 2, `the gateway's and risk's connections by name: ${clients.join('; ')}`);
+    for (const id of ids) await raw.client('KILL', 'ID', String(id));
+    const { tookMs, seen } = await recoverWithoutAcceptingRevoked(Date.now(), revoked, live);
+    assert.ok(tookMs <= RECOVERY_MS, `recovered after ${tookMs} ms`);
+    assert.ok(seen.has(503), 'bearer requests were not held after the reconnect');
+    await assertRefused(revoked);
+    assert.ok((await raw.keys(`${stack.redis.prefix}auth:revoked-session:*`)).length > 0, 'identity did not re-seed');
+  });
 });

@@ -8,7 +8,15 @@ export {
   sessionRevocationKey,
 } from './blacklist.ts';
 export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
-export { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, type RevocationMirror, RevocationsUnavailableError, revocationMirror } from './revocation-mirror.ts';
+export {
+  MIRROR_STATE_LUA,
+  REVOCATION_MIRROR_KEY,
+  type RevocationMirror,
+  RevocationsUnavailableError,
+  closeMirrorOnReconnect,
+  onReconnect,
+  revocationMirror,
+} from './revocation-mirror.ts';
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';

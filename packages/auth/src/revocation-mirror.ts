@@ -97,3 +97,32 @@ export class RevocationsUnavailableError extends Error {
     this.name = 'RevocationsUnavailableError';
   }
 }
+
+/**
+ * Calls `handler` each time `redis` connects again after having been connected (not on the first
+ * connection). `stop` removes the listener.
+ */
+export function onReconnect(redis: Redis, handler: () => void): { stop: () => void } {
+  let connected = redis.status === 'ready';
+  const listener = (): void => {
+    if (connected) handler();
+    connected = true;
+  };
+  redis.on('ready', listener);
+  return { stop: () => void redis.off('ready', listener) };
+}
+
+/**
+ * For the processes that check tokens against the mirror (the gateway, risk): a reconnect may be a
+ * failover to a replica that lagged, which kept the mirror's hash but not the revocations written just
+ * before, and identity (their writer) may not have noticed yet (it finds out on its own reconnect or
+ * check). So the process that reconnects closes the mirror (not ready; its birth kept, since no nonce of
+ * this process is known lost) and bearer requests wait, everywhere, until identity has re-seeded it from
+ * Postgres: about a second. The price of a mere network blip is the same second of 503s.
+ */
+export function closeMirrorOnReconnect(redis: Redis, onError: (err: unknown) => void): { stop: () => void } {
+  const mirror = revocationMirror(redis);
+  return onReconnect(redis, () => {
+    mirror.markNotReady().catch(onError);
+  });
+}

@@ -23,6 +23,8 @@ export interface RedisOptions {
    * that promises an answer within twice the timeout (the gateway's 1 s) turns it off.
    */
   autoPipelining?: boolean;
+  /** The name `CLIENT LIST` shows for the connection (the deployable's): who is connected, at a glance. */
+  connectionName?: string;
 }
 
 /**
@@ -33,6 +35,7 @@ export interface RedisOptions {
 export function createRedis(options: RedisOptions): Redis {
   const redis = new IORedisClient(options.url, {
     keyPrefix: options.keyPrefix,
+    connectionName: options.connectionName,
     enableOfflineQueue: false,
     // Commands issued in one event-loop turn (the blacklist checks of concurrent requests) leave in one
     // write: a socket write costs more than the command itself (a third of a station lookup, measured).

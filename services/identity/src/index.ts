@@ -46,7 +46,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
   });
-  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
+  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, connectionName: 'identity', logger });
   const metrics = createMetrics('identity', { collectDefault: true });
   const mailer = createMailer(
     config.MAIL_PROVIDER === 'http' ? { provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS } : { provider: 'log' },

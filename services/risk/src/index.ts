@@ -1,5 +1,6 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
+import { closeMirrorOnReconnect } from '@platform/auth';
 import {
   type Host,
   closeRedis,
@@ -38,7 +39,10 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   });
   // CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
   if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
-  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, logger });
+  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, connectionName: 'risk', logger });
+  // CONTRACT.md part 13: after a reconnect (perhaps to a replica that lagged) bearer requests wait until
+  // identity has re-seeded the revocations.
+  const mirrorClose = closeMirrorOnReconnect(redis, (err) => logger.debug({ err }, 'could not close the revocation mirror after a reconnect'));
   const metrics = createMetrics('risk', { collectDefault: true });
   // Not a readiness check (requests are answered from the index while Postgres is away), but its health.
   metrics.watchDependencies([databaseCheck(db)]);
@@ -62,7 +66,13 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     closers: [
       { name: 'station index', close: () => stations.stop() },
       { name: 'postgres', close: () => db.destroy() },
-      { name: 'redis', close: () => closeRedis(redis) },
+      {
+        name: 'redis',
+        close: () => {
+          mirrorClose.stop();
+          return closeRedis(redis);
+        },
+      },
       // Last: the spans of the drained requests are flushed to the collector.
       { name: 'tracing', close: stopTracing },
     ],

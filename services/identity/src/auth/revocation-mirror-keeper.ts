@@ -1,4 +1,4 @@
-import { type TokenBlacklist, redisBlacklist, revocationMirror, writeStamp } from '@platform/auth';
+import { type TokenBlacklist, onReconnect, redisBlacklist, revocationMirror, writeStamp } from '@platform/auth';
 import type { Knex, Logger, ReadinessCheck, Redis } from '@platform/service-kit';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
@@ -19,7 +19,8 @@ const MARGIN_S = 60;
  * written to Redis (it was down): the mirror is then marked not ready as soon as Redis answers, and
  * re-seeded, so a revocation never goes missing. And when Redis holds fewer of this replica's revocations
  * than it wrote (its write stamp went back: a replica that lagged was promoted), though the mirror's hash
- * survived. Checked every `intervalMs` and on every reconnect, in every identity replica.
+ * survived. Checked every `intervalMs` in every identity replica; every reconnect closes the mirror and
+ * re-seeds it.
  */
 export interface RevocationMirrorKeeper {
   /** The blacklist every revocation of this process goes through: each one counts on the keeper's write stamp. */
@@ -111,9 +112,15 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
 
   const timer = setInterval(() => void checkNow(), options.intervalMs);
   timer.unref();
-  // A failover always reconnects: check at once rather than at the next tick.
-  const onReady = (): void => void checkNow();
-  redis.on('ready', onReady);
+  // A reconnect may be a failover to a replica that lagged: the revocations written just before may be
+  // gone (this replica's or another's) with nothing to show for it but this replica's write stamp. So,
+  // as the gateway and risk do, the mirror is closed at once, and re-seeded from Postgres (which holds
+  // every replica's revocations) before it opens again.
+  const reconnects = onReconnect(redis, () => {
+    dirty = true;
+    mirror.markNotReady().catch(() => undefined);
+    void checkNow();
+  });
   void checkNow();
   return {
     blacklist,
@@ -132,7 +139,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     },
     stop: async () => {
       clearInterval(timer);
-      redis.off('ready', onReady);
+      reconnects.stop();
       await running;
     },
   };
