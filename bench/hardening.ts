@@ -14,7 +14,7 @@
 // as slow while a neighbour is busy. The median is shown beside it for that noise.
 import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
-import { inSequence, openApiValidator, rejectNulCharacters, strictNumericParameters } from '@platform/service-kit';
+import { inSequence, openApiValidator, rejectMalformedText, strictNumericParameters } from '@platform/service-kit';
 import { loadApiDocument } from '../gateway/src/docs/load-api-document.ts';
 import { operationTable } from '../gateway/src/proxy/operation-table.ts';
 import { upstreamRoutes } from '../gateway/src/proxy/routes.ts';
@@ -103,7 +103,7 @@ async function measure(ctx: RunContext, figures: Readonly<Record<string, Timed>>
 /** A service's request checks, as createApiApp sequences them, with the sequence and validator given. */
 function serviceChecks(sequence: (handlers: readonly RequestHandler[]) => RequestHandler, validator: readonly RequestHandler[], numeric: boolean): Serve {
   return inProcessApp((app) => {
-    app.use(sequence([express.json({ limit: '100kb' }), rejectNulCharacters, ...validator, ...(numeric ? [strictNumericParameters(RISK_SPEC)] : [])]));
+    app.use(sequence([express.json({ limit: '100kb' }), rejectMalformedText, ...validator, ...(numeric ? [strictNumericParameters(RISK_SPEC)] : [])]));
   });
 }
 

@@ -177,6 +177,25 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
     assert.equal(await stack.snapshot(), before);
   });
 
+  it('when text is not well-formed Unicode (a lone surrogate in a value or a key), answers 400 naming it and changes nothing', async () => {
+    const before = await stack.snapshot();
+    const calls: Array<[string, unknown]> = [
+      ['/v1/users/create', { ...createUserBody(), firstName: 'Eve\ud800' }],
+      ['/v1/auth/login', { username: 'a\udc00b@example.com', password: 'some-password' }],
+      ['/v1/weather-stations/by/city-district', { city: 'ankara', district: '\ud83d' }],
+      ['/v1/users/create', { ...createUserBody(), ['\ud800']: 1 }],
+    ];
+    for (const [target, body] of calls) {
+      const res = await stack.call('POST', target, { body, bearer: admin.accessToken });
+      assert.equal(res.status, 400, `${target}: ${res.body.toString()}`);
+      assert.ok(isErrorBody(res.json()));
+      assert.match(String(res.json().message), /well-formed Unicode/);
+    }
+    assert.equal(await stack.snapshot(), before);
+    // A surrogate pair (an emoji) is a character like any other.
+    assert.equal((await stack.call('POST', '/v1/users/create', { body: { ...createUserBody(), firstName: 'Eve \ud83d\ude00' }, bearer: admin.accessToken })).status, 201);
+  });
+
   it('when the signed digest does not match a body altered in transit, answers 401 and changes nothing', async () => {
     const before = await stack.snapshot();
     const body = Buffer.from(JSON.stringify(createUserBody()));

@@ -1,7 +1,7 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
-import { rejectNulCharacters, requestDeadline, securityHeaders } from './http-guards.ts';
+import { rejectMalformedText, requestDeadline, securityHeaders } from './http-guards.ts';
 import { httpLogger } from './http-logger.ts';
 import { trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import type { Logger } from './logger.ts';
@@ -138,7 +138,7 @@ export function createApiApp(options: ApiAppOptions): Express {
     inSequence([
       trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),
       express.json({ limit: '100kb' }),
-      rejectNulCharacters,
+      rejectMalformedText,
       ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),
       strictNumericParameters(options.apiSpec),
     ]),
