@@ -6,68 +6,13 @@ import { RESET_WORK_MAX_DELAY_MS } from '../../services/identity/src/password-re
 import { type Answer } from './support/raw-http.ts';
 import { mailbox, smsCodeTo } from './support/mailbox.ts';
 import { type LoggedInUser, type Stack, startStack } from './support/stack.ts';
+import { type Which, abba, describeComparison, toldApart } from './support/timing.ts';
 
 const RESET_PAGE = 'http://localhost:3000/reset';
 const ACTIVATION_PAGE = 'http://localhost:3000/activate';
 const NON_ADMIN_ROLES: readonly Role[] = ['GUEST', 'API_USER', 'STANDARD_USER', 'POWER_USER', 'EXTENDED_USER'];
 const address = (label: string) => `${label}-${randomUUID()}@example.com`;
 const uniquePhone = () => `+90532${String(Math.floor(Math.random() * 10_000_000)).padStart(7, '0')}`;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-type Which = 'a' | 'b';
-
-/** One measure of `abba`: the samples of a and of b, and how they compare within blocks. */
-interface Comparison {
-  a: number[];
-  b: number[];
-  /** The median over the (a, b) pairs within a block of (a − b) / b: how much longer a takes, as a fraction. */
-  shift: number;
-  /** The share of those pairs in which a took longer: near 0.5 when only noise tells them apart. */
-  aSlower: number;
-}
-
-/**
- * Samples a and b in blocks of four, a b b a then b a a b, so that a drift of the machine's load within a
- * block, and whatever one sample leaves to the next, falls on both alike. Only samples of one block are
- * compared, each pair as a ratio (a machine twice as busy for a while doubles both), and the pairs by
- * their median: a load spike moves a pair or two, not the verdict.
- */
-async function abba<M extends string>(blocks: number, sample: (which: Which) => Promise<Record<M, number>>): Promise<Record<M, Comparison>> {
-  const samples: Array<{ which: Which; block: number; times: Record<M, number> }> = [];
-  for (let block = 0; block < blocks; block += 1) {
-    const order: readonly Which[] = block % 2 === 0 ? ['a', 'b', 'b', 'a'] : ['b', 'a', 'a', 'b'];
-    for (const which of order) samples.push({ which, block, times: await sample(which) });
-  }
-  const comparisons = {} as Record<M, Comparison>;
-  for (const measure of Object.keys(samples[0]!.times) as M[]) {
-    const of = (which: Which, block?: number) => samples.filter((s) => s.which === which && (block === undefined || s.block === block)).map((s) => s.times[measure]);
-    const pairs: Array<[number, number]> = [];
-    for (let block = 0; block < blocks; block += 1) for (const x of of('a', block)) for (const y of of('b', block)) pairs.push([x, y]);
-    comparisons[measure] = {
-      a: of('a'),
-      b: of('b'),
-      shift: median(pairs.map(([x, y]) => (x - y) / y)),
-      aSlower: pairs.filter(([x, y]) => x > y).length / pairs.length,
-    };
-  }
-  return comparisons;
-}
-
-/**
- * Whether a and b are told apart: a takes longer or shorter by more than `bound` (a fraction of b), and
- * does so in most pairs. A real difference is both large and consistent; the noise of a loaded machine
- * is seldom both (a few slow samples move the size, not the share of pairs that agree).
- */
-function toldApart(comparison: Comparison, bound: number): boolean {
-  return Math.abs(comparison.shift) > bound && Math.abs(comparison.aSlower - 0.5) > 0.2;
-}
-
-const describeComparison = (c: Comparison) =>
-  `median a ${median(c.a).toFixed(2)} ms, b ${median(c.b).toFixed(2)} ms; a − b ${(100 * c.shift).toFixed(1)} % of b (median of pairs), a slower in ${(100 * c.aSlower).toFixed(0)} % of pairs`;
 
 /** The issue's attacks (#17), each tried through the gateway as an attacker would, and OWASP API Top 10 (2023) for identity. */
 describe('security: account takeover, privilege changes and abuse of identity, through the real stack', function () {
