@@ -169,6 +169,8 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     const retired = await login(ALICE);
     assert.equal(retired.status, 401);
     assert.equal(retired.json().message, 'Invalid request signature');
+    // The gateway's log comes through a pipe, its answer through a socket: the line may come a moment later.
+    for (const deadline = Date.now() + 3000; !/key \\"alice\\" retired at/.test(gateway.output()) && Date.now() < deadline; ) await sleep(20);
     assert.match(gateway.output(), /key \\"alice\\" retired at/);
     assert.equal((await login(BOB)).status, 200);
     // A notAfter already past refuses the key as soon as the file is read.
