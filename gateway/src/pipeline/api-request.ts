@@ -93,13 +93,16 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
   // The token is checked on the CPU now so its revocation keys can join the one Redis round trip below.
   const bearer: BearerVerdict = operation.needsBearer ? await checkBearer(deps.tokens, req.headers.authorization) : { principal: undefined };
   const owner = randomUUID();
+  // Whether this request may hold its idempotency key: from the moment the claim is sent (a claim whose
+  // answer was lost may have run) until the answer says it claimed nothing.
+  let mayHoldKey = false;
   let releasing: Promise<void> | undefined;
   // The one place the idempotency key is freed (CONTRACT.md part 3): the request ended in a 5xx. Told by
   // the answer once it is over (the upstream's, the proxy's 502/504, the deadline's 503), by the upstream
   // as soon as it answered (so the release leaves before the relayed 5xx, and a client that hung up
   // still gets its retry), and by a failure here (Redis down, a fault of the gateway).
   const settle = (status: number) => {
-    if (status < 500) return;
+    if (status < 500 || !mayHoldKey) return;
     releasing ??= deps.guard.release({ keyId, idempotencyKey, owner }).catch((err: unknown) => {
       requestLog(req, deps.logger).warn({ err, keyId }, 'could not release the idempotency key after a 5xx');
     });
@@ -110,7 +113,10 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
     let claim: Claim;
     try {
       const bearing = operation.needsBearer || req.headers.authorization !== undefined;
+      mayHoldKey = true;
       claim = await deps.guard.claim({ keyId, nonce, idempotencyKey, method: req.method, token: bearer.principal, bearing, created, owner, rate: policy });
+      // Refused before the key was claimed (a 503 while the revocations are restored among them): nothing to free.
+      mayHoldKey = claim.outcome === 'claimed' || claim.outcome === 'token-revoked';
     } catch (err) {
       // Fail closed: without Redis no replay can be ruled out, so nothing is proxied. A frozen Redis
       // still runs the claim once it resumes; the release, on the same connection, comes after it.
