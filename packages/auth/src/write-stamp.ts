@@ -87,7 +87,7 @@ export function writeStamp(redis: Redis, writer: string): WriteStamp {
 }
 
 /** How often a writer checks its stamp when nothing else did: it also keeps the stamp from expiring. */
-export const STAMP_CHECK_MS = 60_000;
+const STAMP_CHECK_MS = 60_000;
 
 /**
  * Checks `stamp` whenever `redis` is (re)connected (a failover to a replica always reconnects) and every
