@@ -1,5 +1,6 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, RevocationsUnavailableError } from './revocation-mirror.ts';
+import { revocationExpiry } from './token-lifetime.ts';
 import { STAMP_TTL_MS, type WriteStamp } from './write-stamp.ts';
 
 /**
@@ -26,17 +27,22 @@ export function revocationKeys(token: { tokenId: string; sessionId: string }): [
   return [blacklistKey(token.tokenId), sessionRevocationKey(token.sessionId)];
 }
 
-/** Revoked access tokens and ended sessions, each remembered until its tokens would have expired anyway. */
+/**
+ * Revoked access tokens and ended sessions. Each is remembered until `revocationExpiry` of the latest
+ * `exp` its tokens may carry: past the last moment any verifier accepts them (token-lifetime.ts), so a
+ * revoked token never comes back at the end of its life, and the blacklist never outgrows live tokens.
+ */
 export interface TokenBlacklist {
-  /** Marks the token revoked until `expiresAt` (epoch seconds); a token already expired needs nothing. */
+  /** Revokes the token that expires at `expiresAt` (epoch seconds); one no verifier accepts any more needs nothing. */
   revoke(jti: string, expiresAt: number): Promise<void>;
   /**
-   * Marks sessions ended until `until` (epoch seconds: now + the access token lifetime), so tokens
-   * issued before a logout, password change or block stop working everywhere, not only at refresh.
+   * Marks sessions ended, so tokens issued before a logout, password change or block stop working
+   * everywhere, not only at refresh. `latestExp` (epoch seconds): the latest `exp` any access token of
+   * these sessions may carry (now + the access token lifetime, and a moment for a refresh that raced).
    */
-  revokeSessions(sessionIds: readonly string[], until: number): Promise<void>;
-  /** The same for sessions each with its own `until` (epoch seconds), in one pipeline: a re-seed of the mirror. */
-  restoreSessionRevocations(sessions: ReadonlyArray<{ sessionId: string; until: number }>): Promise<void>;
+  revokeSessions(sessionIds: readonly string[], latestExp: number): Promise<void>;
+  /** The same for sessions each with its own `latestExp`, in one pipeline: a re-seed of the mirror. */
+  restoreSessionRevocations(sessions: ReadonlyArray<{ sessionId: string; latestExp: number }>): Promise<void>;
   /**
    * True when the token or its session was revoked. Rejects when the store is unreachable, or when it
    * lost its data and the revocations are not re-seeded yet (`RevocationsUnavailableError`): callers fail closed.
@@ -59,7 +65,7 @@ interface BlacklistCommands {
 }
 
 /**
- * The blacklist in Redis: one key per token with `EXAT` = the token's `exp`, so it never outgrows live tokens.
+ * The blacklist in Redis: one key per token or session, `EXAT` = `revocationExpiry` of its latest `exp`.
  * With a `stamp` (identity's, the writer of revocations), each revocation counts on it in the same
  * transaction, so a Redis that later holds less (a lagging replica promoted) is found out (CONTRACT.md part 13).
  */
@@ -78,21 +84,22 @@ export function redisBlacklist(redis: Redis, options: { stamp?: WriteStamp } = {
   const commands = redis as unknown as BlacklistCommands;
   return {
     async revoke(jti, expiresAt) {
-      if (expiresAt * 1000 <= Date.now()) return;
-      // EXAT takes whole seconds; a NumericDate may have a fraction (RFC 7519), and Redis rejects it.
-      await write(redis.multi().set(blacklistKey(jti), '1', 'EXAT', Math.ceil(expiresAt)));
+      const until = revocationExpiry(expiresAt);
+      if (until * 1000 <= Date.now()) return;
+      await write(redis.multi().set(blacklistKey(jti), '1', 'EXAT', until));
     },
-    async revokeSessions(sessionIds, until) {
+    async revokeSessions(sessionIds, latestExp) {
+      const until = revocationExpiry(latestExp);
       if (sessionIds.length === 0 || until * 1000 <= Date.now()) return;
       const transaction = redis.multi();
-      for (const sid of sessionIds) transaction.set(sessionRevocationKey(sid), '1', 'EXAT', Math.ceil(until));
+      for (const sid of sessionIds) transaction.set(sessionRevocationKey(sid), '1', 'EXAT', until);
       await write(transaction);
     },
     async restoreSessionRevocations(sessions) {
-      const live = sessions.filter((session) => session.until * 1000 > Date.now());
+      const live = sessions.map(({ sessionId, latestExp }) => ({ sessionId, until: revocationExpiry(latestExp) })).filter(({ until }) => until * 1000 > Date.now());
       if (live.length === 0) return;
       const pipeline = redis.pipeline();
-      for (const { sessionId, until } of live) pipeline.set(sessionRevocationKey(sessionId), '1', 'EXAT', Math.ceil(until));
+      for (const { sessionId, until } of live) pipeline.set(sessionRevocationKey(sessionId), '1', 'EXAT', until);
       const results = (await pipeline.exec()) ?? [];
       const failed = results.find(([err]) => err !== null);
       if (failed !== undefined) throw failed[0];

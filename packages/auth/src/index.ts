@@ -20,5 +20,6 @@ export {
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';
+export { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from './token-lifetime.ts';
 export { STAMP_LUA, STAMP_TTL_MS, type WriteStamp, watchWriteStamp, writeStamp } from './write-stamp.ts';
 export { REVOCATIONS_RESTORING_MESSAGE, type TokenVerifier, type TokenVerifierOptions, type VerifyOptions, createTokenVerifier } from './verifier.ts';

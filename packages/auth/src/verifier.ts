@@ -6,6 +6,7 @@ import { RevocationsUnavailableError } from './revocation-mirror.ts';
 import type { KeySource } from './key-source.ts';
 import type { Principal } from './principal.ts';
 import { isRole } from './roles.ts';
+import { TOKEN_CLOCK_TOLERANCE_S, isAccepted } from './token-lifetime.ts';
 
 export interface TokenVerifierOptions {
   keys: KeySource;
@@ -15,8 +16,6 @@ export interface TokenVerifierOptions {
   audience: string;
   /** Revoked tokens; without one, logout is not seen (only the identity service's logout itself does that). */
   blacklist?: TokenBlacklist;
-  /** Allowed clock difference for `exp`/`iat`, seconds. */
-  clockToleranceS?: number;
 }
 
 export interface VerifyOptions {
@@ -97,13 +96,12 @@ interface VerifiedToken {
  * The blacklist is asked on every request all the same.
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
-  const clockTolerance = options.clockToleranceS ?? 5;
   const verified = new Map<string, VerifiedToken>();
   const remembered = async (token: string): Promise<Principal | undefined> => {
     const hit = verified.get(token);
     if (hit === undefined) return undefined;
-    // The rule of jsonwebtoken's own `exp` check, with the same tolerance.
-    if (Math.floor(Date.now() / 1000) >= hit.principal.expiresAt + clockTolerance || (await options.keys.get(hit.kid)) !== hit.key) {
+    // The rule of jsonwebtoken's own `exp` check, with the same tolerance (token-lifetime.ts).
+    if (!isAccepted(hit.principal.expiresAt) || (await options.keys.get(hit.kid)) !== hit.key) {
       verified.delete(token);
       return undefined;
     }
@@ -135,7 +133,8 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         algorithms: [algorithm],
         issuer: options.issuer,
         audience: options.audience,
-        clockTolerance,
+        // One tolerance for every verifier, the one revocations are kept for (token-lifetime.ts).
+        clockTolerance: TOKEN_CLOCK_TOLERANCE_S,
         ignoreExpiration: allowExpired,
       }) as jwt.JwtPayload;
     } catch (err) {

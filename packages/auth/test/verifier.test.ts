@@ -6,6 +6,7 @@ import jwt, { type Algorithm } from 'jsonwebtoken';
 import { blacklistKey, redisBlacklist, sessionRevocationKey } from '../src/blacklist.ts';
 import { REVOCATION_MIRROR_KEY, revocationMirror } from '../src/revocation-mirror.ts';
 import { staticKeySource } from '../src/key-source.ts';
+import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
 import { REVOCATIONS_RESTORING_MESSAGE, createTokenVerifier } from '../src/verifier.ts';
 import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '../src/testing/index.ts';
@@ -100,10 +101,13 @@ describe('createTokenVerifier', () => {
     });
 
     it('when the token expired within the clock tolerance, resolves the principal', async () => {
-      const lenient = verifierFor(issuer, { clockToleranceS: 30 });
       const jti = randomUUID();
-      const principal = await lenient.verify(issuer.sign({ jti, expiresInS: -10 }));
+      const principal = await verifier.verify(signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { jti, exp: now() - TOKEN_CLOCK_TOLERANCE_S + 2 })));
       assert.equal(principal.tokenId, jti);
+    });
+
+    it('when the token expired exactly the clock tolerance ago, rejects with 401', async () => {
+      await assertBadCredentials(verifier.verify(signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp: now() - TOKEN_CLOCK_TOLERANCE_S }))));
     });
 
     it('when allowExpired is set, resolves the principal of an expired token', async () => {
@@ -131,13 +135,13 @@ describe('createTokenVerifier', () => {
       await assertBadCredentials(remembering.verify(token));
     });
 
-    it('when a token verified before reaches its exp, rejects it', async () => {
-      const strict = verifierFor(issuer, { clockToleranceS: 0 });
-      const exp = now() + 1;
+    it('when a token verified before reaches its exp and the clock tolerance, rejects it', async () => {
+      // Expired already, but within the tolerance for one more second: remembered, then past it.
+      const exp = now() - TOKEN_CLOCK_TOLERANCE_S + 1;
       const token = signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp }));
-      await strict.verify(token);
-      while (now() < exp) await new Promise((resolve) => setTimeout(resolve, 50));
-      await assertBadCredentials(strict.verify(token));
+      await verifier.verify(token);
+      while (now() < exp + TOKEN_CLOCK_TOLERANCE_S) await new Promise((resolve) => setTimeout(resolve, 50));
+      await assertBadCredentials(verifier.verify(token));
     });
 
     it('when an expired token was accepted with allowExpired, still rejects it without', async () => {
@@ -280,29 +284,52 @@ describe('createTokenVerifier', () => {
       assert.equal((await verifierFor(issuer, { blacklist }).verify(issuer.sign({ jti }))).tokenId, jti);
     });
 
-    it('when a token is revoked, keeps the Redis key until the token expires', async () => {
+    it('when a token is revoked, keeps the Redis key until the token expires, and twice the clock tolerance after', async () => {
       const jti = randomUUID();
-      await redisBlacklist(testRedis.redis).revoke(jti, now() + 120);
-      const ttl = await testRedis.redis.ttl(blacklistKey(jti));
-      assert.ok(ttl > 110 && ttl <= 120, `TTL ${ttl} is not about 120 s`);
+      const exp = now() + 120;
+      await redisBlacklist(testRedis.redis).revoke(jti, exp);
+      assert.equal(await testRedis.redis.expiretime(blacklistKey(jti)), exp + 2 * TOKEN_CLOCK_TOLERANCE_S);
       assert.equal(await testRedis.redis.get(blacklistKey(jti)), '1');
     });
 
-    it('when the expiry has a fraction of a second, revokes until the next whole second', async () => {
+    it('when the expiry has a fraction of a second, revokes from the next whole second on', async () => {
       const jti = randomUUID();
       const blacklist = redisBlacklist(testRedis.redis);
-      await blacklist.revoke(jti, now() + 60.5);
+      const exp = now() + 60;
+      await blacklist.revoke(jti, exp + 0.5);
       assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), true);
-      const ttl = await testRedis.redis.ttl(blacklistKey(jti));
-      assert.ok(ttl > 50 && ttl <= 61, `TTL ${ttl} is not about 61 s`);
+      assert.equal(await testRedis.redis.expiretime(blacklistKey(jti)), exp + 1 + 2 * TOKEN_CLOCK_TOLERANCE_S);
     });
 
-    it('when the token already expired, revoke writes nothing', async () => {
+    it('when the token expired but a verifier may still accept it, revoke writes the key', async () => {
       const jti = randomUUID();
       const blacklist = redisBlacklist(testRedis.redis);
-      await blacklist.revoke(jti, now() - 5);
+      await blacklist.revoke(jti, now() - TOKEN_CLOCK_TOLERANCE_S + 1);
+      assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), true);
+    });
+
+    it('when no verifier accepts the token any more (even by a clock the tolerance behind), revoke writes nothing', async () => {
+      const jti = randomUUID();
+      const blacklist = redisBlacklist(testRedis.redis);
+      await blacklist.revoke(jti, now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
       assert.equal(await testRedis.redis.exists(blacklistKey(jti)), 0);
       assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), false);
+    });
+
+    it('a revocation outlives the last moment any verifier accepts its token, by a verifier clock up to the tolerance behind Redis', async () => {
+      // The rule the verifiers accept by and the rule revocations are kept by, held against each other:
+      // if the tolerance, the acceptance rule or the revocation's lifetime changes alone, this fails.
+      const base = now();
+      for (const exp of [base, base + 0.25, base + 0.5, base + 0.999, base + 900]) {
+        const lastAcceptedMs = (Math.ceil(exp) + TOKEN_CLOCK_TOLERANCE_S) * 1000 - 1;
+        assert.equal(isAccepted(exp, lastAcceptedMs), true, `a verifier accepts a token of exp ${exp} until just before exp + tolerance`);
+        assert.equal(isAccepted(exp, lastAcceptedMs + 1 + 1000), false);
+        // Redis's clock may be up to the tolerance ahead of the verifier's.
+        assert.ok(revocationExpiry(exp) * 1000 > lastAcceptedMs + TOKEN_CLOCK_TOLERANCE_S * 1000, `revocation of exp ${exp} ends too early`);
+      }
+      // And the verifier itself accepts by that rule: a token within the tolerance passes, one past it does not.
+      await verifier.verify(signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp: now() - TOKEN_CLOCK_TOLERANCE_S + 1 })));
+      await assertBadCredentials(verifier.verify(signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp: now() - TOKEN_CLOCK_TOLERANCE_S }))));
     });
 
     it('names the key after the jti under the shared prefix', () => {
@@ -316,13 +343,13 @@ describe('createTokenVerifier', () => {
       const first = issuer.sign({ sid });
       const second = issuer.sign({ sid });
       const elsewhere = issuer.sign();
-      await blacklist.revokeSessions([sid], now() + 900);
+      const latestExp = now() + 900;
+      await blacklist.revokeSessions([sid], latestExp);
       await assert.rejects(guarded.verify(first), { status: 401 });
       await assert.rejects(guarded.verify(second), { status: 401 });
       assert.equal((await guarded.verify(elsewhere)).tokenId.length > 0, true, 'other sessions are untouched');
-      const ttl = await testRedis.redis.ttl(sessionRevocationKey(sid));
-      assert.ok(ttl > 890 && ttl <= 900, `TTL ${ttl}`);
-      await blacklist.revokeSessions([randomUUID()], now() - 1);
+      assert.equal(await testRedis.redis.expiretime(sessionRevocationKey(sid)), latestExp + 2 * TOKEN_CLOCK_TOLERANCE_S);
+      await blacklist.revokeSessions([randomUUID()], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
       assert.equal((await testRedis.redis.keys(`${testRedis.keyPrefix}auth:revoked-session:*`)).length, 1, 'a past time writes nothing');
     });
 

@@ -65,8 +65,9 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     let after: Position | undefined;
     for (;;) {
       const page = await sessionsEndedSince(db, since, BATCH, after);
-      // Each key lives as long as the session's tokens could: from its end, one token lifetime and the margin.
-      await blacklist.restoreSessionRevocations(page.map((session) => ({ sessionId: session.id, until: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
+      // Each key lives as long as the session's tokens could: from its end, one token lifetime and the margin
+      // (and the blacklist adds the verifiers' clock tolerance).
+      await blacklist.restoreSessionRevocations(page.map((session) => ({ sessionId: session.id, latestExp: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
       count += page.length;
       if (page.length < BATCH) break;
       after = page.at(-1)?.position;

@@ -10,7 +10,14 @@ export interface SessionRevoker {
 }
 
 /**
- * Session revocations in the shared blacklist, each kept as long as an access token can live. When Redis
+ * A refresh that committed just before its session ended signs its access token a moment after: its
+ * `exp` may fall in the second after the one the ending read.
+ */
+const REFRESH_RACE_S = 1;
+
+/**
+ * Session revocations in the shared blacklist, each kept as long as an access token of the session can
+ * be accepted (the blacklist adds the verifiers' clock tolerance to the latest `exp`). When Redis
  * cannot take one, `missed` is told: the sessions are ended in Postgres already, and the revocation
  * mirror keeper re-seeds Redis from there (failing bearer requests closed meanwhile) once it answers.
  */
@@ -18,7 +25,7 @@ export function createSessionRevoker(blacklist: TokenBlacklist, accessTokenTtlS:
   return {
     async revoke(sessionIds) {
       try {
-        await blacklist.revokeSessions(sessionIds, Math.floor(Date.now() / 1000) + accessTokenTtlS);
+        await blacklist.revokeSessions(sessionIds, Math.floor(Date.now() / 1000) + accessTokenTtlS + REFRESH_RACE_S);
       } catch (err) {
         missed();
         currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');
