@@ -89,4 +89,21 @@ describe('security: a revoked or outlived access token stays refused to the very
     );
     for (const [how, accepted] of outcomes) assert.deepEqual(accepted, [], `${how}: the revoked token was accepted again`);
   });
+
+  it('an access token never outlives its session: its exp is capped at the end of the absolute lifetime, and it is refused from then on', async () => {
+    const user = await stack.userWith(['STANDARD_USER']);
+    const sid = String(claimsOf(user.accessToken).sid);
+    // The session began so long ago that its absolute lifetime (SESSION_MAX_LIFETIME_S) ends in 3 s.
+    const maxLifetimeS = stack.identity.config.SESSION_MAX_LIFETIME_S;
+    const createdAt = new Date(Date.now() - (maxLifetimeS - 3) * 1000);
+    await stack.identity.db('sessions').where({ id: sid }).update({ created_at: createdAt });
+    const res = await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: user.refreshToken } });
+    assert.equal(res.status, 200, res.body.toString());
+    const { accessToken } = res.json() as { accessToken: string };
+    const sessionEnds = Math.floor(createdAt.getTime() / 1000) + maxLifetimeS;
+    assert.ok(expOf(accessToken) <= sessionEnds, `exp ${expOf(accessToken)} is past the session's end ${sessionEnds}`);
+    assert.deepEqual(await answersTo(stack, accessToken), { gateway: 200, identity: 200, risk: 200 }, 'the token works while the session lives');
+    while (Date.now() / 1000 < sessionEnds + TOKEN_CLOCK_TOLERANCE_S) await sleep(250);
+    assert.deepEqual(await answersTo(stack, accessToken), { gateway: 401, identity: 401, risk: 401 }, 'the token is refused once the session is over');
+  });
 });

@@ -75,6 +75,7 @@ export function createApp(deps: IdentityDeps): Express {
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,
       ttlS: config.ACCESS_TOKEN_TTL_S,
+      sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
     }),
     verifier,
     blacklist,

@@ -30,11 +30,12 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
 
   /** An access token of `user`'s as the identity service signed it with `key` before the rotation. */
   const tokenSignedBy = (key: SigningKey) =>
-    createAccessTokenIssuer({ key, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, ttlS: 900 }).issue({
+    createAccessTokenIssuer({ key, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, ttlS: 900, sessionMaxLifetimeS: 86_400 }).issue({
       userId: user.id,
       username: user.username,
       roles: user.roles,
       sessionId: '5d7f3b8e-2c4a-4e8f-9b1d-0a6c3e5f7b9d',
+      sessionCreatedAt: new Date(),
     }).token;
   const readAccount = (token: string) => request(identity.app).get(`/v1/accounts/${user.id}`).set('Authorization', `Bearer ${token}`);
 

@@ -8,6 +8,8 @@ export interface AccessTokenSubject {
   username: string;
   roles: readonly Role[];
   sessionId: string;
+  /** When the session began: no token of it outlives the session's absolute lifetime. */
+  sessionCreatedAt: Date;
 }
 
 export interface IssuedAccessToken {
@@ -22,13 +24,18 @@ export interface AccessTokenIssuer {
   issue(subject: AccessTokenSubject): IssuedAccessToken;
 }
 
-/** An issuer over one signing key; the key object is reused for every token. */
-export function createAccessTokenIssuer(options: { key: SigningKey; issuer: string; audience: string; ttlS: number }): AccessTokenIssuer {
+/**
+ * An issuer over one signing key; the key object is reused for every token. A token lives `ttlS`, but never
+ * past the end of its session's absolute lifetime (`sessionMaxLifetimeS` from its start): a session that
+ * can no longer be refreshed has no token left either.
+ */
+export function createAccessTokenIssuer(options: { key: SigningKey; issuer: string; audience: string; ttlS: number; sessionMaxLifetimeS: number }): AccessTokenIssuer {
   return {
     issue(subject) {
       const jti = randomUUID();
       const iat = Math.floor(Date.now() / 1000);
-      const expiresAt = iat + options.ttlS;
+      const sessionEnds = Math.floor(subject.sessionCreatedAt.getTime() / 1000) + options.sessionMaxLifetimeS;
+      const expiresAt = Math.min(iat + options.ttlS, sessionEnds);
       const token = jwt.sign(
         {
           sub: subject.userId,

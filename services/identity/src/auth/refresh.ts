@@ -48,7 +48,7 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
       parentId: record.id,
     });
-    return { ok: true, user, sessionId: record.sessionId } as const;
+    return { ok: true, user, sessionId: record.sessionId, sessionCreatedAt: record.sessionCreatedAt } as const;
   });
   if (!outcome.ok) {
     if ('ended' in outcome && outcome.ended !== undefined) {
@@ -57,7 +57,7 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
     }
     throw refused(outcome.reason);
   }
-  const { user, sessionId } = outcome;
-  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId });
+  const { user, sessionId, sessionCreatedAt } = outcome;
+  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId, sessionCreatedAt });
   return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken: next };
 }

@@ -32,11 +32,11 @@ export interface SessionOrigin {
 }
 
 /** Starts a session for the user; returns its id. */
-export async function createSession(db: Knex, userId: string, origin: SessionOrigin): Promise<string> {
+export async function createSession(db: Knex, userId: string, origin: SessionOrigin): Promise<{ id: string; createdAt: Date }> {
   const [row] = (await db('sessions')
     .insert({ user_id: userId, client_key_id: origin.clientKeyId, source_address: origin.sourceAddress })
-    .returning('id')) as [{ id: string }];
-  return row.id;
+    .returning(['id', 'created_at as createdAt'])) as [{ id: string; createdAt: Date }];
+  return row;
 }
 
 /** A session as GET /v1/auth/sessions shows it, with the position a page after it starts from. */

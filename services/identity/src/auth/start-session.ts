@@ -17,20 +17,26 @@ import { createSession, insertRefreshToken } from './sessions.repository.ts';
  */
 export async function startSession(services: AuthServices, user: UserRecord, audit: AuditContext): Promise<AuthenticationResult> {
   const refreshToken = newRefreshToken();
-  const { current, sessionId } = await services.db.transaction(async (trx) => {
+  const { current, session } = await services.db.transaction(async (trx) => {
     const now = await recordSuccessfulLogin(trx, user);
     if (now === undefined) {
       throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user changed while its password was checked (status or password)') });
     }
-    const id = await createSession(trx, user.id, { clientKeyId: audit.clientKeyId, sourceAddress: audit.sourceAddress });
+    const created = await createSession(trx, user.id, { clientKeyId: audit.clientKeyId, sourceAddress: audit.sourceAddress });
     await insertRefreshToken(trx, {
-      sessionId: id,
+      sessionId: created.id,
       tokenHash: refreshTokenHash(refreshToken),
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
     });
-    await insertAuditEvent(trx, audit, { type: 'login.succeeded', subjectUserId: user.id, details: { sessionId: id } });
-    return { current: now, sessionId: id };
+    await insertAuditEvent(trx, audit, { type: 'login.succeeded', subjectUserId: user.id, details: { sessionId: created.id } });
+    return { current: now, session: created };
   });
-  const access = services.accessTokens.issue({ userId: current.id, username: current.username, roles: current.roles, sessionId });
+  const access = services.accessTokens.issue({
+    userId: current.id,
+    username: current.username,
+    roles: current.roles,
+    sessionId: session.id,
+    sessionCreatedAt: session.createdAt,
+  });
   return { username: current.username, type: 'Bearer', accessToken: access.token, refreshToken };
 }
