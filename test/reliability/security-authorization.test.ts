@@ -25,6 +25,11 @@ interface Rule {
   name: string;
   allowed: readonly Caller[];
   withoutAccount?: boolean;
+  /**
+   * How everyone else is refused: 403, or 404 where a 403 would tell that the thing exists (another
+   * user's session answers as an unknown one does).
+   */
+  refusedAs?: '403' | '404';
   request: (victim: Victim) => { method: string; target: string; body?: unknown };
 }
 
@@ -78,7 +83,7 @@ const RULES: readonly Rule[] = [
   { name: 'read them', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users/${v.user.id}` }) },
   { name: 'read the audit trail about them', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/audit/events?subjectUserId=${v.user.id}` }) },
   { name: 'list their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/auth/sessions?userId=${v.user.id}` }) },
-  { name: 'end one of their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'DELETE', target: `/v1/auth/sessions/${sessionIdOf(v.token)}` }) },
+  { name: 'end one of their sessions', allowed: ['self', 'ADMIN'], refusedAs: '404', request: (v) => ({ method: 'DELETE', target: `/v1/auth/sessions/${sessionIdOf(v.token)}` }) },
   { name: 'end all their sessions', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'DELETE', target: `/v1/auth/sessions?userId=${v.user.id}` }) },
   { name: 'list cities', allowed: EVERY_ROLE, request: () => ({ method: 'GET', target: '/v1/weather-stations/get-cities' }) },
   { name: 'find a station', allowed: EVERY_ROLE, request: () => ({ method: 'GET', target: '/v1/weather-stations/by/id/17130' }) },
@@ -111,15 +116,16 @@ describe('authorization table: every operation × every role, against another us
   }
 
   for (const rule of RULES) {
-    it(`${rule.name}: allowed for ${rule.allowed.join(', ')}; 401 for anonymous, 403 for everyone else`, async () => {
+    it(`${rule.name}: allowed for ${rule.allowed.join(', ')}; 401 for anonymous, ${rule.refusedAs ?? '403'} for everyone else`, async () => {
       const outcomes: string[] = [];
       for (const caller of CALLERS) {
         const victim = await victimFor(rule);
         const bearer = caller === 'anonymous' ? undefined : caller === 'self' ? victim.token : callers.get(caller)!.accessToken;
         const { method, target, body } = rule.request(victim);
         const res = await stack.call(method, target, { bearer, body });
-        const expected = rule.allowed.includes(caller) ? 'allowed' : caller === 'anonymous' ? '401' : '403';
-        const actual = res.status === 401 || res.status === 403 ? String(res.status) : res.status < 500 ? 'allowed' : `5xx ${res.status}`;
+        const refused = rule.refusedAs ?? '403';
+        const expected = rule.allowed.includes(caller) ? 'allowed' : caller === 'anonymous' ? '401' : refused;
+        const actual = res.status === 401 || String(res.status) === refused ? String(res.status) : res.status < 500 ? 'allowed' : `5xx ${res.status}`;
         if (actual !== expected) outcomes.push(`${caller}: expected ${expected}, got ${res.status} ${res.body.toString().slice(0, 200)}`);
       }
       assert.deepEqual(outcomes, []);
