@@ -84,6 +84,8 @@ export function createApp(deps: IdentityDeps): Express {
     maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,
     refreshTokenTtlS: config.REFRESH_TOKEN_TTL_S,
     sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
+    // Identity's HMAC key, here under a label of its own (the digest cannot be mistaken for a code's).
+    auditKey: config.SMS_CODE_HMAC_KEY,
     countLogin: loginAttemptCounter(deps.metrics),
   };
   const app = createApiApp({

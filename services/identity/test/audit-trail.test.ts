@@ -72,6 +72,20 @@ describe('the audit trail of each flow', () => {
       });
     });
 
+    it('a failed login whose username is no address (a password typed into the wrong field) keeps only a keyed digest of it, the same for the same text', async () => {
+      const typo = `Tr0ub4dor&3-${randomUUID().slice(0, 8)}`;
+      for (let i = 0; i < 2; i++) assert.equal((await anonymous('/v1/auth/login', { username: typo, password: 'guessing-1' })).status, 401);
+      assert.equal((await anonymous('/v1/auth/login', { username: `${typo}x`, password: 'guessing-1' })).status, 401);
+      const res = await as(admin.accessToken).get('/v1/audit/events?type=login.failed&limit=3');
+      const details = (res.body.items as Event[]).map((e) => e.details);
+      assert.ok(!JSON.stringify(res.body).includes(typo), 'the text typed is nowhere in the trail');
+      assert.ok(details.every((d) => d.username === undefined && typeof d.usernameDigest === 'string' && /^[0-9a-f]{32}$/.test(d.usernameDigest)), JSON.stringify(details));
+      assert.deepEqual(details.map((d) => d.reason), ['unknown-username', 'unknown-username', 'unknown-username']);
+      assert.notEqual(details[0]!.usernameDigest, details[1]!.usernameDigest, 'another text, another digest');
+      assert.equal(details[1]!.usernameDigest, details[2]!.usernameDigest, 'the same text twice, the same digest');
+      assert.equal(JSON.stringify(await identity.db('audit_events').whereRaw('details::text LIKE ?', [`%${typo.slice(0, 12)}%`]).first('id')), undefined);
+    });
+
     it('a user who locks itself out: each failure counted, then the block and the end of its session, all recorded; a good login before', async () => {
       const user = await loggedIn();
       for (let i = 1; i <= 6; i += 1) assert.equal((await anonymous('/v1/auth/login', { username: user.username, password: `wrong-${i}` })).status, 401);

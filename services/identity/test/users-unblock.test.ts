@@ -46,6 +46,33 @@ describe('GET /v1/users/unblock/{userId}', () => {
     assert.equal((await request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password })).status, 200);
   });
 
+  it('when the user is not BLOCKED (ACTIVE, INACTIVE, EXPIRED, DELETED), answers 409 User is not blocked and changes and records nothing', async () => {
+    for (const status of ['ACTIVE', 'INACTIVE', 'EXPIRED', 'DELETED'] as const) {
+      const user = await identity.createUser();
+      await identity.db('users').where({ id: user.id }).update({ status, failed_login_count: 2 });
+      const events = async () => (await identity.db('audit_events').where({ subject_user_id: user.id }).count<[{ count: string }]>('* as count'))[0]!.count;
+      const eventsBefore = await events();
+      const res = await unblock(user.id);
+      assert.deepEqual([res.status, res.body.error, res.body.message], [409, 'Conflict', 'User is not blocked'], status);
+      const after = await findUserById(identity.db, user.id);
+      assert.deepEqual([after?.status, after?.failedLoginCount], [status, 2], `${status} is left as it was`);
+      assert.equal(await events(), eventsBefore, `${status}: nothing recorded`);
+    }
+  });
+
+  it('when a blocked user is unblocked, records the status change and the unblock in the audit trail', async () => {
+    const user = await blockedUser();
+    assert.equal((await unblock(user.id)).status, 200);
+    const rows = await identity.db('audit_events').where({ subject_user_id: user.id }).whereIn('type', ['user.status_changed', 'user.unblocked']).orderBy('type');
+    assert.deepEqual(
+      rows.map((row: { type: string; details: Record<string, unknown> }) => [row.type, row.details]),
+      [
+        ['user.status_changed', { previousStatus: 'BLOCKED', newStatus: 'ACTIVE' }],
+        ['user.unblocked', { previousStatus: 'BLOCKED', previousFailedLoginCount: 6 }],
+      ],
+    );
+  });
+
   it('when the user has an account, embeds it in full, with type and subscriptionPlan', async () => {
     const user = await blockedUser();
     const [account] = await identity.db('accounts')

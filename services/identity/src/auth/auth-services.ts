@@ -24,6 +24,8 @@ export interface AuthServices {
   refreshTokenTtlS: number;
   /** Absolute lifetime of a session, from login: no refresh after it (SESSION_MAX_LIFETIME_S). */
   sessionMaxLifetimeS: number;
+  /** Keys the digest of a refused login's username that is not an address (audit/attempted-username.ts). */
+  auditKey: string;
   /** Counts how a login ended, for the operators' metrics. */
   countLogin: (outcome: LoginOutcome) => void;
 }

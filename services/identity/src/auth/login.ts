@@ -1,5 +1,6 @@
 import { TooManyRequestsError, UnauthorizedError } from '@platform/errors';
 import type { AuditContext } from '../audit/audit-event.ts';
+import { attemptedUsername } from '../audit/attempted-username.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { findUserByUsername } from '../users/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
@@ -9,8 +10,9 @@ import { startSession } from './start-session.ts';
 
 /**
  * POST /v1/auth/login. Unknown user, wrong password and a user who is not ACTIVE all end in the same
- * 401, and every path compares a password hash first and records the attempt (`login.failed`, with the
- * username as given), so neither body nor timing tells them apart.
+ * 401, and every path compares a password hash first and records the attempt (`login.failed`: a known
+ * user's username; for an unknown one the text given when it is shaped like an address, else a keyed
+ * digest, never what may be a password typed into the wrong field), so neither body nor timing tells them apart.
  */
 export async function login(
   services: AuthServices,
@@ -34,13 +36,17 @@ export async function login(
 
   services.countLogin(user === undefined ? 'unknown_user' : passwordMatches ? 'not_active' : 'wrong_password');
   await services.throttle.record(caller);
-  const attempt = { username: input.username };
   if (user === undefined) {
+    const attempt = attemptedUsername(input.username, services.auditKey);
     await insertAuditEvent(services.db, audit, { type: 'login.failed', subjectUserId: null, details: { ...attempt, reason: 'unknown-username' } });
-  } else if (!passwordMatches) {
+    throw new UnauthorizedError('Bad Credentials', { cause: new Error('unknown user') });
+  }
+  // The username matched this user's (case-insensitively): it is the user's own address.
+  const attempt = { username: user.username };
+  if (!passwordMatches) {
     await countFailedLogin(services, user, audit, { ...attempt, reason: 'wrong-password' });
   } else {
     await insertAuditEvent(services.db, audit, { type: 'login.failed', subjectUserId: user.id, details: { ...attempt, reason: 'user-not-active', status: user.status } });
   }
-  throw new UnauthorizedError('Bad Credentials', { cause: new Error(user === undefined ? 'unknown user' : 'login refused') });
+  throw new UnauthorizedError('Bad Credentials', { cause: new Error('login refused') });
 }

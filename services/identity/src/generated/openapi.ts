@@ -246,8 +246,11 @@ export interface paths {
         };
         /**
          * Remove the brute-force block from a user
-         * @description ADMIN only. Sets the user's status to `ACTIVE` and the failed-login count to 0. The answer
-         *     embeds the full account (including `type` and `subscriptionPlan`) when the user has one.
+         * @description ADMIN only. Lifts a block: a `BLOCKED` user's status becomes `ACTIVE` and the failed-login count
+         *     0 (audit events `user.status_changed` and `user.unblocked`). A user in any other status is left
+         *     as it is and answers 409 `User is not blocked` (reactivating an `INACTIVE`, `EXPIRED` or `DELETED`
+         *     user is an update of its `status`). The answer embeds the full account (including `type` and
+         *     `subscriptionPlan`) when the user has one.
          */
         get: operations["unblockUser"];
         put?: never;
@@ -443,9 +446,12 @@ export interface paths {
          *     `sourceAddress` where the request came from (as the gateway vouched for them), `requestId` its
          *     `X-Request-Id`. `details` says what changed and never holds a password, token, code or hash:
          *
-         *     - `login.succeeded` `{ sessionId }`; `login.failed` `{ username, reason, failedLoginCount? }`
-         *       with `reason` `unknown-username`, `wrong-password`, `user-not-active` or
-         *       `wrong-current-password` (a username change with a wrong password), `username` as given;
+         *     - `login.succeeded` `{ sessionId }`; `login.failed` `{ username | usernameDigest, reason,
+         *       failedLoginCount? }` with `reason` `unknown-username`, `wrong-password`, `user-not-active` or
+         *       `wrong-current-password` (a username change with a wrong password); `username` is the user's
+         *       for a known user, and for an unknown one the text given when it is shaped like an e-mail
+         *       address; any other text (a password typed into the username field) is kept only as
+         *       `usernameDigest`, a keyed HMAC-SHA256 (32 hex digits): the same text gives the same digest;
          *     - `user.blocked` `{ failedLoginCount }` (the block after failed logins) or `{ by: "update", previousStatus }`
          *       (an ADMIN's `PATCH /v1/users/update` set `BLOCKED`); `user.unblocked`
          *       `{ previousStatus, previousFailedLoginCount }` (`GET /v1/users/unblock/{userId}`), with `by: "update"`
@@ -969,7 +975,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The request would create a duplicate. */
+        /** @description The request conflicts with what is stored (a duplicate, or an unblock of a user who is not blocked). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -1429,6 +1435,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No user has that `userId`. */
             404: components["responses"]["NotFound"];
+            /** @description The user is not `BLOCKED`; nothing changed. */
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -1,22 +1,32 @@
-import { NotFoundError } from '@platform/errors';
+import { ConflictError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import type { AuditContext } from '../audit/audit-event.ts';
-import { insertAuditEvent } from '../audit/audit.repository.ts';
+import { insertAuditEvents } from '../audit/audit.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
 import { lockUserById, unblockUserRow } from './users.repository.ts';
 
+/** The 409 of an unblock of a user who is not BLOCKED. */
+export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
+
 /**
- * GET /v1/users/unblock/{userId}: status ACTIVE and the failure count back to 0 (the caller is an ADMIN),
- * recorded with what it was before, in one transaction.
+ * GET /v1/users/unblock/{userId}: lifts a block, and only a block (the caller is an ADMIN): a BLOCKED user
+ * becomes ACTIVE with the failure count back to 0, recorded as a status change and as `user.unblocked`,
+ * with what it was before, in one transaction on the locked row. A user in any other status (ACTIVE,
+ * INACTIVE, EXPIRED, DELETED) answers 409 and is left as it is: an unblock never revives a deleted user;
+ * an ADMIN who means to reactivate one says so with `PATCH /v1/users/update` `status`.
  */
 export async function unblockUser(db: Knex, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
   const user = await db.transaction(async (trx) => {
     const before = await lockUserById(trx, userId);
     if (before === undefined) return undefined;
+    if (before.status !== 'BLOCKED') throw new ConflictError(NOT_BLOCKED_MESSAGE, { cause: new Error(`the user is ${before.status}`) });
     const after = await unblockUserRow(trx, userId);
     const details = { previousStatus: before.status, previousFailedLoginCount: before.failedLoginCount };
-    await insertAuditEvent(trx, audit, { type: 'user.unblocked', subjectUserId: userId, details });
+    await insertAuditEvents(trx, audit, [
+      { type: 'user.status_changed', subjectUserId: userId, details: { previousStatus: before.status, newStatus: 'ACTIVE' } },
+      { type: 'user.unblocked', subjectUserId: userId, details },
+    ]);
     return after;
   });
   if (user === undefined) throw new NotFoundError('User not found');
