@@ -53,7 +53,10 @@ function setQuotaHeaders(res: Response, policy: RateLimitPolicy, claim: Claim | 
   res.setHeader('RateLimit', headers.RateLimit);
 }
 
-/** Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 and 12 order. */
+/**
+ * Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 and
+ * 12 order (the script itself answers a replay as `nonce-reused` even over the limit).
+ */
 function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: BearerVerdict, deps: ApiRequestDeps, req: Request): void {
   if (outcome === 'signed-before-loss') {
     deps.metrics.rejected('signature');
@@ -156,7 +159,8 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
 /**
  * The checks of a request for `operation` after its idempotency header and body were read, in CONTRACT.md
  * part 3 and 12 order: signature → rate limit → nonce → idempotency key → bearer token (when the
- * operation needs one) → proxy to `proxy`'s upstream.
+ * operation needs one) → proxy to `proxy`'s upstream; but a reused nonce is told apart before the rate
+ * limit counts it, so a replay spends no quota (README, Rate limits).
  */
 export function apiRequest(deps: ApiRequestDeps, proxy: UpstreamProxy, operation: GatewayOperation): RequestHandler {
   return (req, res, next) => {
