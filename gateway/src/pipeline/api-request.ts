@@ -133,6 +133,7 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
     const trace = requestTrace(req);
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);
     const headers = upstreamRequestHeaders(req.headers, {
+      // The gateway's own (it never takes a client's), as its answer and its log line carry it.
       requestId: String(res.getHeader('x-request-id') ?? ''),
       keyId,
       clientAddress: origin.address,
