@@ -27,9 +27,9 @@ describe('forwarded headers', () => {
     );
     const { 'x-internal-assertion': assertion, ...rest } = out;
     // The gateway vouches for exactly what it sends (CONTRACT.md part 10); a client's copy is dropped.
-    const t = Number(/^v1;t=(\d+);/.exec(assertion ?? '')?.[1]);
+    const t = Number(/^v2;t=(\d+);/.exec(assertion ?? '')?.[1]);
     assert.ok(Math.abs(t - Date.now() / 1000) < 5, String(assertion));
-    assert.equal(assertion, assertForwarding(assertionKey, { method: 'GET', target: '/v1/x?y=1', forwardedFor: '10.0.0.7', forwardedProto: 'https', clientKeyId: 'k1' }, t));
+    assert.equal(assertion, assertForwarding(assertionKey, { method: 'GET', target: '/v1/x?y=1', forwardedFor: '10.0.0.7', forwardedProto: 'https', clientKeyId: 'k1', requestId: 'r1' }, t));
     assert.deepEqual(rest, {
       accept: 'application/json',
       authorization: 'Bearer t',

@@ -80,12 +80,24 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
     assert.equal(quotaOf(await cities()).r, 4);
   });
 
-  it('comes before the nonce and the bearer token: over the limit, a replayed nonce or a bad token is 429, not 409 or 401', async () => {
-    const replay = signedHeaders('GET', CITIES, { key: gw.keys.hmac, bearer: token() });
-    assert.equal((await send(gw.url, 'GET', CITIES, replay)).status, 200);
-    for (let i = 0; i < 4; i += 1) assert.equal((await cities()).status, 200);
-    assert.equal((await send(gw.url, 'GET', CITIES, replay)).status, 429);
+  it('comes before the bearer token: over the limit, a fresh request with a bad token is 429, not 401', async () => {
+    for (let i = 0; i < 5; i += 1) assert.equal((await cities()).status, 200);
     assert.equal((await send(gw.url, 'GET', CITIES, signedHeaders('GET', CITIES, { key: gw.keys.hmac, bearer: 'not-a-token' }))).status, 429);
+  });
+
+  it('comes after the replay check: a reused nonce is 409 and counts for nothing, below the limit and over it', async () => {
+    const replay = signedHeaders('GET', CITIES, { key: gw.keys.hmac, bearer: token() });
+    assert.equal(quotaOf(await send(gw.url, 'GET', CITIES, replay)).r, 4);
+    for (let i = 0; i < 10; i += 1) {
+      const again = await send(gw.url, 'GET', CITIES, replay);
+      assert.deepEqual([again.status, again.json().message, quotaOf(again).r], [409, 'Replay attack detected (nonce reused)', 4]);
+    }
+    for (let i = 0; i < 4; i += 1) assert.equal((await cities()).status, 200);
+    const over = await send(gw.url, 'GET', CITIES, replay);
+    assert.deepEqual([over.status, quotaOf(over).r], [409, 0]);
+    // The refused fresh request's wait, not the window's: the replay's answer says when room comes.
+    assert.ok(quotaOf(over).t >= 59, `t=${quotaOf(over).t}`);
+    assert.equal((await cities()).status, 429);
   });
 
   it('counts each key on its own: another key keeps its own policy ("*") and quota', async () => {
@@ -102,7 +114,8 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
     const again = await send(gw.url, 'GET', CITIES, replay);
     const badToken = await send(gw.url, 'GET', CITIES, signedHeaders('GET', CITIES, { key: gw.keys.hmac, bearer: 'not-a-token' }));
     assert.deepEqual([first.status, again.status, badToken.status], [200, 409, 401]);
-    assert.deepEqual([first, again, badToken].map((a) => quotaOf(a).r), [4, 3, 2]);
+    // The replay is not counted (it spends nobody's quota); the bad token's fresh request is.
+    assert.deepEqual([first, again, badToken].map((a) => quotaOf(a).r), [4, 4, 3]);
   });
 
   it('when 40 requests of one key race on as many connections, exactly the limit is admitted', async () => {

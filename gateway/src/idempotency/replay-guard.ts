@@ -5,7 +5,8 @@ import type { Redis } from '@platform/service-kit';
 export const RATE_BUCKETS = 10;
 
 /**
- * One round trip for every Redis check of a request, in CONTRACT.md part 3, 12 and 13 order.
+ * One round trip for every Redis check of a request, in CONTRACT.md part 3, 12 and 13 order, but that a
+ * replay is told apart before the quota is spent.
  * - First what Redis knows of its own past (KEYS[4], the revocation mirror, created not ready when it is
  *   missing: Redis lost its data; KEYS[5], this gateway's write stamp, ARGV[9] the highest count it has
  *   read back and ARGV[10] when: less in Redis means Redis went back in time, a lagging replica promoted,
@@ -14,6 +15,9 @@ export const RATE_BUCKETS = 10;
  *   mirror is not re-seeded, a request that carries or needs a token (ARGV[8] = 1) is refused, since a
  *   revocation may be missing. Neither spends quota nor claims anything; like an unreachable Redis, they
  *   answer with no quota left and a second to wait, the window not having been read.
+ * - A replay (KEYS[2], its nonce, already seen) is told apart before anything is counted: whoever captured
+ *   a signed request must not spend its key's quota by sending it again. It reads the window (for the
+ *   RateLimit fields of its 409) but writes nothing, over the limit or not.
  * - The rate limit (KEYS[1], skipped when ARGV[4] is 0): a sliding window of RATE_BUCKETS + 1
  *   sub-windows of windowS / RATE_BUCKETS each, counted in one hash per key, on Redis's own clock (one
  *   clock for every gateway replica). A request is admitted while the sub-windows that overlap the last
@@ -21,9 +25,10 @@ export const RATE_BUCKETS = 10;
  *   no S-second span ever admits more than the limit, and a client that keeps asking gets at least
  *   limit × RATE_BUCKETS / (RATE_BUCKETS + 1) per window (−9% at 10). A refused request returns before
  *   anything else is written: its nonce stays fresh and its idempotency key unclaimed.
- * - Each claim is a `SET NX PX`, so under concurrency exactly one request wins a nonce or an idempotency key.
- *   A nonce, once seen, stays burnt whatever happens next: a replay must never pass. Each nonce written
- *   counts on the write stamp, in the same step.
+ * - Each claim is a `SET NX PX`, so under concurrency exactly one request wins a nonce or an idempotency key
+ *   (the script runs whole, so nothing comes between the replay's read and the claim). A nonce, once seen,
+ *   stays burnt whatever happens next: a replay must never pass. Each nonce written counts on the write
+ *   stamp, in the same step.
  * - The idempotency key is claimed only when the nonce was fresh, and stays claimed when the token
  *   turns out revoked (a 401 is not a 5xx; CONTRACT.md: "every other outcome keeps it").
  * - KEYS[6..], the bearer token's revocation keys (its own blacklist entry and its session's), are
@@ -40,6 +45,7 @@ local born, whole = mirror_state(KEYS[4], ARGV[7])
 -- Divided, not multiplied: the embedded fallback's Lua (fengari) has 32-bit integers.
 if tonumber(ARGV[6]) < tonumber(born) / 1000 then return {5, 0, 1000, 0} end
 if not whole and ARGV[8] == '1' then return {6, 0, 1000, 0} end
+local replayed = redis.call('EXISTS', KEYS[2]) == 1
 local limit = tonumber(ARGV[4])
 local remaining, wait = -1, 0
 if limit > 0 then
@@ -65,21 +71,24 @@ if limit > 0 then
       if left < limit then break end
       first = first + 1
     end
-    return {4, 0, (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now, 0}
+    return {replayed and 1 or 4, 0, (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now, 0}
   end
-  redis.call('HINCRBY', KEYS[1], current, 1)
-  redis.call('PEXPIRE', KEYS[1], ${RATE_BUCKETS + 1} * width)
-  -- Sub-windows that left the window are deleted when a new one begins (rarely: once per sub-window).
-  if redis.call('HLEN', KEYS[1]) > ${RATE_BUCKETS + 1} then
-    for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-      if tonumber(field) < oldest then redis.call('HDEL', KEYS[1], field) end
+  if not replayed then
+    redis.call('HINCRBY', KEYS[1], current, 1)
+    redis.call('PEXPIRE', KEYS[1], ${RATE_BUCKETS + 1} * width)
+    -- Sub-windows that left the window are deleted when a new one begins (rarely: once per sub-window).
+    if redis.call('HLEN', KEYS[1]) > ${RATE_BUCKETS + 1} then
+      for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+        if tonumber(field) < oldest then redis.call('HDEL', KEYS[1], field) end
+      end
     end
+    used = used + 1
   end
-  remaining = limit - used - 1
+  remaining = limit - used
   while first < ${RATE_BUCKETS + 1} and counts[first] == 0 do first = first + 1 end
   wait = (oldest + first - 1 + ${RATE_BUCKETS + 1}) * width - now
 end
-if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[1]) then return {1, remaining, wait, 0} end
+if replayed or not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[1]) then return {1, remaining, wait, 0} end
 local stamp = redis.call('INCR', KEYS[5])
 if stamp == 1 then redis.call('PEXPIRE', KEYS[5], ${STAMP_TTL_MS}) end
 if not redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2]) then return {2, remaining, wait, stamp} end
@@ -128,7 +137,7 @@ export interface ClaimRequest {
 
 /** Nonce and idempotency-key memory, scoped by client key id. */
 export interface ReplayGuard {
-  /** Counts the request against its rate limit, claims the nonce and the idempotency key, reads the blacklist. Rejects when Redis is unreachable. */
+  /** Counts the request against its rate limit (unless its nonce was seen), claims the nonce and the idempotency key, reads the blacklist. Rejects when Redis is unreachable. */
   claim(request: ClaimRequest): Promise<Claim>;
   /** Frees an idempotency key after a 5xx, so the client may retry with it. */
   release(request: Pick<ClaimRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;

@@ -53,7 +53,10 @@ function setQuotaHeaders(res: Response, policy: RateLimitPolicy, claim: Claim | 
   res.setHeader('RateLimit', headers.RateLimit);
 }
 
-/** Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 and 12 order. */
+/**
+ * Turns the Redis verdict and the bearer verdict into the first failing answer, in CONTRACT.md part 3 and
+ * 12 order (the script itself answers a replay as `nonce-reused` even over the limit).
+ */
 function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: BearerVerdict, deps: ApiRequestDeps, req: Request): void {
   if (outcome === 'signed-before-loss') {
     deps.metrics.rejected('signature');
@@ -130,6 +133,7 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
     const trace = requestTrace(req);
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, deps.trustedProxyHops);
     const headers = upstreamRequestHeaders(req.headers, {
+      // The gateway's own (it never takes a client's), as its answer and its log line carry it.
       requestId: String(res.getHeader('x-request-id') ?? ''),
       keyId,
       clientAddress: origin.address,
@@ -156,7 +160,8 @@ async function handle(req: Request, res: Response, deps: ApiRequestDeps, proxy: 
 /**
  * The checks of a request for `operation` after its idempotency header and body were read, in CONTRACT.md
  * part 3 and 12 order: signature → rate limit → nonce → idempotency key → bearer token (when the
- * operation needs one) → proxy to `proxy`'s upstream.
+ * operation needs one) → proxy to `proxy`'s upstream; but a reused nonce is told apart before the rate
+ * limit counts it, so a replay spends no quota (README, Rate limits).
  */
 export function apiRequest(deps: ApiRequestDeps, proxy: UpstreamProxy, operation: GatewayOperation): RequestHandler {
   return (req, res, next) => {

@@ -3,7 +3,7 @@ import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding } fro
 
 /**
  * Client headers an upstream may see. Everything else is dropped: hop-by-hop headers, cookies, the
- * signature headers (the gateway's business only) and any X-Forwarded-*, X-Client-Key-Id or
+ * signature headers (the gateway's business only) and any X-Request-Id, X-Forwarded-*, X-Client-Key-Id or
  * X-Internal-Assertion a client tries to set, which the gateway writes itself.
  */
 export const FORWARDED_REQUEST_HEADERS = [
@@ -34,6 +34,7 @@ export const RETURNED_RESPONSE_HEADERS = [
 
 /** What the gateway knows about a request that it tells the upstream. */
 export interface ForwardingFacts {
+  /** The gateway's own id of the request (never the client's X-Request-Id), under the assertion. */
   requestId: string;
   /** The verified signing key id, so the upstream can throttle per client key (CONTRACT.md part 4). */
   keyId: string;
@@ -69,13 +70,14 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
   out[CLIENT_KEY_ID_HEADER] = facts.keyId;
   out['x-forwarded-for'] = facts.clientAddress;
   out['x-forwarded-proto'] = facts.proto;
-  // CONTRACT.md part 10: without this a service takes neither the address nor the key id for true.
+  // CONTRACT.md part 10: without this a service takes neither the address, the key id nor the request id for true.
   out[INTERNAL_ASSERTION_HEADER] = assertForwarding(facts.assertionKey, {
     method: facts.method,
     target: facts.target,
     forwardedFor: facts.clientAddress,
     forwardedProto: facts.proto,
     clientKeyId: facts.keyId,
+    requestId: facts.requestId,
   });
   if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
   if (facts.traceparent !== undefined) out.traceparent = facts.traceparent;

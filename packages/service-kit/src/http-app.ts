@@ -2,8 +2,8 @@ import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
 import { rejectMalformedText, requestDeadline, securityHeaders } from './http-guards.ts';
-import { httpLogger } from './http-logger.ts';
-import { trustForwardingOnlyFromGateway } from './internal-assertion.ts';
+import { type RequestIdSource, httpLogger } from './http-logger.ts';
+import { gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
@@ -19,6 +19,11 @@ export interface BaseAppOptions {
   requestDeadlineMs?: number;
   /** Serve `/metrics` here (default); false where it belongs on a management port only. */
   serveMetrics?: boolean;
+  /**
+   * The incoming X-Request-Id this process may take as the request's id (a service: the one the gateway's
+   * assertion covers); omitted, every request gets an id of the process's own (the gateway, a management port).
+   */
+  requestIdFrom?: RequestIdSource;
 }
 
 /**
@@ -37,7 +42,7 @@ export function createBaseApp(options: BaseAppOptions): Express {
   };
   app.use(
     inSequence([
-      httpLogger(options.logger),
+      httpLogger(options.logger, options.requestIdFrom),
       options.metrics.middleware,
       securityHeaders,
       ...(options.requestDeadlineMs === undefined ? [] : [requestDeadline(options.requestDeadlineMs, options.logger)]),
@@ -127,13 +132,13 @@ export interface ApiAppOptions extends BaseAppOptions {
 }
 
 /**
- * A service app whose API is an OpenAPI document: the base app, the origin of the request (forwarded
- * facts only under the gateway's assertion), JSON bodies up to 100 kB, no NUL
- * characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
+ * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id only under
+ * its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
+ * bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
  * yet, then the 404 and error handlers.
  */
 export function createApiApp(options: ApiAppOptions): Express {
-  const app = createBaseApp(options);
+  const app = createBaseApp({ ...options, requestIdFrom: gatewayRequestId(options.internalAssertionKey) });
   app.use(
     inSequence([
       trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),

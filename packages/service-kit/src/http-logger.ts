@@ -48,23 +48,38 @@ export function currentRequest(): RequestContext | undefined {
   return requestContext.getStore();
 }
 
-/** What an incoming X-Request-Id must look like to be trusted and echoed; anything else gets a new id. */
+/** What an incoming X-Request-Id must look like to be taken or logged at all. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Paths polled by orchestrators and scrapers: not worth a line each. */
 const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
 
-/** The request id of this request: the caller's when well-formed, else a new UUID; echoed in X-Request-Id. */
-export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
+/**
+ * Which incoming X-Request-Id a process takes as the id of the request: a service, the one the gateway's
+ * assertion covers (`gatewayRequestId`); undefined for any other.
+ */
+export type RequestIdSource = (req: IncomingMessage) => string | undefined;
+
+/**
+ * The request id of this request, echoed in X-Request-Id: the one `from` vouches for when it is
+ * well-formed, else a new UUID, so a caller never chooses the id its request is logged and audited under.
+ * An X-Request-Id the caller sent and `from` did not vouch for is returned as `clientRequestId`, when
+ * well-formed (at most 128 characters of `[A-Za-z0-9._:-]`), only to be logged beside the id.
+ */
+export function assignRequestId(req: IncomingMessage, res: ServerResponse, from?: RequestIdSource): { id: string; clientRequestId: string | undefined } {
+  const vouched = from?.(req);
   const incoming = req.headers['x-request-id'];
-  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  const wellFormed = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : undefined;
+  const id = vouched !== undefined && REQUEST_ID.test(vouched) ? vouched : randomUUID();
   res.setHeader('X-Request-Id', id);
-  return id;
+  return { id, clientRequestId: wellFormed === id ? undefined : wellFormed };
 }
 
 /** How every line about a request describes it: an allow-list, never headers or bodies. */
 interface RequestFields {
   id: string;
+  /** The caller's own X-Request-Id when it sent one that was not taken (the gateway never takes one). */
+  clientRequestId: string | undefined;
   method: string;
   url: string;
   remoteAddress: string | undefined;
@@ -103,7 +118,8 @@ export function currentRequestLog(fallback: Logger): Logger {
 }
 
 /**
- * One log line per request with its id, trace id, method, URL, status and duration. Requests are described by
+ * One log line per request with its id, trace id, method, URL, status and duration. The id is the
+ * process's own unless `requestIdFrom` vouches for the incoming one (`assignRequestId`). Requests are described by
  * allow-list (no headers, no bodies), so credentials and signatures cannot reach the log by accident;
  * `requestLog(req)` carries that description for everything logged while handling it.
  *
@@ -114,11 +130,12 @@ export function currentRequestLog(fallback: Logger): Logger {
  * The request logger is reached through a function, not a `req.log` accessor: defining an accessor on
  * every request cost ~15 µs of CPU per answer (the request object left V8's fast property layout).
  */
-export function httpLogger(logger: Logger): RequestHandler {
+export function httpLogger(logger: Logger, requestIdFrom?: RequestIdSource): RequestHandler {
   const access = logger.child({}, { redact: [] });
   return (req, res, next) => {
     const started = Date.now();
-    const fields: RequestFields = { id: assignRequestId(req, res), method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
+    const { id, clientRequestId } = assignRequestId(req, res, requestIdFrom);
+    const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
     req.id = fields.id;
     (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined, sdkSpan: activeSpanContext(), trace: undefined };
     if (!QUIET_PATHS.test(req.url)) {

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import { env } from './config.ts';
-import { requestLog } from './http-logger.ts';
+import { type RequestIdSource, requestLog } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 
 /** The header in which the gateway vouches for what it tells a service (CONTRACT.md part 10). */
@@ -12,7 +12,13 @@ export const CLIENT_KEY_ID_HEADER = 'x-client-key-id';
 /** How long an assertion is valid after it was made, either way of the clocks, seconds. */
 export const ASSERTION_VALIDITY_S = 30;
 
-const VERSION = 'v1';
+/**
+ * `v2` covers the request id as well; `v1` (gateways before it) does not, so under a `v1` assertion the
+ * forwarded address and client key are believed but the request id is not. Services accept both so that
+ * they can be deployed before the gateway; `v1` can go once no gateway sends it.
+ */
+type Version = 'v1' | 'v2';
+const VERSION: Version = 'v2';
 
 /** What the gateway vouches for: the request it forwards and who sent it. */
 export interface ForwardedFacts {
@@ -25,6 +31,8 @@ export interface ForwardedFacts {
   forwardedProto: string;
   /** X-Client-Key-Id: the signing key the gateway verified. */
   clientKeyId: string;
+  /** X-Request-Id: the id the gateway gave the request (never the client's); absent when none is sent. */
+  requestId?: string;
 }
 
 /** The configuration key shared by the three processes. */
@@ -39,29 +47,38 @@ export const internalAssertionSpec = {
   ),
 };
 
-function mac(key: string, issuedAtS: number, facts: ForwardedFacts): Buffer {
-  const base = [VERSION, String(issuedAtS), facts.method, facts.target, facts.forwardedFor, facts.forwardedProto, facts.clientKeyId].join('\n');
-  return createHmac('sha256', key).update(base, 'utf8').digest();
+function mac(key: string, version: Version, issuedAtS: number, facts: ForwardedFacts): Buffer {
+  const fields = [version, String(issuedAtS), facts.method, facts.target, facts.forwardedFor, facts.forwardedProto, facts.clientKeyId];
+  if (version === 'v2') fields.push(facts.requestId ?? '');
+  return createHmac('sha256', key).update(fields.join('\n'), 'utf8').digest();
 }
 
-/** The assertion header's value: `v1;t=<unix seconds>;mac=<base64url HMAC-SHA256>` over the facts and the time. */
+/** The assertion header's value: `v2;t=<unix seconds>;mac=<base64url HMAC-SHA256>` over the facts and the time. */
 export function assertForwarding(key: string, facts: ForwardedFacts, nowS = Math.floor(Date.now() / 1000)): string {
-  return `${VERSION};t=${nowS};mac=${mac(key, nowS, facts).toString('base64url')}`;
+  return `${VERSION};t=${nowS};mac=${mac(key, VERSION, nowS, facts).toString('base64url')}`;
 }
 
-const ASSERTION = /^v1;t=(\d{1,12});mac=([A-Za-z0-9_-]{43})$/;
+const ASSERTION = /^(v1|v2);t=(\d{1,12});mac=([A-Za-z0-9_-]{43})$/;
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return typeof value === 'string' ? value : undefined;
 }
 
-/** Why an assertion was not believed; undefined when it was. */
-function assertionFault(req: IncomingMessage, key: string, nowS: number): string | undefined {
-  const match = ASSERTION.exec(header(req, INTERNAL_ASSERTION_HEADER) ?? '');
-  if (match === null) return 'malformed';
-  const issuedAtS = Number(match[1]);
-  if (Math.abs(nowS - issuedAtS) > ASSERTION_VALIDITY_S) return 'expired';
+/**
+ * What a service makes of a request's assertion: believed (and whether it covers the request id), or not
+ * believed, with why (`fault` undefined: there was none, the normal case of a direct call).
+ */
+type Verdict = { believed: true; coversRequestId: boolean } | { believed: false; fault: string | undefined };
+
+function judge(req: IncomingMessage, key: string, nowS: number): Verdict {
+  const value = req.headers[INTERNAL_ASSERTION_HEADER];
+  if (value === undefined) return { believed: false, fault: undefined };
+  const match = ASSERTION.exec(typeof value === 'string' ? value : '');
+  if (match === null) return { believed: false, fault: 'malformed' };
+  const version = match[1] as Version;
+  const issuedAtS = Number(match[2]);
+  if (Math.abs(nowS - issuedAtS) > ASSERTION_VALIDITY_S) return { believed: false, fault: 'expired' };
   const facts: ForwardedFacts = {
     method: req.method ?? '',
     // Express's originalUrl where there is one: a mounted router rewrites req.url.
@@ -69,10 +86,32 @@ function assertionFault(req: IncomingMessage, key: string, nowS: number): string
     forwardedFor: header(req, 'x-forwarded-for') ?? '',
     forwardedProto: header(req, 'x-forwarded-proto') ?? '',
     clientKeyId: header(req, CLIENT_KEY_ID_HEADER) ?? '',
+    requestId: header(req, 'x-request-id') ?? '',
   };
-  const expected = mac(key, issuedAtS, facts);
-  const given = Buffer.from(match[2] ?? '', 'base64url');
-  return given.length === expected.length && timingSafeEqual(given, expected) ? undefined : 'wrong mac';
+  const expected = mac(key, version, issuedAtS, facts);
+  const given = Buffer.from(match[3] ?? '', 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { believed: false, fault: 'wrong mac' };
+  return { believed: true, coversRequestId: version !== 'v1' };
+}
+
+const VERDICT = Symbol('internal assertion verdict');
+type WithVerdict = IncomingMessage & { [VERDICT]?: Verdict };
+
+/** The verdict on `req`'s assertion, worked out once: the request id is decided first, the origin later. */
+function verdictOf(req: IncomingMessage, key: string): Verdict {
+  return ((req as WithVerdict)[VERDICT] ??= judge(req, key, Math.floor(Date.now() / 1000)));
+}
+
+/**
+ * For `createBaseApp`'s `requestIdFrom` in a service: the incoming X-Request-Id only when a valid gateway
+ * assertion covers it (CONTRACT.md part 10), so no caller, direct or through the gateway, picks the id
+ * its request is logged and audited under.
+ */
+export function gatewayRequestId(key: string): RequestIdSource {
+  return (req) => {
+    const verdict = verdictOf(req, key);
+    return verdict.believed && verdict.coversRequestId ? header(req, 'x-request-id') : undefined;
+  };
 }
 
 /** Who sent a request, as far as a service may believe it. */
@@ -90,20 +129,19 @@ type WithOrigin = IncomingMessage & { [ORIGIN]?: RequestOrigin };
  * Decides once per request whose address and client key a service believes (CONTRACT.md part 10): the
  * forwarded ones only under a valid gateway assertion, else the socket peer and no client key, so a
  * direct caller cannot choose whose throttles it spends. A present but invalid assertion is logged (a
- * forgery, or a gateway with another key); an absent one is the normal case of a direct call.
+ * forgery, or a gateway with another key), under the service's own request id; an absent one is the
+ * normal case of a direct call.
  */
 export function trustForwardingOnlyFromGateway(key: string, logger: Logger): RequestHandler {
   return (req, _res, next) => {
     const socketAddress = req.socket.remoteAddress ?? 'unknown';
     let origin: RequestOrigin = { address: socketAddress, clientKeyId: undefined };
-    if (req.headers[INTERNAL_ASSERTION_HEADER] !== undefined) {
-      const fault = assertionFault(req, key, Math.floor(Date.now() / 1000));
-      if (fault === undefined) {
-        const keyId = header(req, CLIENT_KEY_ID_HEADER);
-        origin = { address: header(req, 'x-forwarded-for') || socketAddress, clientKeyId: keyId === '' ? undefined : keyId };
-      } else {
-        requestLog(req, logger).warn({ reason: fault, socketAddress }, 'internal assertion refused: forwarded address and client key ignored');
-      }
+    const verdict = verdictOf(req, key);
+    if (verdict.believed) {
+      const keyId = header(req, CLIENT_KEY_ID_HEADER);
+      origin = { address: header(req, 'x-forwarded-for') || socketAddress, clientKeyId: keyId === '' ? undefined : keyId };
+    } else if (verdict.fault !== undefined) {
+      requestLog(req, logger).warn({ reason: verdict.fault, socketAddress }, 'internal assertion refused: forwarded address and client key ignored');
     }
     (req as WithOrigin)[ORIGIN] = origin;
     next();

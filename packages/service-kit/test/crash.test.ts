@@ -40,7 +40,11 @@ describe('an error nothing caught', function () {
       assert.equal(code, 1);
       const fatal = lines.filter((line) => line.level === 'fatal');
       assert.equal(fatal.length, 1, JSON.stringify(lines));
-      assert.equal(fatal[0]?.requestId, `crash-${path.slice(1)}`);
+      // The process's own id of the request (a caller's X-Request-Id is only logged beside it).
+      const handling = lines.find((line) => line.msg === 'about to fail') as { req?: { id?: string; clientRequestId?: string } } | undefined;
+      assert.equal(handling?.req?.clientRequestId, `crash-${path.slice(1)}`);
+      assert.match(String(fatal[0]?.requestId), /^[0-9a-f-]{36}$/);
+      assert.equal(fatal[0]?.requestId, handling?.req?.id);
       assert.equal((fatal[0]?.err as { message?: string } | undefined)?.message, message);
     });
   }

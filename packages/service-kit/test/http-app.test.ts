@@ -26,27 +26,47 @@ function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draini
 }
 
 describe('X-Request-Id', () => {
-  it('when the caller sends a well-formed id, echoes it on the answer and in the log line', async () => {
+  it('when the caller sends a well-formed id, answers and logs under a new UUID, the caller\'s logged beside it as clientRequestId', async () => {
     const { app, log } = buildApp();
     const res = await request(app).get('/things/1').set('X-Request-Id', 'abc-123.def:9');
-    assert.equal(res.headers['x-request-id'], 'abc-123.def:9');
+    assert.match(res.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
     const line = log.lines().find((l) => (l.req as { url?: string } | undefined)?.url === '/things/1');
-    assert.equal((line?.req as { id?: string }).id, 'abc-123.def:9');
+    assert.deepEqual(line?.req && { id: (line.req as { id?: string }).id, clientRequestId: (line.req as { clientRequestId?: string }).clientRequestId }, {
+      id: res.headers['x-request-id'],
+      clientRequestId: 'abc-123.def:9',
+    });
   });
 
-  it('when the caller sends none or a malformed one, answers with a new UUID instead', async () => {
-    const { app } = buildApp();
+  it('when requestIdFrom vouches for the incoming id (a service under the gateway\'s assertion), takes it, if well-formed', async () => {
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false }, requestIdFrom: (req) => req.headers['x-request-id'] as string | undefined });
+    app.get('/things/:id', (_req, res) => {
+      res.json({ ok: true });
+    });
+    finishApp(app);
+    assert.equal((await request(app).get('/things/1').set('X-Request-Id', 'abc-123.def:9')).headers['x-request-id'], 'abc-123.def:9');
+    assert.match((await request(app).get('/things/1').set('X-Request-Id', 'vouched but <malformed>')).headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+    const line = log.lines().find((l) => (l.req as { id?: string } | undefined)?.id === 'abc-123.def:9');
+    assert.ok(line && !('clientRequestId' in (line.req as object)), 'a taken id is not logged twice');
+  });
+
+  it('when the caller sends none or a malformed one, answers with a new UUID, and logs no malformed id', async () => {
+    const { app, log } = buildApp();
     const none = await request(app).get('/things/1');
     assert.match(none.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
     const bad = await request(app).get('/things/1').set('X-Request-Id', 'bad id with spaces <script>');
     assert.match(bad.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+    const long = await request(app).get('/things/1').set('X-Request-Id', 'a'.repeat(129));
+    assert.match(long.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+    assert.ok(!log.text().includes('<script>') && !log.text().includes('a'.repeat(129)));
   });
 
-  it('is on error answers too', async () => {
-    const { app } = buildApp();
+  it('is on error answers too, matching the log line', async () => {
+    const { app, log } = buildApp();
     const res = await request(app).get('/nowhere').set('X-Request-Id', 'req-404');
     assert.equal(res.status, 404);
-    assert.equal(res.headers['x-request-id'], 'req-404');
+    assert.match(res.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+    assert.ok(log.lines().some((l) => (l.req as { id?: string } | undefined)?.id === res.headers['x-request-id'] && l.msg === 'GET 404'));
   });
 });
 

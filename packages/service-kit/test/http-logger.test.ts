@@ -23,9 +23,9 @@ describe('request log line (httpLogger)', () => {
     const line = log.lines().find((l) => l.msg === 'GET 200');
     assert.ok(line, log.text());
     assert.deepEqual(Object.keys(line).sort(), ['level', 'msg', 'req', 'res', 'responseTime', 'service', 'time', 'traceId']);
-    assert.deepEqual(Object.keys(line.req as object).sort(), ['id', 'method', 'remoteAddress', 'url']);
+    assert.deepEqual(Object.keys(line.req as object).sort(), ['clientRequestId', 'id', 'method', 'remoteAddress', 'url']);
     assert.equal((line.req as { url: string }).url, '/fine?x=1');
-    assert.equal((line.req as { id: string }).id, 'req-fine');
+    assert.equal((line.req as { clientRequestId: string }).clientRequestId, 'req-fine');
     assert.equal(line.level, 'info');
     assert.ok(!log.text().includes('secret-token'));
   });

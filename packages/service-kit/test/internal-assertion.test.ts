@@ -1,13 +1,23 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import request from 'supertest';
-import { type ForwardedFacts, assertForwarding, createBaseApp, createMetrics, finishApp, requestOrigin, trustForwardingOnlyFromGateway } from '../src/index.ts';
+import {
+  type ForwardedFacts,
+  assertForwarding,
+  createBaseApp,
+  createMetrics,
+  finishApp,
+  gatewayRequestId,
+  requestOrigin,
+  trustForwardingOnlyFromGateway,
+} from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 const KEY = 'test-internal-assertion-key-0123456789abcdef';
 
 describe('the internal assertion (CONTRACT.md part 10)', () => {
   const log = captureLogger('service');
-  const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+  const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false }, requestIdFrom: gatewayRequestId(KEY) });
   app.use(trustForwardingOnlyFromGateway(KEY, log.logger));
   app.all('/v1/things/{*rest}', (req, res) => {
     res.json(requestOrigin(req));
@@ -15,14 +25,21 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
   finishApp(app);
 
   const target = '/v1/things/42?x=1';
-  const facts: ForwardedFacts = { method: 'POST', target, forwardedFor: '203.0.113.9', forwardedProto: 'https', clientKeyId: 'partner-1' };
+  const facts: ForwardedFacts = { method: 'POST', target, forwardedFor: '203.0.113.9', forwardedProto: 'https', clientKeyId: 'partner-1', requestId: 'gateway-id-1' };
   const forwarded = (assertion: string, overrides: Record<string, string> = {}) => ({
     'x-forwarded-for': facts.forwardedFor,
     'x-forwarded-proto': facts.forwardedProto,
     'x-client-key-id': facts.clientKeyId,
+    'x-request-id': 'gateway-id-1',
     'x-internal-assertion': assertion,
     ...overrides,
   });
+  /** What a gateway before v2 sent: the same facts but the request id, under `v1`. */
+  const assertV1 = (key: string, f: ForwardedFacts, nowS = Math.floor(Date.now() / 1000)) => {
+    const base = ['v1', String(nowS), f.method, f.target, f.forwardedFor, f.forwardedProto, f.clientKeyId].join('\n');
+    return `v1;t=${nowS};mac=${createHmac('sha256', key).update(base).digest('base64url')}`;
+  };
+  const requestIdOf = async (headers: Record<string, string>) => String((await request(app).post(target).set(headers).expect(200)).headers['x-request-id']);
   const originOf = async (headers: Record<string, string>, method = 'POST', path = target) =>
     (await request(app)[method === 'POST' ? 'post' : 'get'](path).set(headers).expect(200)).body as { address: string; clientKeyId?: string };
 
@@ -49,6 +66,8 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
       ['another scheme', forwarded(assertForwarding(KEY, facts), { 'x-forwarded-proto': 'http' })],
       ['another method', forwarded(assertForwarding(KEY, facts)), 'GET'],
       ['another target', forwarded(assertForwarding(KEY, facts)), 'POST', '/v1/things/43?x=1'],
+      ['another request id', forwarded(assertForwarding(KEY, facts), { 'x-request-id': 'chosen-by-the-caller' })],
+      ['no request id', forwarded(assertForwarding(KEY, facts), { 'x-request-id': '' })],
     ];
     for (const [label, headers, method, path] of cases) {
       const before = log.lines().filter((l) => l.msg === 'internal assertion refused: forwarded address and client key ignored').length;
@@ -65,5 +84,20 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
     for (const issued of [now - 29, now + 29]) {
       assert.equal((await originOf(forwarded(assertForwarding(KEY, facts, issued)))).clientKeyId, 'partner-1');
     }
+  });
+
+  it('when the gateway vouches for the request, its X-Request-Id is the request\'s id; else the service makes its own', async () => {
+    assert.equal(await requestIdOf(forwarded(assertForwarding(KEY, facts))), 'gateway-id-1');
+    const { 'x-internal-assertion': _dropped, ...unvouched } = forwarded('');
+    for (const headers of [unvouched, forwarded(assertForwarding(KEY, facts), { 'x-request-id': 'chosen-by-the-caller' }), forwarded(assertForwarding('another-internal-assertion-key-0123456789', facts))]) {
+      assert.match(await requestIdOf(headers), /^[0-9a-f-]{36}$/);
+    }
+  });
+
+  it('when an older gateway vouches with v1 (no request id in it), the address and client key are believed, the request id is not', async () => {
+    const headers = forwarded(assertV1(KEY, facts));
+    assert.deepEqual(await originOf(headers), { address: '203.0.113.9', clientKeyId: 'partner-1' });
+    assert.match(await requestIdOf(headers), /^[0-9a-f-]{36}$/);
+    assert.equal((await originOf(forwarded(assertV1(KEY, facts), { 'x-client-key-id': 'partner-2' }))).clientKeyId, undefined);
   });
 });
