@@ -67,6 +67,7 @@ describe('POST /v1/accounts/create', () => {
     assert.equal(row.id, id);
     assert.equal(row.created_at.toISOString(), createdAt);
 
+    await identity.db('users').where({ id: user.id }).update({ status: 'BLOCKED' });
     const unblocked = await request(identity.app).get(`/v1/users/unblock/${user.id}`).set('Authorization', `Bearer ${adminToken}`);
     assert.equal(unblocked.status, 200);
     assert.deepEqual(unblocked.body.account, res.body);
