@@ -20,7 +20,7 @@ import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './auth/caller-throttle.ts';
 import type { PasswordHasher } from './auth/password-hasher.ts';
 import type { RevocationMirrorKeeper } from './auth/revocation-mirror-keeper.ts';
-import { createSessionRevoker } from './auth/session-revoker.ts';
+import { createSessionEndings } from './auth/session-endings.ts';
 import { sessionsRouter } from './auth/sessions.routes.ts';
 import { type SigningKey, distinctKeys, jwksOf, verificationKeyFromPem } from './auth/signing-key.ts';
 import type { IdentityConfig } from './config.ts';
@@ -64,7 +64,13 @@ export function createApp(deps: IdentityDeps): Express {
     audience: config.JWT_AUDIENCE,
     blacklist,
   });
-  const sessions = createSessionRevoker(blacklist, config.ACCESS_TOKEN_TTL_S, deps.logger, () => deps.revocations.markDirty());
+  const sessions = createSessionEndings({
+    db,
+    blacklist,
+    accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
+    logger: deps.logger,
+    missed: () => deps.revocations.markDirty(),
+  });
   const auth: AuthServices = {
     db,
     logger: deps.logger,

@@ -6,7 +6,7 @@ import type { AccessTokenIssuer } from './access-tokens.ts';
 import type { CallerThrottle } from './caller-throttle.ts';
 import type { LoginOutcome } from './login-metrics.ts';
 import type { PasswordHasher } from './password-hasher.ts';
-import type { SessionRevoker } from './session-revoker.ts';
+import type { SessionEndings } from './session-endings.ts';
 
 /** What the authentication use cases work with; made once in app.ts. */
 export interface AuthServices {
@@ -18,7 +18,8 @@ export interface AuthServices {
   /** Verifies this service's own tokens (local keys and the blacklist). */
   verifier: TokenVerifier;
   blacklist: TokenBlacklist;
-  sessions: SessionRevoker;
+  /** The one way a session ends: in a transaction, published to the blacklist after the commit. */
+  sessions: SessionEndings;
   mailer: Mailer;
   maxFailedLogins: number;
   refreshTokenTtlS: number;

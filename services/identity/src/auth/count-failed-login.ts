@@ -4,15 +4,14 @@ import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { recordFailedLogin } from '../users/users.repository.ts';
 import type { UserRecord } from '../users/user.ts';
-import { endSessionsOfUser } from './end-sessions.ts';
-import type { SessionRevoker } from './session-revoker.ts';
+import type { SessionEndings } from './session-endings.ts';
 
 /** What counting a failed login needs. */
 export interface FailedLoginDeps {
   db: Knex;
   logger: Logger;
   mailer: Mailer;
-  sessions: SessionRevoker;
+  sessions: SessionEndings;
   maxFailedLogins: number;
 }
 
@@ -29,17 +28,16 @@ export interface FailedAttempt {
  * the owner. The attempt, the block and the ended sessions are recorded in that transaction too.
  */
 export async function countFailedLogin(deps: FailedLoginDeps, user: UserRecord, audit: AuditContext, attempt: FailedAttempt): Promise<void> {
-  const outcome = await deps.db.transaction(async (trx) => {
+  const outcome = await deps.sessions.transaction(async (trx, ending) => {
     const counted = await recordFailedLogin(trx, user.id, deps.maxFailedLogins);
     const { failedLoginCount } = counted;
     await insertAuditEvents(trx, audit, [
       { type: 'login.failed', subjectUserId: user.id, details: { ...attempt, failedLoginCount } },
       ...(counted.blockedNow ? [{ type: 'user.blocked' as const, subjectUserId: user.id, details: { failedLoginCount } }] : []),
     ]);
-    return { ...counted, ended: counted.blockedNow ? await endSessionsOfUser(trx, audit, user.id, 'user-blocked') : [] };
+    return { ...counted, ended: counted.blockedNow ? await ending.allOf(audit, user.id, 'user-blocked') : [] };
   });
   if (!outcome.blockedNow) return;
-  await deps.sessions.revoke(outcome.ended);
   currentRequestLog(deps.logger).warn(
     { userId: user.id, failedLoginCount: outcome.failedLoginCount, sessionsEnded: outcome.ended.length },
     'user blocked after repeated failed logins',

@@ -1,6 +1,5 @@
 import { type AuditContext, withActor } from '../audit/audit-event.ts';
 import type { AuthServices } from './auth-services.ts';
-import { endSessionOfUser } from './end-sessions.ts';
 
 /**
  * POST /v1/auth/logout: a token whose signature verifies goes on the blacklist until its `exp` and its
@@ -11,6 +10,5 @@ export async function logout(services: AuthServices, jwtToken: string, audit: Au
   const principal = await services.verifier.verify(jwtToken, { allowExpired: true, ignoreRevocation: true });
   await services.blacklist.revoke(principal.tokenId, principal.expiresAt);
   const session = { id: principal.sessionId, userId: principal.userId };
-  await services.db.transaction((trx) => endSessionOfUser(trx, withActor(audit, principal.userId), session, 'logout'));
-  await services.sessions.revoke([principal.sessionId]);
+  await services.sessions.transaction((_trx, ending) => ending.one(withActor(audit, principal.userId), session, 'logout'));
 }

@@ -5,7 +5,6 @@ import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { findUserById } from '../users/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenHash } from './refresh-token.ts';
-import { endSessionOfUser } from './end-sessions.ts';
 import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from './sessions.repository.ts';
 
 function refused(reason: string): UnauthorizedError {
@@ -19,25 +18,25 @@ function refused(reason: string): UnauthorizedError {
  */
 export async function refreshTokens(services: AuthServices, refreshToken: string, audit: AuditContext): Promise<AuthenticationResult> {
   const next = newRefreshToken();
-  const outcome = await services.db.transaction(async (trx) => {
+  const outcome = await services.sessions.transaction(async (trx, ending) => {
     const record = await lockRefreshToken(trx, refreshTokenHash(refreshToken));
     if (record === undefined) return { ok: false, reason: 'unknown refresh token' } as const;
     const session = { id: record.sessionId, userId: record.userId };
     if (record.usedAt !== null) {
       await insertAuditEvent(trx, audit, { type: 'refresh_token.reused', subjectUserId: record.userId, details: { sessionId: record.sessionId } });
-      await endSessionOfUser(trx, audit, session, 'refresh-token-reuse');
+      await ending.one(audit, session, 'refresh-token-reuse');
       return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
     }
     if (record.revokedAt !== null || record.sessionRevokedAt !== null) return { ok: false, reason: 'session ended' } as const;
     if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
     // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
     if (record.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 <= Date.now()) {
-      await endSessionOfUser(trx, audit, session, 'max-lifetime');
+      await ending.one(audit, session, 'max-lifetime');
       return { ok: false, reason: 'session outlived its maximum lifetime', ended: record.sessionId } as const;
     }
     const user = await findUserById(trx, record.userId);
     if (user === undefined || user.status !== 'ACTIVE') {
-      await endSessionOfUser(trx, audit, session, 'user-changed');
+      await ending.one(audit, session, 'user-changed');
       return { ok: false, reason: 'user is not active', ended: record.sessionId } as const;
     }
     await markRefreshTokenUsed(trx, record.id);
@@ -52,7 +51,6 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
   });
   if (!outcome.ok) {
     if ('ended' in outcome && outcome.ended !== undefined) {
-      await services.sessions.revoke([outcome.ended]);
       currentRequestLog(services.logger).warn({ sessionId: outcome.ended, reason: outcome.reason }, 'session ended at refresh');
     }
     throw refused(outcome.reason);

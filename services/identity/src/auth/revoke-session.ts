@@ -3,7 +3,6 @@ import { NotFoundError } from '@platform/errors';
 import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { AuditContext } from '../audit/audit-event.ts';
 import type { AuthServices } from './auth-services.ts';
-import { endSessionOfUser } from './end-sessions.ts';
 import { findSession } from './sessions.repository.ts';
 
 /**
@@ -14,7 +13,6 @@ import { findSession } from './sessions.repository.ts';
 export async function revokeSession(services: AuthServices, principal: Principal, audit: AuditContext, givenSessionId: string): Promise<void> {
   const session = await findSession(services.db, canonicalUuid(givenSessionId));
   if (session === undefined || (session.userId !== principal.userId && !hasAnyRole(principal, ['ADMIN']))) throw new NotFoundError('Session not found');
-  const ended = await services.db.transaction((trx) => endSessionOfUser(trx, audit, session, 'revoked'));
+  const ended = await services.sessions.transaction((_trx, ending) => ending.one(audit, session, 'revoked'));
   if (!ended) throw new NotFoundError('Session not found');
-  await services.sessions.revoke([session.id]);
 }

@@ -1,7 +1,6 @@
 import type { Principal } from '@platform/auth';
 import type { AuditContext } from '../audit/audit-event.ts';
 import type { AuthServices } from './auth-services.ts';
-import { endSessionsOfUser } from './end-sessions.ts';
 import { sessionsOwner } from './sessions-owner.ts';
 
 /**
@@ -10,6 +9,5 @@ import { sessionsOwner } from './sessions-owner.ts';
  */
 export async function revokeSessions(services: AuthServices, principal: Principal, audit: AuditContext, requestedUserId: string | undefined): Promise<void> {
   const userId = await sessionsOwner(services.db, principal, requestedUserId);
-  const ended = await services.db.transaction((trx) => endSessionsOfUser(trx, audit, userId, 'revoked'));
-  await services.sessions.revoke(ended);
+  await services.sessions.transaction((_trx, ending) => ending.allOf(audit, userId, 'revoked'));
 }

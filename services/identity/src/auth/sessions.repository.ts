@@ -131,30 +131,6 @@ export async function markRefreshTokenUsed(db: Knex, id: string): Promise<void> 
   await db('refresh_tokens').where({ id }).update({ used_at: db.fn.now() });
 }
 
-/**
- * Ends one session: it and every refresh token of it stop working. Returns false when it had ended
- * already (then nothing changes). Two statements: call it inside a transaction.
- */
-export async function endSession(db: Knex, sessionId: string, reason: SessionEndReason): Promise<boolean> {
-  const ended = await db('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now(), revoked_reason: reason });
-  await db('refresh_tokens').where({ session_id: sessionId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
-  return ended > 0;
-}
-
-/** Ends every live session of a user (password change, status change, reset); returns their ids. */
-export async function endUserSessions(db: Knex, userId: string, reason: SessionEndReason): Promise<string[]> {
-  const ended = (await db('sessions')
-    .where({ user_id: userId })
-    .whereNull('revoked_at')
-    .update({ revoked_at: db.fn.now(), revoked_reason: reason })
-    .returning('id')) as Array<{ id: string }>;
-  const ids = ended.map((row) => row.id);
-  if (ids.length > 0) {
-    await db('refresh_tokens').whereIn('session_id', ids).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
-  }
-  return ids;
-}
-
 /** A session that ended, and when: `revokedAt` for the time its tokens may live, `position` to page on. */
 export interface EndedSession {
   id: string;

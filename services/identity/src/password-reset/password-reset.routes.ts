@@ -4,7 +4,7 @@ import { type Request, Router } from 'express';
 import { auditContextOf } from '../audit/audit-context.ts';
 import { type CallerThrottle, callerOf } from '../auth/caller-throttle.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionRevoker } from '../auth/session-revoker.ts';
+import type { SessionEndings } from '../auth/session-endings.ts';
 import type { components } from '../generated/openapi.ts';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { requestPasswordReset } from './request-password-reset.ts';
@@ -23,7 +23,7 @@ async function optionalPrincipal(req: Request, verifier: TokenVerifier): Promise
 
 /** Password reset: asking for a token (anonymous or ADMIN) and using it (anonymous). */
 export function passwordResetRouter(
-  deps: PasswordResetDeps & { hasher: PasswordHasher; verifier: TokenVerifier; throttle: CallerThrottle; sessions: SessionRevoker },
+  deps: PasswordResetDeps & { hasher: PasswordHasher; verifier: TokenVerifier; throttle: CallerThrottle; sessions: SessionEndings },
 ): Router {
   const router = Router();
   const queue = createResetWorkQueue(deps.logger);

@@ -4,8 +4,7 @@ import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionRevoker } from '../auth/session-revoker.ts';
-import { endSessionsOfUser } from '../auth/end-sessions.ts';
+import type { SessionEndings } from '../auth/session-endings.ts';
 import type { components } from '../generated/openapi.ts';
 import { assertValidUserFields } from '../users/user-rules.ts';
 import { assertUncommonPassword } from '../users/password-rules.ts';
@@ -34,7 +33,7 @@ export type ResetOutcome = { redirectTo: string } | { message: string };
  * (CONTRACT.md part 4).
  */
 export async function resetPassword(
-  deps: { db: Knex; hasher: PasswordHasher; allowedOrigins: ReadonlySet<string>; sessions: SessionRevoker },
+  deps: { db: Knex; hasher: PasswordHasher; allowedOrigins: ReadonlySet<string>; sessions: SessionEndings },
   audit: AuditContext,
   input: components['schemas']['PasswordResetBody'],
 ): Promise<ResetOutcome> {
@@ -51,7 +50,7 @@ export async function resetPassword(
   assertUncommonPassword(input.newPassword, [(await findUserById(deps.db, userId))?.username]);
 
   const passwordHash = await deps.hasher.hash(input.newPassword);
-  const ended = await deps.db.transaction(async (trx) => {
+  const done = await deps.sessions.transaction(async (trx, ending) => {
     // The user's row before the token's, the order in which a rename and a new request take them (the
     // user, then its tokens): the other order deadlocked with a rename, a 500 to one of the two.
     await lockUserById(trx, userId);
@@ -61,10 +60,10 @@ export async function resetPassword(
     await markResetTokenUsed(trx, token.id);
     await updateUserRow(trx, userId, { passwordHash });
     await insertAuditEvent(trx, audit, { type: 'password_reset.completed', subjectUserId: userId });
-    return endSessionsOfUser(trx, audit, userId, 'password-reset');
+    await ending.allOf(audit, userId, 'password-reset');
+    return true;
   });
-  if (ended === undefined) throw invalidToken();
-  await deps.sessions.revoke(ended);
+  if (done === undefined) throw invalidToken();
 
   if (loginPage === undefined) return { message: RESET_DONE_MESSAGE };
   loginPage.searchParams.set('message', RESET_DONE_MESSAGE);

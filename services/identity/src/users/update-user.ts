@@ -5,7 +5,6 @@ import { canonicalUuid } from '../accounts/canonical-uuid.ts';
 import type { AuditContext } from '../audit/audit-event.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
-import { endSessionsOfUser } from '../auth/end-sessions.ts';
 import type { PasswordHasher } from '../auth/password-hasher.ts';
 import type { SessionEndReason } from '../auth/sessions.repository.ts';
 import type { components } from '../generated/openapi.ts';
@@ -73,7 +72,7 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     ...(input.status === 'ACTIVE' ? { failedLoginCount: 0 } : {}),
     ...(input.password === undefined ? {} : { passwordHash: await deps.hasher.hash(input.password) }),
   };
-  const outcome = await deps.db.transaction(async (trx): Promise<Outcome | undefined> => {
+  const outcome = await deps.sessions.transaction(async (trx, ending): Promise<Outcome | undefined> => {
     const before = await lockUserById(trx, userId);
     if (before === undefined) return undefined;
     const renamed = input.username !== undefined && input.username !== before.username;
@@ -95,13 +94,12 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     if (updated === undefined) return undefined;
     await insertAuditEvents(trx, audit, userUpdateEvents(before, updated, input.password !== undefined));
     const reason = sessionEndReason(before, input, renamed);
-    const ended = reason === undefined ? [] : await endSessionsOfUser(trx, audit, userId, reason);
+    const ended = reason === undefined ? [] : await ending.allOf(audit, userId, reason);
     if (renamed) await voidOpenResetTokens(trx, userId);
     return { taken: false, updated, ended, previousUsername: renamed ? before.username : undefined };
   });
   if (outcome === undefined) throw new NotFoundError('User not found');
   if (outcome.taken) throw new ConflictError('Username already exists');
-  await deps.sessions.revoke(outcome.ended);
   const user = outcome.updated;
   if (outcome.previousUsername !== undefined) {
     sendUsernameChangeNotice(deps.mailer, { firstName: user.firstName, previousUsername: outcome.previousUsername, newUsername: user.username });

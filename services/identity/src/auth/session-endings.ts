@@ -1,0 +1,123 @@
+import type { TokenBlacklist } from '@platform/auth';
+import { type Knex, type Logger, currentRequestLog } from '@platform/service-kit';
+import type { AuditContext, NewAuditEvent } from '../audit/audit-event.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
+import type { SessionEndReason } from './sessions.repository.ts';
+
+/**
+ * The one way a session ends (CONTRACT.md parts 4 and 11). Ending is two steps: the session and its
+ * refresh tokens end in Postgres, recorded in the audit trail, in the transaction of the change that
+ * ends them; then, once that commits, the sessions are published to the shared blacklist, so that
+ * their access tokens are refused by every verifier at once, not when they expire. Both steps live
+ * here and nowhere else: a use case runs its transaction through `transaction`, ends sessions with
+ * the `SessionEnding` it is handed, and the publishing follows by itself. A transaction that rolls
+ * back publishes nothing. A publish that Redis does not take is handed to the revocation mirror
+ * keeper (`missed`), which re-seeds Redis from Postgres before any bearer request is accepted again.
+ *
+ * Words: a session *ends*; a token is *revoked* (the blacklist entry of one access token at logout).
+ */
+export interface SessionEndings {
+  /**
+   * Runs `work` in one Postgres transaction; resolves, after the commit, once every session it ended
+   * is published (or handed to the keeper). Rejects as `work` does, having published nothing.
+   */
+  transaction<T>(work: (trx: Knex.Transaction, ending: SessionEnding) => Promise<T>): Promise<T>;
+}
+
+/** Ends sessions inside one `SessionEndings.transaction`; each ending is recorded as `session.revoked`. */
+export interface SessionEnding {
+  /** Ends one session of a user; false when it had ended already (nothing recorded then). */
+  one(audit: AuditContext, session: { id: string; userId: string }, reason: SessionEndReason): Promise<boolean>;
+  /** Ends every live session of a user; returns their ids. */
+  allOf(audit: AuditContext, userId: string, reason: SessionEndReason): Promise<string[]>;
+}
+
+export interface SessionEndingsOptions {
+  db: Knex;
+  /** The environment's blacklist, shared by gateway, identity and risk. */
+  blacklist: TokenBlacklist;
+  /** ACCESS_TOKEN_TTL_S: the latest `exp` an access token of a session ending now can carry is now + this. */
+  accessTokenTtlS: number;
+  logger: Logger;
+  /** A publish Redis did not take: the revocation mirror keeper re-seeds it (failing bearer requests closed meanwhile). */
+  missed: () => void;
+}
+
+/**
+ * A refresh that committed just before its session ended signs its access token a moment after: its
+ * `exp` may fall in the second after the one the ending read.
+ */
+const REFRESH_RACE_S = 1;
+
+function sessionsEnded(userId: string, sessionIds: readonly string[], reason: SessionEndReason): NewAuditEvent {
+  return { type: 'session.revoked', subjectUserId: userId, details: { sessionIds, reason } };
+}
+
+async function endSessionRows(trx: Knex.Transaction, sessionId: string, reason: SessionEndReason): Promise<boolean> {
+  const ended = await trx('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now(), revoked_reason: reason });
+  await trx('refresh_tokens').where({ session_id: sessionId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+  return ended > 0;
+}
+
+async function endUserSessionRows(trx: Knex.Transaction, userId: string, reason: SessionEndReason): Promise<string[]> {
+  const ended = (await trx('sessions')
+    .where({ user_id: userId })
+    .whereNull('revoked_at')
+    .update({ revoked_at: trx.fn.now(), revoked_reason: reason })
+    .returning('id')) as Array<{ id: string }>;
+  const ids = ended.map((row) => row.id);
+  if (ids.length > 0) await trx('refresh_tokens').whereIn('session_id', ids).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+  return ids;
+}
+
+export function createSessionEndings(options: SessionEndingsOptions): SessionEndings {
+  const { db, blacklist, logger } = options;
+  const publish = async (sessionIds: readonly string[]): Promise<void> => {
+    if (sessionIds.length === 0) return;
+    try {
+      await blacklist.revokeSessions(sessionIds, Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S);
+    } catch (err) {
+      options.missed();
+      currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');
+    }
+  };
+  return {
+    async transaction(work) {
+      const ended: string[] = [];
+      let open = true;
+      const assertOpen = (): void => {
+        // An ending outside its transaction would never be published: a programming error, loudly.
+        if (!open) throw new Error('a SessionEnding was used after its transaction ended');
+      };
+      const result = await db
+        .transaction(async (trx) => {
+          const ending: SessionEnding = {
+            async one(audit, session, reason) {
+              assertOpen();
+              const done = await endSessionRows(trx, session.id, reason);
+              if (done) {
+                await insertAuditEvent(trx, audit, sessionsEnded(session.userId, [session.id], reason));
+                ended.push(session.id);
+              }
+              return done;
+            },
+            async allOf(audit, userId, reason) {
+              assertOpen();
+              const ids = await endUserSessionRows(trx, userId, reason);
+              if (ids.length > 0) {
+                await insertAuditEvent(trx, audit, sessionsEnded(userId, ids, reason));
+                ended.push(...ids);
+              }
+              return ids;
+            },
+          };
+          return work(trx, ending);
+        })
+        .finally(() => {
+          open = false;
+        });
+      await publish(ended);
+      return result;
+    },
+  };
+}
