@@ -213,7 +213,7 @@ describe('POST /v1/accounts/create', () => {
     assert.equal((await accountRows(user.id)).length, 0);
   });
 
-  it('when the body has an unknown field, a bad enum value, a non-uuid userId or misses type, answers 400 and stores nothing', async () => {
+  it('when the body has an unknown field, a bad enum value, a non-uuid userId, misses type or carries a control or bidi character, answers 400 and stores nothing', async () => {
     const { user, token } = await signedIn();
     const bodies = [
       { userId: user.id, type: 'INDIVIDUAL', emailVerified: true },
@@ -222,6 +222,12 @@ describe('POST /v1/accounts/create', () => {
       { userId: 'not-a-uuid', type: 'INDIVIDUAL' },
       { userId: user.id },
       { userId: user.id, type: 'INDIVIDUAL', company: '' },
+      // Control and bidi characters in the free text (a terminal or screen would act on them).
+      { userId: user.id, type: 'INDIVIDUAL', company: 'Evil\u001b[2J Corp' },
+      { userId: user.id, type: 'INDIVIDUAL', location: 'Ankara\r\nIstanbul' },
+      { userId: user.id, type: 'INDIVIDUAL', industry: '\u202eGNINIM' },
+      { userId: user.id, type: 'INDIVIDUAL', mobilePhoneNumber: '+90532\u0007123' },
+      { userId: user.id, type: 'INDIVIDUAL', mobilePhoneNumber: '+90532\u2066123' },
     ];
     for (const body of bodies) {
       const res = await create(token, body);
