@@ -1,37 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type FakeGateway, defaultHandler, errorReply, startFakeGateway } from './support/fake-gateway.ts';
 import { HOSTILE, rawHostile } from './support/hostile-text.ts';
+import { runCli } from './support/run-cli.ts';
 import { verifyRecorded } from './support/verify-signature.ts';
 
-const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const tokens = { username: 'admin@example.com', type: 'Bearer', accessToken: 'access-saved', refreshToken: 'refresh-saved' };
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI as `pnpm cli` does, asynchronously so the fake gateway in this process can answer. */
-function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', cli, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('pnpm cli', () => {
   let gw: FakeGateway;
