@@ -85,7 +85,7 @@ describe('security: control and bidi characters never reach an operator\'s termi
     assert.equal(await stack.snapshot(), before);
   });
 
-  it('an account created or updated with such characters in the phone number, location, company or industry: 400 each, nothing changes', async () => {
+  it('an account created or updated with such characters in the phone number, location, company, industry or picture URL: 400 each, nothing changes', async () => {
     const owner = await stack.userWith(['STANDARD_USER']);
     const other = await stack.userWith(['STANDARD_USER']);
     const account = await stack.call('POST', '/v1/accounts/create', { bearer: owner.accessToken, body: { userId: owner.id, type: 'INDIVIDUAL', company: 'Analytical Engines' } });
@@ -95,10 +95,11 @@ describe('security: control and bidi characters never reach an operator\'s termi
     for (const [name, text] of controls) {
       // Cut to the phone number's 32 characters, so the pattern is what refuses it; each cut keeps its character.
       const value = text.slice(0, 32);
-      for (const field of ['mobilePhoneNumber', 'location', 'company', 'industry']) {
-        const created = await stack.call('POST', '/v1/accounts/create', { bearer: other.accessToken, body: { userId: other.id, type: 'INDIVIDUAL', [field]: value } });
+      const fields = { mobilePhoneNumber: value, location: value, company: value, industry: value, profilePictureUrl: `https://cdn.example.com/${value}` };
+      for (const [field, hostile] of Object.entries(fields)) {
+        const created = await stack.call('POST', '/v1/accounts/create', { bearer: other.accessToken, body: { userId: other.id, type: 'INDIVIDUAL', [field]: hostile } });
         assertRefused(created, field, `create ${field} with ${name}`);
-        const updated = await stack.call('PATCH', '/v1/accounts/update', { bearer: owner.accessToken, body: { accountId, [field]: value } });
+        const updated = await stack.call('PATCH', '/v1/accounts/update', { bearer: owner.accessToken, body: { accountId, [field]: hostile } });
         assertRefused(updated, field, `update ${field} with ${name}`);
       }
     }

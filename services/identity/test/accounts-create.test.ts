@@ -131,6 +131,16 @@ describe('POST /v1/accounts/create', () => {
     });
   }
 
+  it('when profilePictureUrl carries a control or bidi character (the uri format lets them through), answers 400 and stores nothing', async () => {
+    for (const profilePictureUrl of ['https://cdn.example.com/a\u001b]0;owned\u0007.png', 'https://cdn.example.com/\u202egnp.exe', 'https://cdn.example.com/a\u0085.png', 'https://cdn.example.com/a\u007f.png']) {
+      const { user, token } = await signedIn();
+      const res = await create(token, { userId: user.id, type: 'INDIVIDUAL', profilePictureUrl });
+      assert.equal(res.status, 400, `${JSON.stringify(profilePictureUrl)}: ${JSON.stringify(res.body)}`);
+      assert.match(res.body.message, /body\.profilePictureUrl must match pattern/);
+      assert.equal((await accountRows(user.id)).length, 0);
+    }
+  });
+
   it('when profilePictureUrl is an absolute http: or HTTPS: URL, answers 201 and keeps it as sent', async () => {
     for (const profilePictureUrl of ['http://cdn.example.com/a.png', 'HTTPS://cdn.example.com/b.png']) {
       const { user, token } = await signedIn();

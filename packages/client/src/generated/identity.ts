@@ -577,7 +577,7 @@ export interface components {
         FreeText: string;
         /**
          * Format: uri
-         * @description An absolute URL.
+         * @description An absolute URL; control characters and bidi controls must be percent-encoded (else 400).
          */
         Link: string;
         /** @description A JWT access token. */
