@@ -26,6 +26,17 @@ export default tseslint.config(
     },
   },
   {
+    // The operators' CLI prints text from the API: only its printer may write, and it escapes controls.
+    files: ['packages/client/src/**/*.ts'],
+    ignores: ['packages/client/src/cli/terminal.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['stdout', 'stderr'].map((property) => ({ object: 'process', property, message: 'print through cli/terminal.ts, which escapes control and bidi characters' })),
+      ],
+    },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

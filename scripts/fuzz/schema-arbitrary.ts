@@ -109,7 +109,15 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
     case 'date-time':
       return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
   }
-  if (schema.pattern !== undefined) return fit(fc.stringMatching(new RegExp(schema.pattern)));
+  if (schema.pattern !== undefined) {
+    const pattern = new RegExp(schema.pattern, 'u');
+    // A pattern that only excludes characters (`^[^…]*$`, the names' and free text's): any Unicode text
+    // without them, since stringMatching would draw from ASCII alone and names would lose their Unicode.
+    if (/^\^\[\^[^\]]*\]\*\$$/.test(schema.pattern)) {
+      return fit(fc.string({ minLength, maxLength, unit: 'grapheme' }).map((text) => [...text].filter((char) => pattern.test(char)).join('')));
+    }
+    return fit(fc.stringMatching(pattern));
+  }
   return fc.string({ minLength, maxLength, unit: 'grapheme' });
 }
 

@@ -1,36 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type FakeGateway, defaultHandler, errorReply, startFakeGateway } from './support/fake-gateway.ts';
+import { HOSTILE, rawHostile } from './support/hostile-text.ts';
+import { runCli } from './support/run-cli.ts';
 import { verifyRecorded } from './support/verify-signature.ts';
 
-const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const tokens = { username: 'admin@example.com', type: 'Bearer', accessToken: 'access-saved', refreshToken: 'refresh-saved' };
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI as `pnpm cli` does, asynchronously so the fake gateway in this process can answer. */
-function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', cli, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('pnpm cli', () => {
   let gw: FakeGateway;
@@ -184,6 +161,62 @@ describe('pnpm cli', () => {
         assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
       }
       assert.equal(gw.requests.length, 0);
+    });
+  });
+
+  describe('text from the API that would act on the terminal (ESC, CR, LF, BEL, C1, bidi controls)', () => {
+    // Every hostile character of the list in one name, and the classic attacks spelled out.
+    const every = HOSTILE.map(([, char]) => char).join('');
+    const forgedRow = '\r\n00000000-0000-0000-0000-000000000000  admin@example.com  Admin  Root  ACTIVE  ADMIN';
+    const title = '\u001b]0;owned\u0007\u001b[2J\u009b31m';
+    const user = { userId: 'u-1', username: 'eve@example.com', firstName: `Eve${forgedRow}`, midName: every, lastName: `\u202e${title}evE`, locale: 'tr_TR', timezone: 'UTC', roles: ['GUEST'], status: 'ACTIVE' };
+    const answers: Record<string, unknown> = {
+      '/v1/users': { items: [user], nextCursor: `c${title}` },
+      '/v1/users/u-1': user,
+      '/v1/audit/events': { items: [{ id: 'e-1', type: 'login.failed', at: '2025-06-01T10:00:00.000Z', actorUserId: null, subjectUserId: null, clientKeyId: `k${every}`, sourceAddress: '10.0.0.7', requestId: 'r', details: { username: `x${forgedRow}${title}` } }], nextCursor: null },
+      '/v1/auth/sessions': { items: [{ sessionId: 's-1', createdAt: 'now', lastUsedAt: 'now', expiresAt: 'later', clientKeyId: title, sourceAddress: every, current: true }], nextCursor: null },
+      '/v1/accounts/u-1': { id: 'a-1', userId: 'u-1', type: 'INDIVIDUAL', location: every, company: title, industry: forgedRow, mobilePhoneNumber: `+90${every}` },
+      '/v1/weather-stations/get-cities': ['Adana', `İstanbul${forgedRow}${title}`],
+    };
+    const commands = [['users', 'find'], ['users', 'get', 'u-1'], ['audit'], ['sessions', 'list'], ['accounts', 'get', 'u-1'], ['stations', 'cities']];
+
+    for (const output of ['table', 'json']) {
+      it(`--output ${output}: users find, users get, audit, sessions list, accounts get, stations cities print every such character escaped`, async () => {
+        gw.handler = (req) => ({ status: 200, body: answers[req.url.split('?')[0]!] });
+        for (const command of commands) {
+          const run = await runCli([...command, '--output', output, ...flags]);
+          assert.equal(run.code, 0, `${command.join(' ')}: ${run.stderr}`);
+          assert.equal(rawHostile(run.stdout.slice(0, -1).replaceAll('\n', '')), undefined, `${command.join(' ')} printed it raw: ${JSON.stringify(run.stdout)}`);
+          assert.equal(rawHostile(run.stderr), undefined);
+          if (output === 'json') assert.deepEqual(JSON.parse(run.stdout), answers[gw.requests.at(-1)!.url.split('?')[0]!], 'JSON output means what the API sent');
+        }
+      });
+    }
+
+    it('--output table: a line break in a name never makes a row of its own', async () => {
+      gw.handler = () => ({ status: 200, body: answers['/v1/users'] });
+      const run = await runCli(['users', 'find', '--output', 'table', ...flags]);
+      const lines = run.stdout.trimEnd().split('\n');
+      assert.equal(lines.length, 4, run.stdout);
+      assert.match(lines[1]!, /^u-1\s+eve@example\.com\s+Eve\\u000d\\u000a00000000-/);
+      assert.equal(lines[3], 'more: --cursor c\\u001b]0;owned\\u0007\\u001b[2J\\u009b31m');
+    });
+
+    it('an error body (message, messages, path) prints escaped on stderr, and stays JSON', async () => {
+      const body = { timestamp: 'now', status: 400, error: `Bad${title}`, message: `no${forgedRow}`, messages: [every], path: `/v1/users/u-1${title}` };
+      gw.handler = () => ({ status: 400, body });
+      const run = await runCli(['users', 'get', 'u-1', ...flags]);
+      assert.equal(run.code, 1);
+      assert.equal(rawHostile(run.stderr.slice(0, -1).replaceAll('\n', '')), undefined, JSON.stringify(run.stderr));
+      assert.deepEqual(JSON.parse(run.stderr), body);
+    });
+
+    it('an answer that is not an error body (a proxy\'s text page) prints escaped on stderr', async () => {
+      gw.handler = () => ({ status: 502, body: `<h1>Bad gateway${forgedRow}${title}</h1>` });
+      const run = await runCli(['users', 'get', 'u-1', ...flags]);
+      assert.equal(run.code, 1);
+      assert.equal(rawHostile(run.stderr.slice(0, -1).replaceAll('\n', '')), undefined, JSON.stringify(run.stderr));
+      assert.match(run.stderr, /Bad gateway\\r\\n00000000.*\\u001b\]0;owned\\u0007\\u001b\[2J\\u009b31m/);
     });
   });
 

@@ -132,6 +132,16 @@ describe('POST /v1/accounts/create', () => {
     });
   }
 
+  it('when profilePictureUrl carries a control or bidi character (the uri format lets them through), answers 400 and stores nothing', async () => {
+    for (const profilePictureUrl of ['https://cdn.example.com/a\u001b]0;owned\u0007.png', 'https://cdn.example.com/\u202egnp.exe', 'https://cdn.example.com/a\u0085.png', 'https://cdn.example.com/a\u007f.png']) {
+      const { user, token } = await signedIn();
+      const res = await create(token, { userId: user.id, type: 'INDIVIDUAL', profilePictureUrl });
+      assert.equal(res.status, 400, `${JSON.stringify(profilePictureUrl)}: ${JSON.stringify(res.body)}`);
+      assert.match(res.body.message, /body\.profilePictureUrl must match pattern/);
+      assert.equal((await accountRows(user.id)).length, 0);
+    }
+  });
+
   it('when profilePictureUrl is an absolute http: or HTTPS: URL, answers 201 and keeps it as sent', async () => {
     for (const profilePictureUrl of ['http://cdn.example.com/a.png', 'HTTPS://cdn.example.com/b.png']) {
       const { user, token } = await signedIn();
@@ -214,7 +224,7 @@ describe('POST /v1/accounts/create', () => {
     assert.equal((await accountRows(user.id)).length, 0);
   });
 
-  it('when the body has an unknown field, a bad enum value, a non-uuid userId or misses type, answers 400 and stores nothing', async () => {
+  it('when the body has an unknown field, a bad enum value, a non-uuid userId, misses type or carries a control or bidi character, answers 400 and stores nothing', async () => {
     const { user, token } = await signedIn();
     const bodies = [
       { userId: user.id, type: 'INDIVIDUAL', emailVerified: true },
@@ -223,6 +233,12 @@ describe('POST /v1/accounts/create', () => {
       { userId: 'not-a-uuid', type: 'INDIVIDUAL' },
       { userId: user.id },
       { userId: user.id, type: 'INDIVIDUAL', company: '' },
+      // Control and bidi characters in the free text (a terminal or screen would act on them).
+      { userId: user.id, type: 'INDIVIDUAL', company: 'Evil\u001b[2J Corp' },
+      { userId: user.id, type: 'INDIVIDUAL', location: 'Ankara\r\nIstanbul' },
+      { userId: user.id, type: 'INDIVIDUAL', industry: '\u202eGNINIM' },
+      { userId: user.id, type: 'INDIVIDUAL', mobilePhoneNumber: '+90532\u0007123' },
+      { userId: user.id, type: 'INDIVIDUAL', mobilePhoneNumber: '+90532\u2066123' },
     ];
     for (const body of bodies) {
       const res = await create(token, body);

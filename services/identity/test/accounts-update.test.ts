@@ -116,7 +116,7 @@ describe('PATCH /v1/accounts/update', () => {
     assert.equal(row.company, 'Analytical Engines');
   });
 
-  it('when the body has an unknown field (userId, emailVerified) or a bad value, answers 400 and changes nothing', async () => {
+  it('when the body has an unknown field (userId, emailVerified) or a bad value (a control or bidi character too), answers 400 and changes nothing', async () => {
     const { token, account } = await owner();
     const other = await identity.createUser();
     const bodies = [
@@ -125,6 +125,10 @@ describe('PATCH /v1/accounts/update', () => {
       { accountId: account.id, mobilePhoneNumberVerified: true },
       { accountId: account.id, type: 'PERSONAL' },
       { accountId: account.id, company: '' },
+      { accountId: account.id, company: 'Evil\u001b]0;owned\u0007' },
+      { accountId: account.id, location: 'Ankara\nIstanbul' },
+      { accountId: account.id, industry: 'Mining\u202e' },
+      { accountId: account.id, mobilePhoneNumber: '+90532\r123' },
       { accountId: 'not-a-uuid', company: 'x' },
       { company: 'no account id' },
     ];

@@ -143,6 +143,18 @@ describe('POST /v1/users/password-reset-request', () => {
     });
   }
 
+  it('when resetPageLink is on the allow-list but carries a control or bidi character, answers 400 and neither stores a token nor e-mails', async () => {
+    const user = await identity.createUser();
+    for (const link of [`${RESET_PAGE}\r\nBcc: eve@example.com`, `${RESET_PAGE}\u001b]8;;https://evil.example.com\u0007`, `${RESET_PAGE}\u202e`]) {
+      const res = await client.ask({ username: user.username, resetPageLink: link });
+      assert.equal(res.status, 400, JSON.stringify(link));
+      assert.match(res.body.message, /body\.resetPageLink must match pattern/);
+    }
+    assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 0);
+    await sleep(100);
+    assert.deepEqual(client.mailsTo(user.username), []);
+  });
+
   it('when the anonymous answer is sent, the token is stored after it, and a failing mail provider changes nothing in the answer', async () => {
     const user = await identity.createUser();
     identity.mail.answerWith(503);

@@ -100,6 +100,42 @@ describe('POST /v1/users/create', () => {
     });
   }
 
+  // The characters a terminal or a screen acts on instead of showing (security review: forged rows in the
+  // operators' CLI, a changed window title, text reordered by a bidi override).
+  const controls: Array<[string, string]> = [
+    ['ESC', '\u001b[2J'],
+    ['CR', 'Eve\rAdmin'],
+    ['LF', 'Eve\nAdmin'],
+    ['BEL', 'Eve\u0007'],
+    ['TAB', 'Eve\tAdmin'],
+    ['DEL', 'Eve\u007f'],
+    ['a C1 control (CSI)', 'Eve\u009b31m'],
+    ['a line separator', 'Eve\u2028Admin'],
+    ['a right-to-left override', '\u202eevE'],
+    ['a right-to-left isolate', 'Eve\u2067x\u2069'],
+    ['a left-to-right mark', 'Eve\u200e'],
+    ['an Arabic letter mark', 'Eve\u061c'],
+  ];
+  for (const field of ['firstName', 'midName', 'lastName']) {
+    it(`when ${field} carries a control or bidi character (ESC, CR, LF, BEL, TAB, DEL, C1, U+2028, bidi), answers 400 naming it and stores nothing`, async () => {
+      for (const [name, value] of controls) {
+        const body = newUser({ [field]: value });
+        const res = await create(body);
+        assert.equal(res.status, 400, `${name}: ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.error, 'Bad Request');
+        assert.match(res.body.message, new RegExp(`body\\.${field} must match pattern`));
+        assert.equal((await identity.db('users').where({ username: String(body.username) })).length, 0, name);
+      }
+    });
+  }
+
+  it('when names are in Turkish, Arabic or Persian (with a zero-width non-joiner) or carry an emoji, answers 201 and keeps them as sent', async () => {
+    const body = newUser({ firstName: 'Ayşe Gül', midName: 'مهدی\u200cزاده', lastName: 'İğdır 😀' });
+    const res = await create(body);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual([res.body.firstName, res.body.midName, res.body.lastName], ['Ayşe Gül', 'مهدی\u200cزاده', 'İğdır 😀']);
+  });
+
   it('when the caller is not an ADMIN, answers 403; without a token, 401', async () => {
     const powerUser = await identity.createUser({ roles: ['POWER_USER', 'EXTENDED_USER'] });
     const body = newUser();

@@ -102,6 +102,18 @@ describe('PATCH /v1/users/update', () => {
     assert.match((await update(token, { userId: user.id, password: '€'.repeat(30) })).body.message, /72 bytes/);
   });
 
+  it('when the user puts a control or bidi character into its own name, answers 400 and keeps the old name', async () => {
+    const user = await identity.createUser();
+    const token = await tokenOf(user);
+    const before = await identity.db('users').where({ id: user.id }).first();
+    for (const [field, value] of [['firstName', 'Eve\r\nAdmin'], ['midName', '\u001b]0;owned\u0007'], ['lastName', '\u202eevE'], ['firstName', 'Eve\u0085'], ['lastName', 'Eve\u2066']]) {
+      const res = await update(token, { userId: user.id, [field!]: value });
+      assert.equal(res.status, 400, `${field}=${JSON.stringify(value)}: ${JSON.stringify(res.body)}`);
+      assert.match(res.body.message, new RegExp(`body\\.${field} must match pattern`));
+    }
+    assert.deepEqual(await identity.db('users').where({ id: user.id }).first(), before);
+  });
+
   it('when an ADMIN sets a new password, every session of the user ends', async () => {
     const admin = await identity.createUser({ roles: ['ADMIN'] });
     const user = await identity.createUser();

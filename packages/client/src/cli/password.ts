@@ -1,9 +1,11 @@
+import { print } from './terminal.ts';
+
 /**
  * Reads a password: from the terminal without echo, or the first line of a piped stdin. Used only
  * when neither --password nor PASSWORD is given, so scripts never block on a prompt they cannot see.
  */
 export function promptPassword(prompt: string): Promise<string> {
-  const { stdin, stderr } = process;
+  const { stdin } = process;
   if (!stdin.isTTY) {
     return new Promise((resolve, reject) => {
       let text = '';
@@ -13,7 +15,7 @@ export function promptPassword(prompt: string): Promise<string> {
       stdin.on('error', reject);
     });
   }
-  stderr.write(prompt);
+  print('stderr', [prompt], '');
   stdin.setRawMode(true);
   stdin.setEncoding('utf8');
   stdin.resume();
@@ -23,7 +25,7 @@ export function promptPassword(prompt: string): Promise<string> {
       stdin.setRawMode(false);
       stdin.pause();
       stdin.off('data', onData);
-      stderr.write('\n');
+      print('stderr', ['']);
       finish();
     };
     const onData = (chunk: string): void => {

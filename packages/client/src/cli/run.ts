@@ -4,14 +4,18 @@ import { TABLE_COLUMNS, USAGE, findCommand } from './commands.ts';
 import { render } from './output.ts';
 import { promptPassword } from './password.ts';
 import { UsageError, parseCommandLine, resolveSettings } from './settings.ts';
+import { print } from './terminal.ts';
 import { readTokens, writeTokens } from './token-file.ts';
 
-/** Runs one command line; returns the exit code (0 ok, 1 the API or network failed, 2 usage). */
+/**
+ * Runs one command line; returns the exit code (0 ok, 1 the API or network failed, 2 usage). Everything
+ * goes out through `print`, which escapes whatever the API (or anyone) put in the text.
+ */
 export async function run(argv: string[], vars: NodeJS.ProcessEnv): Promise<number> {
   try {
     const { values: flags, positionals } = parseCommandLine(argv);
     if (flags.help === true || positionals.length === 0) {
-      process.stdout.write(`${USAGE}\n`);
+      print('stdout', USAGE.split('\n'));
       return flags.help === true ? 0 : 2;
     }
     const { name, command, args } = findCommand(positionals);
@@ -22,23 +26,23 @@ export async function run(argv: string[], vars: NodeJS.ProcessEnv): Promise<numb
     const client = createClient({ ...settings.client, tokens: saved, onTokens: (t) => writeTokens(settings.tokenFile, t) });
     const password = async (): Promise<string> => flags.password ?? vars.PASSWORD ?? (await promptPassword('Password: '));
     const result = await command({ client, args, flags, tokenFile: settings.tokenFile, password });
-    const text = render(result, settings.output, TABLE_COLUMNS[name]);
-    if (text !== '') process.stdout.write(`${text}\n`);
+    const lines = render(result, settings.output, TABLE_COLUMNS[name]);
+    if (lines.length > 0) print('stdout', lines);
     return 0;
   } catch (err) {
     if (err instanceof ApiError) {
-      process.stderr.write(`${JSON.stringify(err.body, null, 2)}\n`);
+      print('stderr', JSON.stringify(err.body, null, 2).split('\n'));
       return 1;
     }
     if (err instanceof NetworkError) {
-      process.stderr.write(`${err.message}\n`);
+      print('stderr', [err.message]);
       return 1;
     }
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
-      process.stderr.write(`${err.message}\n\n${USAGE}\n`);
+      print('stderr', [err.message, '', ...USAGE.split('\n')]);
       return 2;
     }
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    print('stderr', [err instanceof Error ? err.message : String(err)]);
     return 1;
   }
 }

@@ -556,6 +556,7 @@ export interface components {
          *     `Password is too common`.
          */
         Password: string;
+        /** @description A name as people write it; control characters and bidi controls are refused (400). */
         PersonName: string;
         /** @description Locale tag `<language>_<COUNTRY>`, e.g. `tr_TR`, `en_US`. */
         Locale: string;
@@ -573,12 +574,16 @@ export interface components {
         AccountType: "INDIVIDUAL" | "ORGANIZATION";
         /** @enum {string} */
         SubscriptionPlan: "NONE" | "TRIAL" | "BASIC_MONTHLY" | "BASIC_YEARLY" | "PREMIUM_MONTHLY" | "PREMIUM_YEARLY" | "CUSTOM";
-        /** @description Mobile phone number, preferably in E.164 form (`+905321234567`). */
+        /**
+         * @description Mobile phone number, preferably in E.164 form (`+905321234567`); control characters and bidi
+         *     controls are refused (400).
+         */
         PhoneNumber: string;
+        /** @description One line of text; control characters and bidi controls are refused (400). */
         FreeText: string;
         /**
          * Format: uri
-         * @description An absolute URL.
+         * @description An absolute URL; control characters and bidi controls must be percent-encoded (else 400).
          */
         Link: string;
         /** @description A JWT access token. */
