@@ -11,6 +11,7 @@ import { sessionOrigin } from './0009_session_origin.ts';
 import { userSearchIndexes } from './0010_user_search_indexes.ts';
 import { revokedSessionsIndex } from './0011_revoked_sessions_index.ts';
 import { voidCodesOnNumberChange } from './0012_void_codes_on_number_change.ts';
+import { textWithoutControls } from './0013_text_without_controls.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -26,4 +27,5 @@ export const migrations: readonly Migration[] = [
   userSearchIndexes,
   revokedSessionsIndex,
   voidCodesOnNumberChange,
+  textWithoutControls,
 ];
