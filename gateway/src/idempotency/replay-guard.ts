@@ -40,9 +40,8 @@ export const RATE_BUCKETS = 10;
  * was written, else 0.
  */
 const CLAIM_SCRIPT = `${MIRROR_STATE_LUA}${STAMP_LUA}
-stamp_check(KEYS[4], KEYS[5], ARGV[9], ARGV[10], ARGV[7])
+stamp_check(KEYS[4], KEYS[5], ARGV[9], ARGV[10], ARGV[7], ${STAMP_TTL_MS})
 local born, whole = mirror_state(KEYS[4], ARGV[7])
--- Divided, not multiplied: the embedded fallback's Lua (fengari) has 32-bit integers.
 if tonumber(ARGV[6]) < tonumber(born) / 1000 then return {5, 0, 1000, 0} end
 if not whole and ARGV[8] == '1' then return {6, 0, 1000, 0} end
 local replayed = redis.call('EXISTS', KEYS[2]) == 1

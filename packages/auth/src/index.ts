@@ -1,25 +1,27 @@
 export {
   BLACKLIST_KEY_PREFIX,
-  SESSION_REVOCATION_KEY_PREFIX,
-  type TokenBlacklist,
-  blacklistKey,
-  redisBlacklist,
-  revocationKeys,
-  sessionRevocationKey,
-} from './blacklist.ts';
-export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
-export {
   MIRROR_STATE_LUA,
   REVOCATION_MIRROR_KEY,
   type RevocationMirror,
   RevocationsUnavailableError,
+  SESSION_REVOCATION_KEY_PREFIX,
+  STAMP_LUA,
+  STAMP_TTL_MS,
+  type TokenBlacklist,
+  type WriteStamp,
+  blacklistKey,
   closeMirrorOnReconnect,
   onReconnect,
+  redisBlacklist,
+  revocationKeys,
   revocationMirror,
-} from './revocation-mirror.ts';
+  sessionRevocationKey,
+  watchWriteStamp,
+  writeStamp,
+} from './revocations/index.ts';
+export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';
 export { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from './token-lifetime.ts';
-export { STAMP_LUA, STAMP_TTL_MS, type WriteStamp, watchWriteStamp, writeStamp } from './write-stamp.ts';
 export { REVOCATIONS_RESTORING_MESSAGE, type TokenVerifier, type TokenVerifierOptions, type VerifyOptions, createTokenVerifier } from './verifier.ts';

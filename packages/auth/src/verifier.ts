@@ -1,8 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import jwt, { type Algorithm } from 'jsonwebtoken';
-import type { TokenBlacklist } from './blacklist.ts';
-import { RevocationsUnavailableError } from './revocation-mirror.ts';
+import type { TokenBlacklist } from './revocations/blacklist.ts';
+import { RevocationsUnavailableError } from './revocations/mirror.ts';
 import type { KeySource } from './key-source.ts';
 import type { Principal } from './principal.ts';
 import { isRole } from './roles.ts';

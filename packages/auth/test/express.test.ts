@@ -4,7 +4,7 @@ import { errorHandler, notFoundHandler } from '@platform/errors';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import express, { type Express } from 'express';
 import request from 'supertest';
-import { type TokenBlacklist, redisBlacklist } from '../src/blacklist.ts';
+import { type TokenBlacklist, redisBlacklist } from '../src/revocations/blacklist.ts';
 import { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from '../src/express.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { createTokenVerifier } from '../src/verifier.ts';

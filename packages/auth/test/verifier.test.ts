@@ -3,8 +3,8 @@ import { type KeyObject, createHmac, createPublicKey, generateKeyPairSync, rando
 import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import jwt, { type Algorithm } from 'jsonwebtoken';
-import { blacklistKey, redisBlacklist, sessionRevocationKey } from '../src/blacklist.ts';
-import { REVOCATION_MIRROR_KEY, revocationMirror } from '../src/revocation-mirror.ts';
+import { blacklistKey, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
+import { REVOCATION_MIRROR_KEY, revocationMirror } from '../src/revocations/mirror.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';

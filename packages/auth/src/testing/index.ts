@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import type { Jwks } from '../key-source.ts';
-import { REVOCATION_MIRROR_KEY } from '../revocation-mirror.ts';
+import { REVOCATION_MIRROR_KEY } from '../revocations/mirror.ts';
 import type { Role } from '../roles.ts';
 
 /** Claims a test token may override; everything else gets a valid default. */

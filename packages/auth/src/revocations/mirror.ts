@@ -1,57 +1,14 @@
 import type { Redis } from 'ioredis';
+import { luaFile, luaScript } from './lua.ts';
 
 /**
- * Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
+ * The mirror's state hash (module head: index.ts). Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
  * says whether the mirror is whole: `born` is when the platform found Redis without it (ms, the clock of
  * the process that noticed), `ready` is `1` once identity has re-seeded every revocation that may still be live. A Redis
  * that lost its data has no hash; whoever notices first creates it not ready, and from then on every
  * request with a bearer token fails closed until identity has re-seeded.
  */
 export const REVOCATION_MIRROR_KEY = 'auth:mirror';
-
-/**
- * A Lua function every per-request script starts with: the mirror's state `born` (as stored: decimal
- * text) and `ready`, created (not
- * ready, born `now`: the caller's clock, in ms) when it is missing, in the same atomic step as the rest of
- * the script, so telling a lost Redis costs no extra round trip. Scalar replies only (HGET, not HMGET or
- * TIME): the embedded fallback's Lua (ioredis-mock) indexes the tables of multi-replies from 0.
- */
-export const MIRROR_STATE_LUA = `
-local function mirror_state(key, now)
-  local ready = redis.call('HGET', key, 'ready')
-  if not ready then
-    redis.call('HSETNX', key, 'born', now)
-    redis.call('HSETNX', key, 'ready', '0')
-    ready = redis.call('HGET', key, 'ready')
-  end
-  return redis.call('HGET', key, 'born'), ready == '1'
-end
-`;
-
-/**
- * Returns `<born>:<ready 1 or 0>`, creating the hash when it is missing. One string, not a table: the
- * embedded fallback's Lua (ioredis-mock on fengari) hands a table back as a proxy, not an array.
- */
-const STATE_SCRIPT = `${MIRROR_STATE_LUA}
-local born, ready = mirror_state(KEYS[1], ARGV[1])
-return born .. ':' .. (ready and '1' or '0')
-`;
-
-/** Marks the mirror not ready (keeps or sets `born`); returns `born`. */
-const NOT_READY_SCRIPT = `${MIRROR_STATE_LUA}
-local born = mirror_state(KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[1], 'ready', '0')
-return born
-`;
-
-/** Marks the mirror ready, but only if it is still the one re-seeded (`born` unchanged): 1 when it did. */
-const READY_SCRIPT = `
-if redis.call('HGET', KEYS[1], 'born') == ARGV[1] then
-  redis.call('HSET', KEYS[1], 'ready', '1')
-  return 1
-end
-return 0
-`;
 
 interface MirrorCommands {
   revocationMirrorState(key: string, now: string): Promise<string>;
@@ -71,9 +28,9 @@ export interface RevocationMirror {
 
 /** The mirror on `redis` (whose key prefix is the environment's). */
 export function revocationMirror(redis: Redis): RevocationMirror {
-  redis.defineCommand('revocationMirrorState', { numberOfKeys: 1, lua: STATE_SCRIPT });
-  redis.defineCommand('revocationMirrorNotReady', { numberOfKeys: 1, lua: NOT_READY_SCRIPT });
-  redis.defineCommand('revocationMirrorReady', { numberOfKeys: 1, lua: READY_SCRIPT });
+  redis.defineCommand('revocationMirrorState', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-read') });
+  redis.defineCommand('revocationMirrorNotReady', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-close') });
+  redis.defineCommand('revocationMirrorReady', { numberOfKeys: 1, lua: luaScript('mirror-open') });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as MirrorCommands;
   return {
@@ -126,3 +83,9 @@ export function closeMirrorOnReconnect(redis: Redis, onError: (err: unknown) => 
     mirror.markNotReady().catch(onError);
   });
 }
+
+/**
+ * `mirror_state(key, now)` (lua/mirror-state.lua), for a script of another module that must tell a lost
+ * Redis in its own round trip (the gateway's admission): put it first in that script.
+ */
+export const MIRROR_STATE_LUA = luaFile('mirror-state');

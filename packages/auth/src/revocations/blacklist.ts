@@ -1,6 +1,7 @@
 import type { ChainableCommander, Redis } from 'ioredis';
-import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, RevocationsUnavailableError } from './revocation-mirror.ts';
-import { revocationExpiry } from './token-lifetime.ts';
+import { revocationExpiry } from '../token-lifetime.ts';
+import { luaScript } from './lua.ts';
+import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError } from './mirror.ts';
 import { STAMP_TTL_MS, type WriteStamp } from './write-stamp.ts';
 
 /**
@@ -50,16 +51,6 @@ export interface TokenBlacklist {
   isRevoked(token: { tokenId: string; sessionId: string }): Promise<boolean>;
 }
 
-/**
- * The revocation check of one request: the mirror's state and the token's two keys in one atomic step
- * (CONTRACT.md part 13). -1 while the mirror is not whole, else how many of the keys exist.
- */
-const IS_REVOKED_SCRIPT = `${MIRROR_STATE_LUA}
-local _, ready = mirror_state(KEYS[1], ARGV[1])
-if not ready then return -1 end
-return redis.call('EXISTS', KEYS[2], KEYS[3])
-`;
-
 interface BlacklistCommands {
   revocationCheck(mirrorKey: string, tokenKey: string, sessionKey: string, now: string): Promise<number>;
 }
@@ -79,7 +70,7 @@ export function redisBlacklist(redis: Redis, options: { stamp?: WriteStamp } = {
     if (failed !== undefined) throw failed[0];
     if (stamp !== undefined) stamp.observe(Number(results.at(-2)?.[1]));
   };
-  redis.defineCommand('revocationCheck', { numberOfKeys: 3, lua: IS_REVOKED_SCRIPT });
+  redis.defineCommand('revocationCheck', { numberOfKeys: 3, lua: luaScript('mirror-state', 'is-revoked') });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as BlacklistCommands;
   return {

@@ -1,0 +1,53 @@
+/**
+ * Revocations: what must stay refused, kept in Redis for every verifier and surviving Redis losing its
+ * data (CONTRACT.md parts 4 and 13). Identity records every ended session in Postgres; Redis holds a
+ * *mirror* of those records (the blacklist) that the gateway, identity and risk read on every bearer
+ * request, in the same script as everything else they ask Redis.
+ *
+ * The mirror's life, one hash in Redis (`auth:mirror`, mirror.ts):
+ *
+ *          re-seeded by identity's keeper
+ *     ┌─────────────── re-seeding ◄──────────────┐
+ *     ▼                                          │ identity's keeper sees it (≤ REVOCATION_MIRROR_CHECK_MS)
+ *   whole ──── Redis loses data ────────────► lost   (every bearer request: 503 until whole again)
+ *  ready=1     (flush, restart, lagging replica    ready=0, born=now
+ *              promoted, any reconnect, a revocation
+ *              that did not reach Redis)
+ *
+ * The words, once:
+ * - *mirror*: the revocations in Redis, a copy of what Postgres holds; *whole* (`ready` = 1) when it holds
+ *   every revocation whose tokens may still be accepted.
+ * - *born*: when this Redis was last found without its data (ms). A signature `created` before it is
+ *   refused at the gateway: its nonce may have been lost with the data.
+ * - *lost*: the hash is missing (created again not ready, born now) or was marked not ready: by a
+ *   process that reconnected (closeMirrorOnReconnect: a failover may have lost writes), or by a *stamp*.
+ * - *stamp* (write-stamp.ts): a writer's count of its writes that must survive (identity's revocations,
+ *   the gateway's nonces), INCR'd with each write; the writer remembers the highest count it has *seen*.
+ *   Redis holding less went back in time: a replica that lagged was promoted though the hash survived.
+ * - *dirty*: identity's keeper was told a revocation could not be published; it re-seeds once Redis answers.
+ * - *re-seed*: identity writes every session ended within a token lifetime back from Postgres, then marks
+ *   the mirror ready, unless it was lost again meanwhile (`born` changed): then once more.
+ *
+ * Files: blacklist.ts (the revocation keys, and the per-request check), mirror.ts (the hash; reconnects),
+ * write-stamp.ts (stamps), lua/ (every script, loaded once by lua.ts, each function in a file of its own).
+ * Identity's keeper (services/identity, revocation mirror keeper) is the one writer of `ready = 1`.
+ */
+export {
+  BLACKLIST_KEY_PREFIX,
+  SESSION_REVOCATION_KEY_PREFIX,
+  type TokenBlacklist,
+  blacklistKey,
+  redisBlacklist,
+  revocationKeys,
+  sessionRevocationKey,
+} from './blacklist.ts';
+export {
+  MIRROR_STATE_LUA,
+  REVOCATION_MIRROR_KEY,
+  type RevocationMirror,
+  RevocationsUnavailableError,
+  closeMirrorOnReconnect,
+  onReconnect,
+  revocationMirror,
+} from './mirror.ts';
+export { STAMP_LUA, STAMP_TTL_MS, type WriteStamp, watchWriteStamp, writeStamp } from './write-stamp.ts';

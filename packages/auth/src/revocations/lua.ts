@@ -1,0 +1,24 @@
+import { readFileSync } from 'node:fs';
+
+/** The Lua of this module, by file name (without `.lua`), read once per process. */
+export type LuaFile = 'mirror-state' | 'stamp-check' | 'mirror-read' | 'mirror-close' | 'mirror-open' | 'stamp-watch' | 'is-revoked';
+
+const loaded = new Map<LuaFile, string>();
+
+/** One file of `lua/` (beside this module in the sources, copied beside it into `dist/` by the build). */
+export function luaFile(name: LuaFile): string {
+  let text = loaded.get(name);
+  if (text === undefined) {
+    text = readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
+    loaded.set(name, text);
+  }
+  return text;
+}
+
+/**
+ * A script for `defineCommand`: the named functions it calls (`mirror_state`, `stamp_check`) first, its
+ * body last. Redis runs a script as one chunk, so a script's library is its own first lines.
+ */
+export function luaScript(...files: LuaFile[]): string {
+  return files.map(luaFile).join('\n');
+}

@@ -1,0 +1,3 @@
+-- KEYS[1] the mirror, ARGV[1] now (ms). Returns '<born>:<1 or 0>', creating the mirror when it is missing.
+local born, ready = mirror_state(KEYS[1], ARGV[1])
+return born .. ':' .. (ready and '1' or '0')
