@@ -17,7 +17,7 @@ export {
   onReconnect,
   revocationMirror,
 } from './revocation-mirror.ts';
-export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
+export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';
 export { STAMP_LUA, STAMP_TTL_MS, type WriteStamp, watchWriteStamp, writeStamp } from './write-stamp.ts';
