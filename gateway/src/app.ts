@@ -35,7 +35,7 @@ export interface Gateway {
   app: Express;
   /** The management port's app: metrics and health (CONTRACT.md part 10). */
   management: Express;
-  /** Closes the upstream connection pools (after the server drained) and stops watching Redis's past. */
+  /** Closes the upstream connection pools (after the server drained), stops watching Redis's past and the token keys. */
   close: () => void;
 }
 
@@ -66,8 +66,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const proxyTo = (route: UpstreamRoute) =>
     createUpstreamProxy({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS, alwaysMessages: route === routes.risk });
   const proxies = { identity: proxyTo(routes.identity), risk: proxyTo(routes.risk) };
+  // Re-validated every JWKS_REFRESH_MS from the first bearer request on: a key identity withdrew (a leaked
+  // one) stops verifying here within seconds, not when the cached set ages out.
+  const tokenKeys = jwksKeySource({
+    url: config.IDENTITY_JWKS_URL,
+    refreshIntervalMs: config.JWKS_REFRESH_MS,
+    onError: (err) => logger.warn({ err }, 'could not fetch the token keys (JWKS)'),
+  });
   const tokens = createTokenVerifier({
-    keys: jwksKeySource({ url: config.IDENTITY_JWKS_URL, onError: (err) => logger.warn({ err }, 'could not fetch the token keys (JWKS)') }),
+    keys: tokenKeys,
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
@@ -105,6 +112,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req)) }),
     management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
     close: () => {
+      tokenKeys.close();
       stampWatch.stop();
       mirrorClose.stop();
       proxies.identity.close();

@@ -28,6 +28,11 @@ export const gatewayConfigSpec = {
   IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {
     localDefault: 'http://127.0.0.1:8081/.well-known/jwks.json',
   }),
+  JWKS_REFRESH_MS: env.integer(
+    'How often the token key set of IDENTITY_JWKS_URL is re-validated in the background (a 304 while unchanged): a key identity no longer publishes stops verifying within about this long',
+    { min: 100, max: 60_000 },
+    { default: 2000 },
+  ),
   JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
   JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
   GATEWAY_CLIENT_KEYS: env.custom('JSON array of client keys { keyId, alg, secret | publicKey, notAfter? }; unused when GATEWAY_CLIENT_KEYS_FILE is set', parseClientKeys, {

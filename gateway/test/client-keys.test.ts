@@ -66,6 +66,17 @@ describe('parseClientKeys', () => {
       assert.equal(parseClientKeys(JSON.stringify([{ keyId, alg: 'hmac-sha256', secret: '0123456789abcdef' }]))[0]!.keyId, keyId);
     });
 
+    it('a notAfter in RFC 3339, as epoch ms, with any offset, Feb 29 of a leap year included', () => {
+      const key = { keyId: 'k', alg: 'hmac-sha256', secret: '0123456789abcdef' };
+      for (const [notAfter, instant] of [
+        ['2027-01-31T00:00:00Z', '2027-01-31T00:00:00.000Z'],
+        ['2027-01-31T12:00:00+01:00', '2027-01-31T11:00:00.000Z'],
+        ['2028-02-29T23:59:59.250-00:00', '2028-02-29T23:59:59.250Z'],
+      ]) {
+        assert.equal(parseClientKeys(JSON.stringify([{ ...key, notAfter }]))[0]!.notAfter, Date.parse(instant!), notAfter);
+      }
+    });
+
     it('the local default, written as JSON', () => {
       assert.deepEqual(parseClientKeys(JSON.stringify(LOCAL_CLIENT_KEYS)), [{ keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' }]);
     });
@@ -173,6 +184,31 @@ describe('parseClientKeys', () => {
           rejection(JSON.stringify([{ keyId: 'k', alg: 'ed25519', publicKey }])),
           'key "k": publicKey is not a readable PEM public key',
         );
+      }
+    });
+
+    it('a notAfter that names no real instant (Feb 30, Apr 31, Feb 29 of 2026, hour 24, a leap second), naming the field, not rolling it over', () => {
+      const pem = publicPem('ed25519');
+      for (const [notAfter, reason] of [
+        ['2026-02-30T00:00:00Z', 'day 30 is not a day of 2026-02 (01-28)'],
+        ['2026-04-31T00:00:00Z', 'day 31 is not a day of 2026-04 (01-30)'],
+        ['2026-02-29T00:00:00Z', 'day 29 is not a day of 2026-02 (01-28)'],
+        ['2026-01-01T24:00:00Z', 'hour 24 is not 00-23'],
+        ['2026-01-01T23:60:00Z', 'minute 60 is not 00-59'],
+        ['2016-12-31T23:59:60Z', 'second 60 (a leap second) is not accepted; write :59 or the next minute'],
+        ['2026-01-01T00:00:00+24:00', 'offset hour 24 is not 00-23'],
+      ]) {
+        const expected = `key "k": notAfter must be an RFC 3339 date-time, e.g. 2027-01-31T00:00:00Z: ${reason}`;
+        assert.equal(rejection(JSON.stringify([{ keyId: 'k', alg: 'hmac-sha256', secret: '0123456789abcdef', notAfter }])), expected);
+        assert.equal(rejection(JSON.stringify([{ keyId: 'k', alg: 'ed25519', publicKey: pem, notAfter }])), expected);
+      }
+    });
+
+    it('a notAfter that is not RFC 3339 text, without echoing it', () => {
+      for (const notAfter of ['2027-01-31', 'tomorrow', 1798675200, null, 'S3cret-pasted-here']) {
+        const message = rejection(JSON.stringify([{ keyId: 'k', alg: 'hmac-sha256', secret: '0123456789abcdef', notAfter }]));
+        assert.match(message, /^key "k": notAfter must be an RFC 3339 date-time, e\.g\. 2027-01-31T00:00:00Z/, String(notAfter));
+        assert.ok(!message.includes('S3cret'));
       }
     });
 

@@ -30,11 +30,11 @@ describe('gateway configuration', () => {
     });
   }
 
-  it('reads notAfter of a client key as an RFC 3339 date-time, and refuses anything else', () => {
+  it('reads notAfter of a client key as an RFC 3339 date-time, and refuses anything else, impossible dates included', () => {
     const key = { keyId: 'partner', alg: 'hmac-sha256', secret: 'a-partner-secret-of-32-bytes-abc' };
     const parsed = loadConfig(gatewayConfigSpec, { GATEWAY_CLIENT_KEYS: JSON.stringify([{ ...key, notAfter: '2027-01-31T12:00:00+01:00' }]) });
     assert.equal(parsed.GATEWAY_CLIENT_KEYS[0]?.notAfter, Date.parse('2027-01-31T11:00:00Z'));
-    for (const notAfter of ['2027-01-31', 'tomorrow', 1798675200, '2027-13-45T00:00:00Z']) {
+    for (const notAfter of ['2027-01-31', 'tomorrow', 1798675200, '2027-13-45T00:00:00Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z']) {
       assert.throws(() => loadConfig(gatewayConfigSpec, { GATEWAY_CLIENT_KEYS: JSON.stringify([{ ...key, notAfter }]) }), /notAfter must be an RFC 3339 date-time/);
     }
   });

@@ -150,6 +150,32 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     await gaugeBecomes(1);
   });
 
+  it('refuses a file whose notAfter is an impossible date or time (Feb 30, hour 24) as a whole, keeping the last valid keys', async () => {
+    const good = keysJson(ALICE, BOB);
+    await publish(good);
+    await takesEffect(ALICE, 200, Date.now());
+    // Read leniently, each would roll over to a later instant (March 2, January 2) and retire the key late.
+    // The file also drops BOB: BOB still passing shows that nothing of the file was taken.
+    for (const [notAfter, reason] of [
+      ['2026-02-30T00:00:00Z', 'day 30 is not a day of 2026-02 \\(01-28\\)'],
+      ['2026-01-01T24:00:00Z', 'hour 24 is not 00-23'],
+    ] as const) {
+      await publish(good);
+      await gaugeBecomes(1);
+      const before = gateway.output().length;
+      await publish(keysJson({ ...ALICE, notAfter }));
+      await gaugeBecomes(0);
+      assert.equal((await login(ALICE)).status, 200, `ALICE, after notAfter ${notAfter}`);
+      assert.equal((await login(BOB)).status, 200, `BOB, after notAfter ${notAfter}`);
+      const line = new RegExp(`"reason":"key \\\\"alice\\\\": notAfter must be an RFC 3339 date-time[^"]*: ${reason}",.*"msg":"GATEWAY_CLIENT_KEYS_FILE is not usable; keeping the last valid client keys"`);
+      // The log comes by a pipe, the gauge by a socket: the line may come a moment later.
+      for (const deadline = Date.now() + 3000; !line.test(gateway.output().slice(before)) && Date.now() < deadline; ) await sleep(20);
+      assert.match(gateway.output().slice(before), line);
+    }
+    await publish(good);
+    await gaugeBecomes(1);
+  });
+
   it('counts the file valid again when it is put back as it was before it went bad', async () => {
     await publish(keysJson(BOB));
     await gaugeBecomes(1);
@@ -198,6 +224,9 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     assert.equal(bad.code, 1);
     assert.match(bad.output, /keyId "alice" appears twice: the gateway would keep its last valid keys/);
     assert.ok(!bad.output.includes(ALICE.secret));
+    const impossible = await check(keysJson({ ...ALICE, notAfter: '2026-02-30T00:00:00Z' }));
+    assert.equal(impossible.code, 1);
+    assert.match(impossible.output, /key "alice": notAfter must be an RFC 3339 date-time.*day 30 is not a day of 2026-02.*: the gateway would keep its last valid keys/);
   });
 
   it('refuses to start when the file holds no valid keys, saying why', async () => {

@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto';
+import { parseRfc3339DateTime } from './rfc3339-date-time.ts';
 
 /**
  * A client key of CONTRACT.md parts 2 and 12, as configured in GATEWAY_CLIENT_KEYS (or its file). From
@@ -12,14 +13,19 @@ export const LOCAL_CLIENT_KEYS: readonly ClientKey[] = [{ keyId: 'local-dev', al
 /** Shortest shared secret accepted: a guessable HMAC key would make every signature forgeable. */
 const MIN_SECRET_BYTES = 16;
 const KEY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** RFC 3339 date-time (section 5.6): a full date, a time, an offset or Z. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-
+/**
+ * `notAfter` strictly: an impossible date such as Feb 30 or hour 24 refuses the whole set (and so keeps
+ * the last valid one), because read leniently it would roll over to a later instant and retire the key late.
+ */
 function notAfterOf(value: unknown, name: string): { notAfter?: number } {
   if (value === undefined) return {};
-  const at = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(at)) throw new Error(`${name}: notAfter must be an RFC 3339 date-time, e.g. 2027-01-31T00:00:00Z`);
-  return { notAfter: at };
+  const expected = `${name}: notAfter must be an RFC 3339 date-time, e.g. 2027-01-31T00:00:00Z`;
+  if (typeof value !== 'string') throw new Error(expected);
+  try {
+    return { notAfter: parseRfc3339DateTime(value) };
+  } catch (err) {
+    throw new Error(`${expected}: ${(err as Error).message}`);
+  }
 }
 
 function parseOne(entry: unknown, index: number): ClientKey {

@@ -20,7 +20,7 @@ export {
   writeStamp,
 } from './revocations/index.ts';
 export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
-export { type Jwks, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
+export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';
 export { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from './token-lifetime.ts';

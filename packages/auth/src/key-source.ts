@@ -19,15 +19,19 @@ export function staticKeySource(keys: ReadonlyMap<string, KeyObject>): KeySource
 
 /**
  * Turns a JWKS into key objects, once: parsing a key per verification costs ~50x the verification.
- * Entries without a `kid`, or that are not EC/RSA public keys, are skipped.
+ * Entries without a `kid`, or that are not EC/RSA public keys, are skipped. A key equal to the one that
+ * `previous` holds under the same `kid` stays that very object, so the verifier's cache of verified tokens
+ * (which checks the key object's identity) keeps the tokens of every key that did not change.
  */
-export function keysFromJwks(jwks: Jwks): Map<string, KeyObject> {
+export function keysFromJwks(jwks: Jwks, previous?: ReadonlyMap<string, KeyObject>): Map<string, KeyObject> {
   const keys = new Map<string, KeyObject>();
   for (const jwk of Array.isArray(jwks.keys) ? jwks.keys : []) {
     if (typeof jwk.kid !== 'string' || (jwk.kty !== 'EC' && jwk.kty !== 'RSA')) continue;
     try {
       const { d: _private, ...publicPart } = jwk;
-      keys.set(jwk.kid, createPublicKey({ key: publicPart, format: 'jwk' }));
+      const key = createPublicKey({ key: publicPart, format: 'jwk' });
+      const known = previous?.get(jwk.kid);
+      keys.set(jwk.kid, known?.equals(key) === true ? known : key);
     } catch {
       // A malformed entry must not hide the good ones.
     }
@@ -44,50 +48,100 @@ export interface JwksKeySourceOptions {
   maxAgeMs?: number;
   /** An unknown `kid` triggers a fetch at most this often, so forged kids cannot hammer the issuer. */
   minRefreshIntervalMs?: number;
-  /** Told about failed fetches. */
+  /**
+   * When set, the key set is re-validated this often in the background (a conditional request, answered
+   * 304 while nothing changed), from the first use until `close()`: a key the issuer stops publishing
+   * stops verifying within about this long. Without it, only `maxAgeMs` and unknown kids refresh.
+   */
+  refreshIntervalMs?: number;
+  /** Told about failed fetches: every one made for a request, the first of a run of failed background ones. */
   onError?: (err: unknown) => void;
 }
 
+/** A key source over a JWKS URL; `close()` stops its background refresh. */
+export interface JwksKeySource extends KeySource {
+  close(): void;
+}
+
+/** What one fetch of the JWKS brought. */
+type Fetched = { changed: false } | { changed: true; keys: Map<string, KeyObject>; etag: string | undefined };
+
 /**
- * Keys fetched from a JWKS URL and cached: refreshed when they age, and at once (rate-limited) when a token
- * names a `kid` the cache does not have, so a key rotation at the issuer is picked up without a restart.
- * Only one fetch runs at a time. When the issuer is unreachable the cached keys keep working.
+ * Keys fetched from a JWKS URL and cached: refreshed when they age, at once (rate-limited) when a token
+ * names a `kid` the cache does not have, so a key rotation at the issuer is picked up without a restart,
+ * and, with `refreshIntervalMs`, every few seconds in the background, so a key the issuer withdrew (a
+ * leaked one) stops verifying everywhere within seconds. A background check costs the issuer a 304 and
+ * the request path nothing: requests never wait for it.
+ * Only one fetch runs at a time. When the issuer is unreachable, or answers something that is not a key
+ * set, the cached keys keep working.
  */
-export function jwksKeySource(options: JwksKeySourceOptions): KeySource {
+export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
   const timeoutMs = options.timeoutMs ?? 2000;
   const maxAgeMs = options.maxAgeMs ?? 10 * 60_000;
   const minRefreshIntervalMs = options.minRefreshIntervalMs ?? 30_000;
   let keys: Map<string, KeyObject> | undefined;
+  let etag: string | undefined;
   let fetchedAt = 0;
+  /** When a request last caused a fetch: the background checks do not count, or no unknown kid would ever fetch. */
   let attemptedAt = 0;
   let inFlight: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  let backgroundFailing = false;
 
-  const load = async (): Promise<void> => {
-    attemptedAt = Date.now();
+  const fetchKeys = async (): Promise<Fetched> => {
+    // If-None-Match only with keys to fall back on: a 304 must never be all a first fetch gets.
+    const conditional = keys !== undefined && etag !== undefined ? { 'if-none-match': etag } : {};
+    const response = await fetch(options.url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json', ...conditional } });
+    if (response.status === 304 && 'if-none-match' in conditional) {
+      await response.body?.cancel();
+      return { changed: false };
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`JWKS endpoint answered ${response.status}`);
+    }
+    const body = (await response.json()) as unknown;
+    // An answer that is not a key set counts as a failed fetch: it must not wipe the cached keys.
+    if (typeof body !== 'object' || body === null || !Array.isArray((body as Partial<Jwks>).keys)) {
+      throw new Error('JWKS endpoint answered something that is not a key set');
+    }
+    return { changed: true, keys: keysFromJwks(body as Jwks, keys), etag: response.headers.get('etag') ?? undefined };
+  };
+
+  const load = async (background: boolean): Promise<void> => {
+    if (!background) attemptedAt = Date.now();
     try {
-      const response = await fetch(options.url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw new Error(`JWKS endpoint answered ${response.status}`);
+      const fetched = await fetchKeys();
+      if (fetched.changed) {
+        keys = fetched.keys;
+        etag = fetched.etag;
       }
-      const body = (await response.json()) as unknown;
-      // An answer that is not a key set counts as a failed fetch: it must not wipe the cached keys.
-      if (typeof body !== 'object' || body === null || !Array.isArray((body as Partial<Jwks>).keys)) {
-        throw new Error('JWKS endpoint answered something that is not a key set');
-      }
-      keys = keysFromJwks(body as Jwks);
       fetchedAt = Date.now();
+      backgroundFailing = false;
     } catch (err) {
-      options.onError?.(err);
+      // An issuer down for an hour must not write a line per check: the first failure of a run is enough.
+      if (!background || !backgroundFailing) options.onError?.(err);
+      if (background) backgroundFailing = true;
     }
   };
 
   // Cleared in `.finally`, never inside `load`: a load that settles synchronously would clear the slot before it is set.
-  const refresh = (): Promise<void> => {
-    inFlight ??= load().finally(() => {
+  const refresh = (background = false): Promise<void> => {
+    inFlight ??= load(background).finally(() => {
       inFlight = undefined;
     });
     return inFlight;
+  };
+
+  const startChecking = () => {
+    if (options.refreshIntervalMs === undefined || timer !== undefined || closed) return;
+    timer = setInterval(() => {
+      // A fetch already running (a request's) is as good as this check.
+      if (inFlight === undefined) void refresh(true);
+    }, options.refreshIntervalMs);
+    // The checks are no reason to keep a process alive.
+    timer.unref();
   };
 
   return {
@@ -95,6 +149,7 @@ export function jwksKeySource(options: JwksKeySourceOptions): KeySource {
       const now = Date.now();
       if (keys === undefined) {
         await refresh();
+        startChecking();
       } else if (!keys.has(kid)) {
         // A fetch already running (another request with the new kid) may bring it: wait for it, start none.
         if (inFlight !== undefined) await inFlight;
@@ -104,6 +159,10 @@ export function jwksKeySource(options: JwksKeySourceOptions): KeySource {
       }
       if (keys === undefined) throw new ServiceUnavailableError('Token verification keys are unavailable');
       return keys.get(kid);
+    },
+    close() {
+      closed = true;
+      clearInterval(timer);
     },
   };
 }

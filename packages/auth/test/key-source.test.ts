@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
@@ -38,6 +38,35 @@ function serveJson(current: () => unknown): (req: IncomingMessage, res: ServerRe
   return (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(current()));
   };
+}
+
+/** The If-None-Match of each request a server received, in order (undefined: an unconditional request). */
+type Conditions = Array<string | undefined>;
+
+/**
+ * Serves `current()` as identity does: with an ETag over the body, and 304 without a body to an
+ * If-None-Match that names it. Records each request's If-None-Match in `seen`.
+ */
+function serveWithEtag(current: () => unknown, seen: Conditions): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const body = JSON.stringify(current());
+    const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+    const condition = req.headers['if-none-match'];
+    seen.push(condition);
+    if (condition === etag) res.writeHead(304, { etag }).end();
+    else res.writeHead(200, { 'content-type': 'application/json', etag }).end(body);
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `check()` holds, or fails after `withinMs`. */
+async function eventually(check: () => boolean | Promise<boolean>, withinMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, `${what} within ${withinMs} ms`);
+    await sleep(10);
+  }
 }
 
 /** A URL where nothing listens: a server is started for its port and closed again. */
@@ -302,7 +331,164 @@ describe('jwksKeySource', () => {
   });
 });
 
+describe('jwksKeySource with refreshIntervalMs (background re-validation)', () => {
+  it('re-validates with If-None-Match; while nothing changed each check is a 304 and the key objects stay the same', async () => {
+    const issuer = createTestIssuer();
+    const seen: Conditions = [];
+    const server = await startServer(serveWithEtag(() => issuer.jwks, seen));
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 30 });
+    try {
+      const key = await source.get(issuer.kid);
+      assert.notEqual(key, undefined);
+      await eventually(() => seen.length >= 4, 2000, 'three background checks');
+      assert.equal(seen[0], undefined, 'the first fetch is unconditional');
+      const etag = `"${createHash('sha256').update(JSON.stringify(issuer.jwks)).digest('base64url')}"`;
+      assert.deepEqual(new Set(seen.slice(1)), new Set([etag]), 'every later one names the ETag it holds');
+      assert.equal(await source.get(issuer.kid), key, 'the very key object');
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+
+  it('when the issuer stops publishing a key, answers undefined for it within about one interval, and its remembered tokens are refused', async () => {
+    const kept = createTestIssuer();
+    const dropped = createTestIssuer(kept.issuer, kept.audience);
+    let served: Jwks = { keys: [...kept.jwks.keys, ...dropped.jwks.keys] };
+    const server = await startServer(serveWithEtag(() => served, []));
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 50 });
+    try {
+      const verifier = verifierOver(source, kept);
+      const keptToken = kept.sign({ username: 'kept@example.com' });
+      const droppedToken = dropped.sign({ username: 'dropped@example.com' });
+      // Both verified once, so both are remembered by the verifier: only the key source can stop the second.
+      await verifier.verify(keptToken);
+      await verifier.verify(droppedToken);
+      const keptKey = await source.get(kept.kid);
+
+      served = kept.jwks;
+      await eventually(async () => (await source.get(dropped.kid)) === undefined, 1000, 'the withdrawn key gone');
+      await assert.rejects(verifier.verify(droppedToken), UnauthorizedError);
+      assert.equal(await source.get(kept.kid), keptKey, 'the unchanged key is the same object, so its remembered tokens stay remembered');
+      assert.equal((await verifier.verify(keptToken)).username, 'kept@example.com');
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+
+  it('learns a key the issuer adds within about one interval, before any token names it', async () => {
+    const current = createTestIssuer();
+    const next = createTestIssuer(current.issuer, current.audience);
+    let served: Jwks = current.jwks;
+    const server = await startServer(serveWithEtag(() => served, []));
+    // No refetch for an unknown kid for a minute: only the background check can bring the new key.
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 50, minRefreshIntervalMs: 60_000 });
+    try {
+      assert.notEqual(await source.get(current.kid), undefined);
+      served = { keys: [...current.jwks.keys, ...next.jwks.keys] };
+      await eventually(async () => (await source.get(next.kid)) !== undefined, 1000, 'the added key known');
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+
+  it('does not check before the first use, and stops checking at close()', async () => {
+    const issuer = createTestIssuer();
+    const server = await startServer(serveWithEtag(() => issuer.jwks, []));
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 20 });
+    try {
+      await sleep(100);
+      assert.equal(server.requests(), 0, 'a verifier that never met a token asks nothing');
+      await source.get(issuer.kid);
+      await eventually(() => server.requests() >= 3, 1000, 'background checks');
+      source.close();
+      await sleep(50);
+      const after = server.requests();
+      await sleep(150);
+      assert.equal(server.requests(), after, 'no check after close()');
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+
+  it('never makes a request wait for a background check, however slow', async () => {
+    const issuer = createTestIssuer();
+    const held: ServerResponse[] = [];
+    const server = await startServer((req, res) => {
+      // The first fetch is answered; every check hangs.
+      if (req.headers['if-none-match'] === undefined) serveWithEtag(() => issuer.jwks, [])(req, res);
+      else held.push(res);
+    });
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 20, timeoutMs: 5000 });
+    try {
+      const verifier = verifierOver(source, issuer);
+      await verifier.verify(issuer.sign());
+      await eventually(() => held.length === 1, 1000, 'a check in flight');
+      const started = performance.now();
+      await verifier.verify(issuer.sign({ username: 'other@example.com' }));
+      // The check is held for its whole timeout (5 s): a verification that waited for it would take that long.
+      assert.ok(performance.now() - started < 1000, `a verification waited ${Math.round(performance.now() - started)} ms`);
+      assert.equal(held.length, 1, 'one check at a time');
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+
+  it('when the issuer is down or answers something that is not a key set, keeps the keys, and reports each run of failures once', async () => {
+    const issuer = createTestIssuer();
+    let mode: 'up' | 'down' | 'garbage' = 'up';
+    const server = await startServer((req, res) => {
+      if (mode === 'up') serveWithEtag(() => issuer.jwks, [])(req, res);
+      else if (mode === 'down') res.writeHead(503).end();
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"error":"maintenance"}');
+    });
+    const errors: unknown[] = [];
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 20, onError: (err) => errors.push(err) });
+    try {
+      const verifier = verifierOver(source, issuer);
+      const key = await source.get(issuer.kid);
+      mode = 'down';
+      let at = server.requests();
+      await eventually(() => server.requests() >= at + 5, 2000, 'five failed checks');
+      assert.equal(errors.length, 1, 'one report for the run');
+      assert.match(String(errors[0]), /answered 503/);
+      assert.equal(await source.get(issuer.kid), key);
+      assert.equal((await verifier.verify(issuer.sign({ username: 'still@example.com' }))).username, 'still@example.com');
+
+      mode = 'up';
+      at = server.requests();
+      await eventually(() => server.requests() >= at + 2, 2000, 'checks succeed again');
+      mode = 'garbage';
+      at = server.requests();
+      await eventually(() => server.requests() >= at + 5, 2000, 'five checks answered with something else');
+      assert.equal(errors.length, 2, 'a new run, reported once');
+      assert.match(String(errors[1]), /not a key set/);
+      assert.equal(await source.get(issuer.kid), key, 'not wiped');
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+});
+
 describe('keysFromJwks', () => {
+  it('keeps the key object of `previous` for a kid whose key did not change, and makes a new one for a kid whose key did', () => {
+    const a = createTestIssuer();
+    const b = createTestIssuer();
+    const previous = keysFromJwks({ keys: [...a.jwks.keys, ...b.jwks.keys] });
+    const other = createTestIssuer();
+    // Same kid as b, other key material: an issuer that reused a kid must not keep the old key's tokens alive.
+    const next = keysFromJwks({ keys: [...a.jwks.keys, { ...other.jwks.keys[0]!, kid: b.kid }] }, previous);
+    assert.equal(next.get(a.kid), previous.get(a.kid));
+    assert.notEqual(next.get(b.kid), previous.get(b.kid));
+    assert.ok(next.get(b.kid)?.equals(createPublicKey(other.privateKey)));
+  });
+
+
   it('when an entry carries a private key, keeps only its public half', () => {
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const keys = keysFromJwks({ keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'k1' }] });

@@ -54,6 +54,51 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
     for (const key of res.body.keys) assert.equal(key.d, undefined);
   });
 
+  describe('GET /.well-known/jwks.json re-validated with If-None-Match (verifiers check it every few seconds)', () => {
+    const jwks = (ifNoneMatch?: string) => {
+      const call = request(identity.app).get('/.well-known/jwks.json');
+      return ifNoneMatch === undefined ? call : call.set('If-None-Match', ifNoneMatch);
+    };
+
+    it('answers 304 without a body to the ETag it serves (strong, weak, or in a list) and to *, keeping Cache-Control', async () => {
+      const first = await jwks();
+      const etag = first.headers.etag as string;
+      assert.match(etag, /^"[A-Za-z0-9_-]{43}"$/);
+      for (const condition of [etag, `W/${etag}`, `"stale", ${etag}`, '*']) {
+        const res = await jwks(condition);
+        assert.equal(res.status, 304, condition);
+        assert.equal(res.text, '', condition);
+        assert.equal(res.headers.etag, etag, condition);
+        assert.equal(res.headers['cache-control'], 'public, max-age=300', condition);
+      }
+    });
+
+    it('answers 200 with the key set to another ETag', async () => {
+      const res = await jwks('"some-other-key-set"');
+      assert.equal(res.status, 200);
+      assert.equal(res.body.keys.length, 3);
+    });
+
+    it('serves the same ETag from every process with the same keys, and another once a key is removed', async () => {
+      const etag = (await jwks()).headers.etag as string;
+      try {
+        identity.restart({});
+        assert.equal((await jwks()).headers.etag, etag, 'a replica with the same keys');
+        assert.equal((await jwks(etag)).status, 304);
+        identity.restart({ JWT_PREVIOUS_PUBLIC_KEYS: publicPem(retired) });
+        const res = await jwks(etag);
+        assert.equal(res.status, 200, 'a key set without the RSA key is another key set');
+        assert.notEqual(res.headers.etag, etag);
+        assert.deepEqual(
+          res.body.keys.map((k: { kid: string }) => k.kid),
+          [identity.signingKey.kid, retired.kid],
+        );
+      } finally {
+        identity.restart({});
+      }
+    });
+  });
+
   it('new tokens are signed with JWT_PRIVATE_KEY', async () => {
     const { accessToken } = await identity.login(user);
     assert.equal(jwt.decode(accessToken, { complete: true })?.header.kid, signingKeyFromPem(current).kid);

@@ -28,19 +28,30 @@ export interface RiskDeps {
   stations: StationIndexSource;
 }
 
+/** The risk app and what must be closed with it. */
+export interface Risk {
+  app: Express;
+  /** Stops re-validating the token keys (after the server drained). */
+  close: () => void;
+}
+
 /** Builds the risk service's Express app. It never listens: index.ts or a test does. */
-export function createApp(deps: RiskDeps): Express {
+export function createRisk(deps: RiskDeps): Risk {
   const { config, logger } = deps;
+  // Re-validated every JWKS_REFRESH_MS from the first bearer request on: a key identity withdrew (a leaked
+  // one) stops verifying here within seconds, not when the cached set ages out.
+  const tokenKeys = jwksKeySource({
+    url: config.IDENTITY_JWKS_URL,
+    refreshIntervalMs: config.JWKS_REFRESH_MS,
+    onError: (err) => logger.warn({ err, url: config.IDENTITY_JWKS_URL }, 'could not fetch the token keys'),
+  });
   const verifier = createTokenVerifier({
-    keys: jwksKeySource({
-      url: config.IDENTITY_JWKS_URL,
-      onError: (err) => logger.warn({ err, url: config.IDENTITY_JWKS_URL }, 'could not fetch the token keys'),
-    }),
+    keys: tokenKeys,
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
     blacklist: redisBlacklist(deps.redis),
   });
-  return createApiApp({
+  const app = createApiApp({
     logger,
     metrics: deps.metrics,
     // Ready = the index is loaded and Redis answers. Postgres is left out on purpose: the index serves
@@ -56,4 +67,10 @@ export function createApp(deps: RiskDeps): Express {
     // Station error bodies always carry `messages` (CONTRACT.md part 7).
     errors: { messages: 'always' },
   });
+  return { app, close: () => tokenKeys.close() };
+}
+
+/** The risk service's Express app alone, for callers that need nothing closed. */
+export function createApp(deps: RiskDeps): Express {
+  return createRisk(deps).app;
 }

@@ -15,7 +15,7 @@ import {
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
 import { seedStationData } from '../seeds/station-data.ts';
-import { createApp } from './app.ts';
+import { createRisk } from './app.ts';
 import { riskConfigSpec } from './config.ts';
 import { createStationIndexLoader } from './weather-stations/station-index-loader.ts';
 
@@ -51,9 +51,11 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
   await stations.start();
 
+  const risk = createRisk({ config, logger, redis, metrics, lifecycle, stations });
+
   await serveUntilStopped({
     service: 'risk',
-    app: createApp({ config, logger, redis, metrics, lifecycle, stations }),
+    app: risk.app,
     port: config.RISK_PORT,
     host: config.HOST,
     logger,
@@ -64,6 +66,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     exit: host.exit,
     connections: { postgres: config.RISK_DATABASE_URL, redis: config.REDIS_URL },
     closers: [
+      { name: 'token keys', close: async () => risk.close() },
       { name: 'station index', close: () => stations.stop() },
       { name: 'postgres', close: () => db.destroy() },
       {

@@ -9,7 +9,7 @@ import { type TestSigningKey, signedHeaders } from '../../../gateway/test/suppor
 import { type IdentityHarness, type TestUser, startIdentity } from '../../../services/identity/test/support/identity-harness.ts';
 import { migrations as riskMigrations } from '../../../services/risk/migrations/index.ts';
 import { seedStationData } from '../../../services/risk/seeds/station-data.ts';
-import { createApp as createRiskApp } from '../../../services/risk/src/app.ts';
+import { createRisk } from '../../../services/risk/src/app.ts';
 import { riskConfigSpec } from '../../../services/risk/src/config.ts';
 import { type StationIndexLoader, createStationIndexLoader } from '../../../services/risk/src/weather-stations/station-index-loader.ts';
 
@@ -92,7 +92,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
   const riskConfig = loadConfig(riskConfigSpec, { OPENAPI_VALIDATE_RESPONSES: 'true', IDENTITY_JWKS_URL: jwksUrl, RISK_INDEX_POLL_MS: '60000' });
   const stations: StationIndexLoader = createStationIndexLoader({ db: riskDatabase.db, logger: riskLog.logger, pollIntervalMs: riskConfig.RISK_INDEX_POLL_MS });
   await stations.start();
-  const riskApp = createRiskApp({
+  const risk = createRisk({
     config: riskConfig,
     logger: riskLog.logger,
     redis: identity.redis,
@@ -100,7 +100,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
     lifecycle: { draining: false },
     stations,
   });
-  const riskServer = await listen(riskApp, 0);
+  const riskServer = await listen(risk.app, 0);
   servers.push(riskServer);
 
   const gatewayConfig = loadConfig(gatewayConfigSpec, {
@@ -161,6 +161,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
     async close() {
       await Promise.all(servers.map((s) => s.close(1000)));
       gateway.close();
+      risk.close();
       await stations.stop();
       await riskDatabase.drop();
       await identity.close();

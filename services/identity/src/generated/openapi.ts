@@ -492,8 +492,9 @@ export interface paths {
          *     names its key. First the key that signs new tokens (`JWT_PRIVATE_KEY`), then the retired keys of
          *     `JWT_PREVIOUS_PUBLIC_KEYS`, whose tokens stay valid until the operator removes them once every
          *     token they signed has expired (README: rotate the token signing key). Verifiers (the gateway,
-         *     the risk service) fetch and cache it, and fetch it again when a token names a `kid` they do not
-         *     know.
+         *     the risk service) fetch and cache it, fetch it again when a token names a `kid` they do not
+         *     know, and re-validate it every few seconds with `If-None-Match`, so that a key removed here
+         *     stops verifying everywhere within seconds.
          */
         get: operations["getJwks"];
         put?: never;
@@ -1734,7 +1735,10 @@ export interface operations {
     getJwks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` of the key set the caller holds; while it is still the current one the answer is 304. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1745,11 +1749,22 @@ export interface operations {
                 headers: {
                     /** @description `public, max-age=300`: the key set may be cached for 5 minutes. */
                     "Cache-Control": "public, max-age=300";
+                    /** @description A strong validator of the key set; the same on every replica that holds the same keys. */
+                    ETag: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Jwks"];
                 };
+            };
+            /** @description The key set named by `If-None-Match` is still the current one. No body. */
+            304: {
+                headers: {
+                    "Cache-Control": "public, max-age=300";
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -10,7 +10,7 @@ import {
 } from '@platform/service-kit/testing';
 import { migrations } from '../../migrations/index.ts';
 import { seedStationData } from '../../seeds/station-data.ts';
-import { createApp } from '../../src/app.ts';
+import { type Risk, createRisk } from '../../src/app.ts';
 import { type RiskConfig, riskConfigSpec } from '../../src/config.ts';
 import { type StationIndexLoader, type StationIndexSource, createStationIndexLoader } from '../../src/weather-stations/station-index-loader.ts';
 
@@ -55,9 +55,10 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
   const stations = createStationIndexLoader({ db: database.db, logger: log.logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
   await stations.start();
   const servers: ServerHandle[] = [];
+  const risks: Risk[] = [];
 
   const serve = async (overrides: { stations?: StationIndexSource; redis?: Redis } = {}) => {
-    const app = createApp({
+    const risk = createRisk({
       config,
       logger: log.logger,
       redis: overrides.redis ?? testRedis.redis,
@@ -65,8 +66,9 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
       lifecycle: { draining: false },
       stations: overrides.stations ?? stations,
     });
-    const server = await listen(app, 0, '127.0.0.1');
+    const server = await listen(risk.app, 0, '127.0.0.1');
     servers.push(server);
+    risks.push(risk);
     return server.url;
   };
 
@@ -83,6 +85,7 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
     serve,
     close: async () => {
       await Promise.all(servers.map((s) => s.close(1000)));
+      for (const risk of risks) risk.close();
       await stations.stop();
       await jwks.close();
       await testRedis.close();
