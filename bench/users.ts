@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { type Knex, createDatabase, ensureDatabaseExists, migrateToLatest } from '@platform/service-kit';
 import { migrations } from '../services/identity/migrations/index.ts';
 import { encodeCursor } from '../services/identity/src/pagination/cursor.ts';
-import { type UserFilter, usersQuery } from '../services/identity/src/users/users.repository.ts';
+import { type UserFilter, usersQuery } from '../services/identity/src/user-records/users.repository.ts';
 import { type RunContext, type ScenarioResult, needStack } from './context.ts';
 import type { LoadResult } from './load.ts';
 import { quantile } from './load.ts';

@@ -57,7 +57,7 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
 
   it('when the token\'s session was ended (logout elsewhere, password change), answers 401', async () => {
     const sid = `sid-${newNonce()}`;
-    await redisBlacklist(testRedis.redis).revokeSessions([sid], Math.floor(Date.now() / 1000) + 900);
+    await redisBlacklist(testRedis.redis).endSessions([sid], Math.floor(Date.now() / 1000) + 900);
     await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign({ sid }) }));
   });
 

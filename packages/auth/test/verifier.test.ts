@@ -344,12 +344,12 @@ describe('createTokenVerifier', () => {
       const second = issuer.sign({ sid });
       const elsewhere = issuer.sign();
       const latestExp = now() + 900;
-      await blacklist.revokeSessions([sid], latestExp);
+      await blacklist.endSessions([sid], latestExp);
       await assert.rejects(guarded.verify(first), { status: 401 });
       await assert.rejects(guarded.verify(second), { status: 401 });
       assert.equal((await guarded.verify(elsewhere)).tokenId.length > 0, true, 'other sessions are untouched');
       assert.equal(await testRedis.redis.expiretime(sessionRevocationKey(sid)), latestExp + 2 * TOKEN_CLOCK_TOLERANCE_S);
-      await blacklist.revokeSessions([randomUUID()], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
+      await blacklist.endSessions([randomUUID()], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
       assert.equal((await testRedis.redis.keys(`${testRedis.keyPrefix}auth:revoked-session:*`)).length, 1, 'a past time writes nothing');
     });
 

@@ -61,7 +61,7 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
     const withToken = { ...request, idempotencyKey: 'i5', token, bearing: true };
     assert.equal(await outcome({ ...withToken, nonce: 'n5' }), 'claimed');
-    await redisBlacklist(redis).revokeSessions([token.sessionId], Date.now() / 1000 + 60);
+    await redisBlacklist(redis).endSessions([token.sessionId], Date.now() / 1000 + 60);
     assert.equal(await outcome({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
   });
 

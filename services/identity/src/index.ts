@@ -16,8 +16,8 @@ import {
 import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
 import { startAuditPruning } from './audit/audit-retention.ts';
-import { createPasswordHasher } from './auth/password-hasher.ts';
-import { startRevocationMirrorKeeper } from './auth/revocation-mirror-keeper.ts';
+import { createPasswordHasher } from './passwords/password-hasher.ts';
+import { startRevocationMirrorKeeper } from './sessions/revocation-mirror-keeper.ts';
 import { loadOrCreateLocalKeyPem, signingKeyFromPem } from './auth/signing-key.ts';
 import { identityConfigProblems, identityConfigSpec } from './config.ts';
 import { createMailer } from './notifications/mailer.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
-import { findUserById } from '../src/users/users.repository.ts';
+import { findUserById } from '../src/user-records/users.repository.ts';
 import { type IdentityHarness, startIdentity, uniqueUsername } from './support/identity-harness.ts';
 
 /** An error body without its timestamp, so two answers can be compared whole. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
-import { refreshTokenHash } from '../src/auth/refresh-token.ts';
+import { refreshTokenHash } from '../src/sessions/refresh-token.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
 describe('POST /v1/auth/refresh', () => {

@@ -13,8 +13,8 @@ import {
 } from '@platform/service-kit/testing';
 import { migrations } from '../migrations/index.ts';
 import { OPENAPI_PATH, createApp } from '../src/app.ts';
-import { type PasswordHasher, createPasswordHasher } from '../src/auth/password-hasher.ts';
-import type { RevocationMirrorKeeper } from '../src/auth/revocation-mirror-keeper.ts';
+import { type PasswordHasher, createPasswordHasher } from '../src/passwords/password-hasher.ts';
+import type { RevocationMirrorKeeper } from '../src/sessions/revocation-mirror-keeper.ts';
 import { generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
 import { identityConfigSpec } from '../src/config.ts';
 import { createMailer } from '../src/notifications/mailer.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { createPasswordHasher } from '../src/auth/password-hasher.ts';
+import { createPasswordHasher } from '../src/passwords/password-hasher.ts';
 
 /** The nice value of every thread of this process (Linux: field 19 of /proc/self/task/<tid>/stat). */
 function threadNice(tid: string | number): number {

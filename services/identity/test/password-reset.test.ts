@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
-import { findUserById } from '../src/users/users.repository.ts';
+import { findUserById } from '../src/user-records/users.repository.ts';
 import { RESET_DONE_MESSAGE } from '../src/password-reset/reset-password.ts';
 import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername } from './support/identity-harness.ts';
 

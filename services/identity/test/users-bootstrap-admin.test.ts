@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ensureBootstrapAdmin } from '../src/users/bootstrap-admin.ts';
-import { findUserByUsername } from '../src/users/users.repository.ts';
+import { findUserByUsername } from '../src/user-records/users.repository.ts';
 import { type IdentityHarness, startIdentity, uniqueUsername } from './support/identity-harness.ts';
 
 describe('bootstrap ADMIN', () => {

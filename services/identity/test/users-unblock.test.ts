@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
-import { findUserById } from '../src/users/users.repository.ts';
+import { findUserById } from '../src/user-records/users.repository.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
 describe('GET /v1/users/unblock/{userId}', () => {

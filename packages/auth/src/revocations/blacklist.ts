@@ -41,9 +41,9 @@ export interface TokenBlacklist {
    * everywhere, not only at refresh. `latestExp` (epoch seconds): the latest `exp` any access token of
    * these sessions may carry (now + the access token lifetime, and a moment for a refresh that raced).
    */
-  revokeSessions(sessionIds: readonly string[], latestExp: number): Promise<void>;
+  endSessions(sessionIds: readonly string[], latestExp: number): Promise<void>;
   /** The same for sessions each with its own `latestExp`, in one pipeline: a re-seed of the mirror. */
-  restoreSessionRevocations(sessions: ReadonlyArray<{ sessionId: string; latestExp: number }>): Promise<void>;
+  restoreEndedSessions(sessions: ReadonlyArray<{ sessionId: string; latestExp: number }>): Promise<void>;
   /**
    * True when the token or its session was revoked. Rejects when the store is unreachable, or when it
    * lost its data and the revocations are not re-seeded yet (`RevocationsUnavailableError`): callers fail closed.
@@ -79,14 +79,14 @@ export function redisBlacklist(redis: Redis, options: { stamp?: WriteStamp } = {
       if (until * 1000 <= Date.now()) return;
       await write(redis.multi().set(blacklistKey(jti), '1', 'EXAT', until));
     },
-    async revokeSessions(sessionIds, latestExp) {
+    async endSessions(sessionIds, latestExp) {
       const until = revocationExpiry(latestExp);
       if (sessionIds.length === 0 || until * 1000 <= Date.now()) return;
       const transaction = redis.multi();
       for (const sid of sessionIds) transaction.set(sessionRevocationKey(sid), '1', 'EXAT', until);
       await write(transaction);
     },
-    async restoreSessionRevocations(sessions) {
+    async restoreEndedSessions(sessions) {
       const live = sessions.map(({ sessionId, latestExp }) => ({ sessionId, until: revocationExpiry(latestExp) })).filter(({ until }) => until * 1000 > Date.now());
       if (live.length === 0) return;
       const pipeline = redis.pipeline();

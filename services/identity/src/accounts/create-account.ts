@@ -1,15 +1,15 @@
 import type { Principal } from '@platform/auth';
 import { ConflictError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
-import { findUserById } from '../users/users.repository.ts';
+import { findUserById } from '../user-records/users.repository.ts';
 import { type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
 import { assertMayChoosePlan, assertPictureUrl } from './account-rules.ts';
 import { insertAccountIfAbsent } from './accounts.repository.ts';
-import { canonicalUuid } from './canonical-uuid.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
 
 /** POST /v1/accounts/create: the one account of a user, recorded; a second answers 409, also under a race. */
 export async function createAccount(

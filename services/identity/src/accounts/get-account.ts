@@ -4,7 +4,7 @@ import type { Knex } from '@platform/service-kit';
 import { type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
 import { findAccountByUserId } from './accounts.repository.ts';
-import { canonicalUuid } from './canonical-uuid.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
 
 /** GET /v1/accounts/{userId}: the account of a user, to that user or an ADMIN. */
 export async function getAccountOfUser(db: Knex, principal: Principal, givenUserId: string): Promise<AccountResponse> {

@@ -1,14 +1,14 @@
 import type { Principal } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
 import { assertPictureUrl } from './account-rules.ts';
 import { type AccountFields, lockAccountById, updateAccountRow } from './accounts.repository.ts';
-import { canonicalUuid } from './canonical-uuid.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
 
 /** The fields whose stored value the update changed (a field sent with its current value changed nothing). */
 function changedFields(before: AccountRecord, after: AccountRecord, sent: AccountFields): string[] {

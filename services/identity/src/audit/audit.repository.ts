@@ -1,6 +1,7 @@
 import type { Knex } from '@platform/service-kit';
 import { type Position, exactInstant } from '../pagination/cursor.ts';
-import type { AuditContext, AuditEventType, NewAuditEvent } from './audit-event.ts';
+import type { AuditEventType, NewAuditEvent } from './audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 
 /** A stored event, with the position a page after it starts from. */
 export interface AuditEventRecord {

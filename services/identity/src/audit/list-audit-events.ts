@@ -1,6 +1,6 @@
 import { BadRequestError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import { canonicalUuid } from '../accounts/canonical-uuid.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { operations } from '../generated/openapi.ts';
 import { decodeCursor, isBigint } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';

@@ -1,11 +1,11 @@
 import type { Jwks } from '@platform/auth';
 import { createHash } from 'node:crypto';
 import { type RequestHandler, Router } from 'express';
-import { auditContextOf } from '../audit/audit-context.ts';
+import { auditContextOf } from '../request/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
 import type { AuthServices } from './auth-services.ts';
 import { login } from './login.ts';
-import { callerOf } from './caller-throttle.ts';
+import { callerOf } from '../request/caller-throttle.ts';
 import { logout } from './logout.ts';
 import { refreshTokens } from './refresh.ts';
 

@@ -1,10 +1,10 @@
 import { type Knex, type Logger, currentRequestLog } from '@platform/service-kit';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { Mailer } from '../notifications/mailer.ts';
-import { recordFailedLogin } from '../users/users.repository.ts';
-import type { UserRecord } from '../users/user.ts';
-import type { SessionEndings } from './session-endings.ts';
+import { recordFailedLogin } from '../user-records/users.repository.ts';
+import type { UserRecord } from '../user-records/user.ts';
+import type { SessionEndings } from '../sessions/session-endings.ts';
 
 /** What counting a failed login needs. */
 export interface FailedLoginDeps {

@@ -1,10 +1,10 @@
 import { TooManyRequestsError, UnauthorizedError } from '@platform/errors';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { attemptedUsername } from '../audit/attempted-username.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import { findUserByUsername } from '../users/users.repository.ts';
+import { findUserByUsername } from '../user-records/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
-import type { Caller } from './caller-throttle.ts';
+import type { Caller } from '../request/caller-throttle.ts';
 import { countFailedLogin } from './count-failed-login.ts';
 import { startSession } from './start-session.ts';
 

@@ -1,4 +1,4 @@
-import { type AuditContext, withActor } from '../audit/audit-event.ts';
+import { type AuditContext, withActor } from '../request/audit-context.ts';
 import type { AuthServices } from './auth-services.ts';
 
 /**

@@ -1,11 +1,11 @@
 import { UnauthorizedError } from '@platform/errors';
 import { currentRequestLog } from '@platform/service-kit';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import { findUserById } from '../users/users.repository.ts';
+import { findUserById } from '../user-records/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
-import { newRefreshToken, refreshTokenHash } from './refresh-token.ts';
-import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from './sessions.repository.ts';
+import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
+import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from '../sessions/sessions.repository.ts';
 
 function refused(reason: string): UnauthorizedError {
   return new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });

@@ -1,11 +1,11 @@
 import { UnauthorizedError } from '@platform/errors';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import { recordSuccessfulLogin } from '../users/users.repository.ts';
-import type { UserRecord } from '../users/user.ts';
+import { recordSuccessfulLogin } from '../user-records/users.repository.ts';
+import type { UserRecord } from '../user-records/user.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
-import { newRefreshToken, refreshTokenHash } from './refresh-token.ts';
-import { createSession, insertRefreshToken } from './sessions.repository.ts';
+import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
+import { createSession, insertRefreshToken } from '../sessions/sessions.repository.ts';
 
 /**
  * Opens a session for a user who just proved who they are, and hands out its first tokens: the failure

@@ -1,6 +1,6 @@
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { UserRecord } from '../users/user.ts';
+import type { UserRecord } from '../user-records/user.ts';
 import { type ResetRecipient, keyShareLockUser, replaceResetToken } from './password-reset.repository.ts';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { newResetToken, resetTokenHash } from './reset-token.ts';

@@ -1,5 +1,5 @@
-import type { AuditContext } from '../audit/audit-event.ts';
-import { findUserByUsername } from '../users/users.repository.ts';
+import type { AuditContext } from '../request/audit-context.ts';
+import { findUserByUsername } from '../user-records/users.repository.ts';
 import { issueResetToken } from './issue-reset-token.ts';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
 

@@ -1,5 +1,5 @@
 import type { Knex } from '@platform/service-kit';
-import type { UserRecord } from '../users/user.ts';
+import type { UserRecord } from '../user-records/user.ts';
 
 /** A reset token row. */
 export interface ResetTokenRecord {

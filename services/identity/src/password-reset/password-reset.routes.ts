@@ -1,10 +1,10 @@
 import { type Principal, type TokenVerifier, bearerTokenOf } from '@platform/auth';
 import { UnauthorizedError } from '@platform/errors';
 import { type Request, Router } from 'express';
-import { auditContextOf } from '../audit/audit-context.ts';
-import { type CallerThrottle, callerOf } from '../auth/caller-throttle.ts';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionEndings } from '../auth/session-endings.ts';
+import { auditContextOf } from '../request/audit-context.ts';
+import { type CallerThrottle, callerOf } from '../request/caller-throttle.ts';
+import type { PasswordHasher } from '../passwords/password-hasher.ts';
+import type { SessionEndings } from '../sessions/session-endings.ts';
 import type { components } from '../generated/openapi.ts';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { requestPasswordReset } from './request-password-reset.ts';

@@ -1,12 +1,12 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
-import { findUserByUsername } from '../users/users.repository.ts';
+import { findUserByUsername } from '../user-records/users.repository.ts';
 import { issueResetToken } from './issue-reset-token.ts';
 import { mailResetLink } from './mail-reset-link.ts';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
-import { assertAllowedLink } from './redirect-allowlist.ts';
+import { assertAllowedLink } from '../request/link-allowlist.ts';
 import type { ResetWorkQueue } from './reset-work-queue.ts';
 
 /** 201 for an ADMIN (the ticket), 202 for everyone else (nothing). */

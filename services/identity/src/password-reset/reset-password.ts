@@ -1,16 +1,16 @@
 import { BadRequestError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import { canonicalUuid } from '../accounts/canonical-uuid.ts';
-import type { AuditContext } from '../audit/audit-event.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionEndings } from '../auth/session-endings.ts';
+import type { PasswordHasher } from '../passwords/password-hasher.ts';
+import type { SessionEndings } from '../sessions/session-endings.ts';
 import type { components } from '../generated/openapi.ts';
-import { assertValidUserFields } from '../users/user-rules.ts';
-import { assertUncommonPassword } from '../users/password-rules.ts';
-import { findUserById, lockUserById, updateUserRow } from '../users/users.repository.ts';
+import { assertValidUserFields } from '../user-records/user-fields.ts';
+import { assertUncommonPassword } from '../passwords/password-rules.ts';
+import { findUserById, lockUserById, updateUserRow } from '../user-records/users.repository.ts';
 import { type ResetTokenRecord, findResetToken, lockResetToken, markResetTokenUsed } from './password-reset.repository.ts';
-import { assertAllowedLink } from './redirect-allowlist.ts';
+import { assertAllowedLink } from '../request/link-allowlist.ts';
 import { resetTokenHash } from './reset-token.ts';
 
 export const RESET_DONE_MESSAGE = 'Your password has been reset; log in with the new password';

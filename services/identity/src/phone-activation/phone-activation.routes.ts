@@ -1,6 +1,6 @@
 import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
 import { Router } from 'express';
-import { auditContextOf } from '../audit/audit-context.ts';
+import { auditContextOf } from '../request/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
 import { activatePhoneNumber } from './activate-phone-number.ts';
 import { type PhoneActivationDeps, requestPhoneActivation } from './request-phone-activation.ts';

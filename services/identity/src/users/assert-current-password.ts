@@ -1,8 +1,8 @@
 import { BadRequestError, ForbiddenError } from '@platform/errors';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { type FailedLoginDeps, countFailedLogin } from '../auth/count-failed-login.ts';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
-import { findUserById } from './users.repository.ts';
+import type { PasswordHasher } from '../passwords/password-hasher.ts';
+import { findUserById } from '../user-records/users.repository.ts';
 
 const MISSING = 'body.currentPassword is required to change your own username';
 

@@ -1,9 +1,9 @@
 import type { Knex, Logger } from '@platform/service-kit';
-import { SYSTEM_AUDIT_CONTEXT } from '../audit/audit-event.ts';
+import { SYSTEM_AUDIT_CONTEXT } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
+import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import { userCreated } from './user-events.ts';
-import { insertUserIfAbsent } from './users.repository.ts';
+import { insertUserIfAbsent } from '../user-records/users.repository.ts';
 
 /**
  * Makes sure the configured ADMIN exists (CONTRACT.md part 9). An existing user of that name is never

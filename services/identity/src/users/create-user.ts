@@ -1,14 +1,14 @@
 import { ConflictError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
+import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import type { components } from '../generated/openapi.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
-import { assertUncommonPassword } from './password-rules.ts';
-import { assertValidUserFields } from './user-rules.ts';
+import { assertUncommonPassword } from '../passwords/password-rules.ts';
+import { assertValidUserFields } from '../user-records/user-fields.ts';
 import { userCreated } from './user-events.ts';
-import { insertUserIfAbsent } from './users.repository.ts';
+import { insertUserIfAbsent } from '../user-records/users.repository.ts';
 
 /**
  * POST /v1/users/create (the caller is an ADMIN). One INSERT … ON CONFLICT DO NOTHING: of two

@@ -3,7 +3,7 @@ import { NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
-import { findUserById } from './users.repository.ts';
+import { findUserById } from '../user-records/users.repository.ts';
 
 /**
  * GET /v1/users/{userId}: the user with its account, to the user itself or an ADMIN. Anyone else gets

@@ -5,8 +5,8 @@ import type { operations } from '../generated/openapi.ts';
 import { decodeCursor } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
-import type { UserStatus } from './user.ts';
-import { findUsers } from './users.repository.ts';
+import type { UserStatus } from '../user-records/user.ts';
+import { findUsers } from '../user-records/users.repository.ts';
 
 export type UsersQuery = RawQuery<NonNullable<operations['findUsers']['parameters']['query']>>;
 

@@ -1,10 +1,10 @@
 import { ConflictError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
-import type { AuditContext } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
-import { lockUserById, unblockUserRow } from './users.repository.ts';
+import { lockUserById, unblockUserRow } from '../user-records/users.repository.ts';
 
 /** The 409 of an unblock of a user who is not BLOCKED. */
 export const NOT_BLOCKED_MESSAGE = 'User is not blocked';

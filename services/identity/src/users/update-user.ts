@@ -1,24 +1,25 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { ConflictError, ForbiddenError, NotFoundError } from '@platform/errors';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
-import { canonicalUuid } from '../accounts/canonical-uuid.ts';
-import type { AuditContext } from '../audit/audit-event.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
-import type { PasswordHasher } from '../auth/password-hasher.ts';
-import type { SessionEndReason } from '../auth/sessions.repository.ts';
+import type { PasswordHasher } from '../passwords/password-hasher.ts';
+import type { SessionEndReason } from '../sessions/sessions.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { voidOpenResetTokens } from '../password-reset/password-reset.repository.ts';
 import { assertCurrentPassword } from './assert-current-password.ts';
-import { assertUncommonPassword } from './password-rules.ts';
+import { assertUncommonPassword } from '../passwords/password-rules.ts';
 import { type UserResponse, toUserResponse } from './user-response.ts';
-import { ADMIN_FIELDS, PROFILE_FIELDS, type UpdatableField, assertMayChange, assertValidUserFields, mayChange } from './user-rules.ts';
-import type { UserRecord } from './user.ts';
+import { ADMIN_FIELDS, PROFILE_FIELDS, type UpdatableField, assertMayChange, mayChange } from './user-rules.ts';
+import { assertValidUserFields } from '../user-records/user-fields.ts';
+import type { UserRecord } from '../user-records/user.ts';
 import { sameRoles, userUpdateEvents } from './user-events.ts';
 import { sendUsernameChangeNotice } from './username-change-notice.ts';
-import { countUsernameChange } from './username-changes.repository.ts';
+import { countUsernameChange } from '../user-records/username-changes.repository.ts';
 import { assertMayRename, assertWithinDailyCap, needsCurrentPassword } from './username-rules.ts';
-import { type UserChanges, isUsernameTaken, lockUserById, updateUserRow } from './users.repository.ts';
+import { type UserChanges, isUsernameTaken, lockUserById, updateUserRow } from '../user-records/users.repository.ts';
 
 type UpdateUserRequest = components['schemas']['UpdateUserRequest'];
 

@@ -1,5 +1,5 @@
 import type { NewAuditEvent } from '../audit/audit-event.ts';
-import type { UserRecord } from './user.ts';
+import type { UserRecord } from '../user-records/user.ts';
 
 /** `user.created`: who the new user is allowed to be. */
 export function userCreated(user: UserRecord, extra: Record<string, unknown> = {}): NewAuditEvent {

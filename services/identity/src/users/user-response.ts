@@ -1,6 +1,6 @@
 import { type AccountRecord, toAccountResponse, toEmbeddedAccountResponse } from '../accounts/account.ts';
 import type { components } from '../generated/openapi.ts';
-import type { UserRecord } from './user.ts';
+import type { UserRecord } from '../user-records/user.ts';
 
 /** The User of SPEC.md part 2 with the embedded account of create and update (openapi.yaml `User`). */
 export type UserResponse = components['schemas']['User'];

@@ -1,6 +1,6 @@
 import { type Principal, type Role, hasAnyRole } from '@platform/auth';
 import { ForbiddenError, TooManyRequestsError } from '@platform/errors';
-import type { UserRecord } from './user.ts';
+import type { UserRecord } from '../user-records/user.ts';
 
 /** Roles whose holders a POWER_USER may not rename: its peers and its superiors. */
 const PROTECTED_FROM_POWER_USERS: readonly Role[] = ['ADMIN', 'POWER_USER'];

@@ -1,7 +1,7 @@
 import { type TokenVerifier, bearerAuth, principalOf, requireAnyRole } from '@platform/auth';
 import { Router } from 'express';
-import { canonicalUuid } from '../accounts/canonical-uuid.ts';
-import { auditContextOf } from '../audit/audit-context.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
+import { auditContextOf } from '../request/audit-context.ts';
 import type { components } from '../generated/openapi.ts';
 import { createUser } from './create-user.ts';
 import { getUser } from './get-user.ts';

@@ -7,14 +7,14 @@ import { type Knex, type Logger, type Redis, assertForwarding, createMetrics, lo
 import { type CapturedLogger, captureLogger, createTestDatabase, createTestRedis } from '@platform/service-kit/testing';
 import { migrations } from '../../migrations/index.ts';
 import { createApp } from '../../src/app.ts';
-import { type PasswordHasher, createPasswordHasher } from '../../src/auth/password-hasher.ts';
-import { type RevocationMirrorKeeper, startRevocationMirrorKeeper } from '../../src/auth/revocation-mirror-keeper.ts';
+import { type PasswordHasher, createPasswordHasher } from '../../src/passwords/password-hasher.ts';
+import { type RevocationMirrorKeeper, startRevocationMirrorKeeper } from '../../src/sessions/revocation-mirror-keeper.ts';
 import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../src/auth/signing-key.ts';
 import { type IdentityConfig, identityConfigSpec } from '../../src/config.ts';
 import { createMailer } from '../../src/notifications/mailer.ts';
 import { createSmsSender } from '../../src/notifications/sms-sender.ts';
-import { insertUserIfAbsent } from '../../src/users/users.repository.ts';
-import type { UserRecord } from '../../src/users/user.ts';
+import { insertUserIfAbsent } from '../../src/user-records/users.repository.ts';
+import type { UserRecord } from '../../src/user-records/user.ts';
 import { type CaptureServer, startCaptureServer } from './capture-server.ts';
 
 /** A user a test made, with the password it was given. */

@@ -1,8 +1,8 @@
 import { type Principal, assertAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
-import { canonicalUuid } from '../accounts/canonical-uuid.ts';
-import { findUserById } from '../users/users.repository.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
+import { findUserById } from '../user-records/users.repository.ts';
 
 /**
  * Whose sessions a request is about: the caller's own, or with `?userId=` another user's, which only an

@@ -1,8 +1,8 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import { canonicalUuid } from '../accounts/canonical-uuid.ts';
-import type { AuditContext } from '../audit/audit-event.ts';
-import type { AuthServices } from './auth-services.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
+import type { AuditContext } from '../request/audit-context.ts';
+import type { SessionServices } from './session-services.ts';
 import { findSession } from './sessions.repository.ts';
 
 /**
@@ -10,7 +10,7 @@ import { findSession } from './sessions.repository.ts';
  * tokens are refused everywhere at once (the shared blacklist). Unknown, ended already, or another user's
  * (for anyone but an ADMIN): the same 404, so that no one learns which session ids exist.
  */
-export async function revokeSession(services: AuthServices, principal: Principal, audit: AuditContext, givenSessionId: string): Promise<void> {
+export async function endSession(services: SessionServices, principal: Principal, audit: AuditContext, givenSessionId: string): Promise<void> {
   const session = await findSession(services.db, canonicalUuid(givenSessionId));
   if (session === undefined || (session.userId !== principal.userId && !hasAnyRole(principal, ['ADMIN']))) throw new NotFoundError('Session not found');
   const ended = await services.sessions.transaction((_trx, ending) => ending.one(audit, session, 'revoked'));

@@ -1,13 +1,13 @@
 import { bearerAuth, principalOf } from '@platform/auth';
 import { Router } from 'express';
-import { auditContextOf } from '../audit/audit-context.ts';
-import type { AuthServices } from './auth-services.ts';
+import { auditContextOf } from '../request/audit-context.ts';
+import type { SessionServices } from './session-services.ts';
 import { type SessionsQuery, listSessions } from './list-sessions.ts';
-import { revokeSession } from './revoke-session.ts';
-import { revokeSessions } from './revoke-sessions.ts';
+import { endSession } from './end-session.ts';
+import { endAllSessions } from './end-sessions.ts';
 
 /** A user's own sessions: list them, end one or all (an ADMIN: anyone's). Queries were checked against openapi.yaml. */
-export function sessionsRouter(services: AuthServices): Router {
+export function sessionsRouter(services: SessionServices): Router {
   const router = Router();
   const authenticated = bearerAuth(services.verifier);
   router.get('/v1/auth/sessions', authenticated, async (req, res) => {
@@ -15,12 +15,12 @@ export function sessionsRouter(services: AuthServices): Router {
   });
   router.delete('/v1/auth/sessions', authenticated, async (req, res) => {
     const principal = principalOf(req);
-    await revokeSessions(services, principal, auditContextOf(req, principal), (req.query as SessionsQuery).userId);
+    await endAllSessions(services, principal, auditContextOf(req, principal), (req.query as SessionsQuery).userId);
     res.status(204).end();
   });
   router.delete('/v1/auth/sessions/:sessionId', authenticated, async (req, res) => {
     const principal = principalOf(req);
-    await revokeSession(services, principal, auditContextOf(req, principal), req.params.sessionId as string);
+    await endSession(services, principal, auditContextOf(req, principal), req.params.sessionId as string);
     res.status(204).end();
   });
   return router;

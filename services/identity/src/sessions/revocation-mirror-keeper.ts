@@ -67,7 +67,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       const page = await sessionsEndedSince(db, since, BATCH, after);
       // Each key lives as long as the session's tokens could: from its end, one token lifetime and the margin
       // (and the blacklist adds the verifiers' clock tolerance).
-      await blacklist.restoreSessionRevocations(page.map((session) => ({ sessionId: session.id, latestExp: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
+      await blacklist.restoreEndedSessions(page.map((session) => ({ sessionId: session.id, latestExp: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
       count += page.length;
       if (page.length < BATCH) break;
       after = page.at(-1)?.position;

@@ -1,6 +1,7 @@
 import type { TokenBlacklist } from '@platform/auth';
 import { type Knex, type Logger, currentRequestLog } from '@platform/service-kit';
-import type { AuditContext, NewAuditEvent } from '../audit/audit-event.ts';
+import type { NewAuditEvent } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { SessionEndReason } from './sessions.repository.ts';
 
@@ -75,7 +76,7 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
   const publish = async (sessionIds: readonly string[]): Promise<void> => {
     if (sessionIds.length === 0) return;
     try {
-      await blacklist.revokeSessions(sessionIds, Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S);
+      await blacklist.endSessions(sessionIds, Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S);
     } catch (err) {
       options.missed();
       currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');

@@ -2,7 +2,7 @@ import type { Principal } from '@platform/auth';
 import type { components, operations } from '../generated/openapi.ts';
 import { decodeCursor } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';
-import type { AuthServices } from './auth-services.ts';
+import type { SessionServices } from './session-services.ts';
 import { sessionsOwner } from './sessions-owner.ts';
 import { findLiveSessions } from './sessions.repository.ts';
 
@@ -14,7 +14,7 @@ type SessionResponse = components['schemas']['Session'];
  * each with where it was opened, when it was last refreshed, when it ends, and whether the caller's own
  * token belongs to it.
  */
-export async function listSessions(services: AuthServices, principal: Principal, query: SessionsQuery): Promise<Page<SessionResponse>> {
+export async function listSessions(services: SessionServices, principal: Principal, query: SessionsQuery): Promise<Page<SessionResponse>> {
   const after = decodeCursor('sessions', query.cursor);
   const userId = await sessionsOwner(services.db, principal, query.userId);
   const limit = limitOf(query.limit);
