@@ -18,8 +18,8 @@ export interface OpenApiReference {
   description?: string;
 }
 
-/** One alternative of `security`: scheme name → scopes. `{}` is "no credentials needed". */
-export type SecurityRequirement = Record<string, string[]>;
+/** One alternative of `security`: the schemes it names, each with its scopes. `{}` is "no credentials needed". */
+export type SecurityRequirement = Partial<Record<string, string[]>>;
 
 /** A JSON Schema, left open: its readers narrow it to what they understand. */
 export type JsonSchema = Record<string, unknown>;
