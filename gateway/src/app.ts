@@ -1,10 +1,9 @@
 import type { Express, Request } from 'express';
 import { closeMirrorOnReconnect, createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
-import { type Lifecycle, type Logger, type Metrics, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
+import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
-import type { OpenApiDocument } from './docs/openapi-merge.ts';
 import { createReplayGuard } from './idempotency/replay-guard.ts';
 import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';

@@ -1,10 +1,9 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
-import { type Host, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped, stopTracing } from '@platform/service-kit';
+import { type Host, type OpenApiDocument, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped, stopTracing } from '@platform/service-kit';
 import { createGateway } from './app.ts';
 import { gatewayConfigProblems, gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
-import type { OpenApiDocument } from './docs/openapi-merge.ts';
 import { clientKeysFileValidGauge, clientKeysReloadCounter } from './pipeline/gateway-metrics.ts';
 import { type ClientKeysFile, watchClientKeysFile } from './signing/client-keys-file.ts';
 

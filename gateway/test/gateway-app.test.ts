@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
-import { closeRedis, createMetrics, loadConfig } from '@platform/service-kit';
+import { type OpenApiDocument, closeRedis, createMetrics, loadConfig } from '@platform/service-kit';
 import { type TestRedis, captureLogger, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import { createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocumentFor } from '../src/docs/load-api-document.ts';
-import type { OpenApiDocument } from '../src/docs/openapi-merge.ts';
 
 describe('gateway app', () => {
   let testRedis: TestRedis;

@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import request from 'supertest';
 import { parse } from 'yaml';
-import { createMetrics, loadConfig } from '@platform/service-kit';
+import { type OpenApiDocument, createMetrics, loadConfig } from '@platform/service-kit';
 import { type TestRedis, captureLogger, createTestRedis } from '@platform/service-kit/testing';
 import { createApp } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocument } from '../src/docs/load-api-document.ts';
-import type { OpenApiDocument } from '../src/docs/openapi-merge.ts';
 
 type Json = Record<string, unknown>;
 const config = loadConfig(gatewayConfigSpec, {});

@@ -2,11 +2,10 @@
 // a body that matches the schema documented for that status (Ajv, with OpenAPI's own formats).
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { type HttpMethod, type OpenApiDocument, type OpenApiOperation, deref, isReference } from '@platform/service-kit';
 import type { FuzzProblem, FuzzRequest } from './engine.ts';
 import type { Answer } from './exchange.ts';
 import type { Operation } from './schema-arbitrary.ts';
-
-type Json = Record<string, unknown>;
 
 /** Checks the answer to a request for `op`, reporting what is wrong with it through `problem`. */
 export type AnswerCheck = (op: Operation, request: FuzzRequest, answer: Answer, problem: (p: FuzzProblem) => void) => void;
@@ -14,8 +13,11 @@ export type AnswerCheck = (op: Operation, request: FuzzRequest, answer: Answer, 
 /** The JSON-pointer escape of one reference token (RFC 6901). */
 const pointer = (token: string) => token.replaceAll('~', '~0').replaceAll('/', '~1');
 
+/** The document's own object for `op`. */
+const documentedOperation = (doc: OpenApiDocument, op: Operation): OpenApiOperation => doc.paths?.[op.path]?.[op.method.toLowerCase() as HttpMethod] ?? {};
+
 /** Compiles, once each, the body schema documented for an operation's status. */
-function responseValidators(doc: Json) {
+function responseValidators(doc: OpenApiDocument) {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats.default(ajv);
   // OpenAPI's own formats: int32/int64 are checked by range; the rest describe, not constrain.
@@ -26,24 +28,18 @@ function responseValidators(doc: Json) {
   return (op: Operation, status: number): ValidateFunction | null => {
     const key = `${op.method} ${op.path} ${status}`;
     if (!cache.has(key)) {
-      const responses = ((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json;
-      const byStatus = responses.responses as Json;
+      const byStatus = documentedOperation(doc, op).responses ?? {};
       const documented = String(status) in byStatus ? String(status) : `${String(status)[0]}XX` in byStatus ? `${String(status)[0]}XX` : 'default';
-      let response = byStatus[documented] as Json | undefined;
+      const listed = byStatus[documented];
       // Shared answers are references to components.responses.
-      while (typeof response?.$ref === 'string') {
-        response = response.$ref
-          .replace(/^#\//, '')
-          .split('/')
-          .reduce<unknown>((at, token) => (at as Json)[token.replaceAll('~1', '/').replaceAll('~0', '~')], doc) as Json;
-      }
-      const content = response?.content as Json | undefined;
+      const response = listed === undefined ? undefined : deref(doc, listed);
+      const content = response?.content;
       const mediaType = content === undefined ? undefined : Object.keys(content).find((type) => /json/i.test(type));
       if (response === undefined || mediaType === undefined) cache.set(key, null);
       else {
         const ref = `api#/paths/${pointer(op.path)}/${op.method.toLowerCase()}/responses/${pointer(documented)}`;
         // A $ref'd response is validated through the component it names, so resolve the path the same way.
-        const target = typeof (byStatus[documented] as Json).$ref === 'string' ? `api${String((byStatus[documented] as Json).$ref)}` : ref;
+        const target = isReference(listed) ? `api${listed.$ref}` : ref;
         cache.set(key, ajv.compile({ $ref: `${target}/content/${pointer(mediaType)}/schema` }));
       }
     }
@@ -92,13 +88,13 @@ function checkAnswer(
 
 
 /** The checker of the answers to `doc`'s operations (each status's schema compiled once, when first met). */
-export function answerChecker(doc: Json): AnswerCheck {
+export function answerChecker(doc: OpenApiDocument): AnswerCheck {
   const validatorFor = responseValidators(doc);
   const statusesOf = new Map<Operation, ReadonlySet<string>>();
   return (op, request, answer, problem) => {
     let statuses = statusesOf.get(op);
     if (statuses === undefined) {
-      statuses = new Set(Object.keys(((((doc.paths as Json)[op.path] as Json)[op.method.toLowerCase()] as Json).responses as Json) ?? {}));
+      statuses = new Set(Object.keys(documentedOperation(doc, op).responses ?? {}));
       statusesOf.set(op, statuses);
     }
     checkAnswer(op, request, answer, statuses, validatorFor, problem);

@@ -1,18 +1,17 @@
 // What an OpenAPI document promises for a request: its operation and the statuses it lists, that the path
-// has other methods only (405), or that the path is unknown (404). Written for the tests on their own,
-// from the OpenAPI rules (a literal path wins over a template; a parameter is one non-empty segment),
-// so the gateway's own table is not checked against itself.
+// has other methods only (405), or that the path is unknown (404). The operations are read with service-kit's
+// operationsOf, as everywhere; which one a request names is written here for the tests on their own, from
+// the OpenAPI rules (a literal path wins over a template; a parameter is one non-empty segment), so the
+// gateway's own table is not checked against itself.
+import { type OpenApiDocument, type OpenApiOperation, operationsOf } from '@platform/service-kit';
 
 export type Json = Record<string, unknown>;
-const obj = (value: unknown): Json => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {});
-
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 /** One documented operation. */
 export interface DocumentedOperation {
   method: string;
   template: string;
-  operation: Json;
+  operation: OpenApiOperation;
   /** The statuses its `responses` list (`default` included when listed). */
   statuses: ReadonlySet<string>;
 }
@@ -29,23 +28,21 @@ interface Template {
   operations: Map<string, DocumentedOperation>;
 }
 
-/** The operations of `document`, to ask what it promises for a method and a raw path. */
+/** The operations of `document` (parsed JSON or YAML), to ask what it promises for a method and a raw path. */
 export function documentedRoutes(document: Json): { operations: DocumentedOperation[]; verdict(method: string, path: string): RouteVerdict } {
-  const templates: Template[] = [];
+  const byTemplate = new Map<string, Template>();
   const operations: DocumentedOperation[] = [];
-  for (const [template, item] of Object.entries(obj(document.paths))) {
-    const byMethod = new Map<string, DocumentedOperation>();
-    for (const method of METHODS) {
-      const operation = obj(item)[method];
-      if (operation === undefined) continue;
-      const documented = { method: method.toUpperCase(), template, operation: obj(operation), statuses: new Set(Object.keys(obj(obj(operation).responses))) };
-      byMethod.set(documented.method, documented);
-      operations.push(documented);
+  for (const { method, path: template, operation } of operationsOf(document as OpenApiDocument)) {
+    const documented = { method: method.toUpperCase(), template, operation, statuses: new Set(Object.keys(operation.responses ?? {})) };
+    let entry = byTemplate.get(template);
+    if (entry === undefined) {
+      const segments = template.split('/').slice(1).map((s) => (/^\{.+\}$/.test(s) ? undefined : s));
+      byTemplate.set(template, (entry = { template, segments, literals: segments.filter((s) => s !== undefined).length, operations: new Map() }));
     }
-    const segments = template.split('/').slice(1).map((s) => (/^\{.+\}$/.test(s) ? undefined : s));
-    templates.push({ template, segments, literals: segments.filter((s) => s !== undefined).length, operations: byMethod });
+    entry.operations.set(documented.method, documented);
+    operations.push(documented);
   }
-  templates.sort((a, b) => b.literals - a.literals);
+  const templates = [...byTemplate.values()].sort((a, b) => b.literals - a.literals);
   return {
     operations,
     verdict(method, path) {

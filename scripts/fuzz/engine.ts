@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent } from 'node:http';
 import fc from 'fast-check';
 import { createSigner, signRequest } from '@platform/client';
+import type { OpenApiDocument } from '@platform/service-kit';
 import { answerChecker } from './answer-check.ts';
 import { exchange } from './exchange.ts';
 import { type Operation, type Schema, hostileValue, jsonBytes, mutated, NUMBER_LOOKALIKES, operationsOfDocument, pathValue, valid } from './schema-arbitrary.ts';
@@ -169,7 +170,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
 }
 
 async function fuzzRounds(options: FuzzOptions, report: FuzzReport, agent: Agent): Promise<void> {
-  const { doc, operations } = operationsOfDocument(options.document);
+  const { doc, operations } = operationsOfDocument(options.document as OpenApiDocument);
   const checkAnswer = answerChecker(doc);
   const signer = createSigner(options.clientKey.keyId, { alg: 'hmac-sha256', secret: options.clientKey.secret });
   const base = new URL(options.gatewayUrl);

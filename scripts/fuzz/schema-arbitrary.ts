@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { parse } from 'yaml';
+import { type OpenApiDocument, type OpenApiParameter, deref, operationsOf } from '@platform/service-kit';
 
 /** The part of JSON Schema (OpenAPI 3.1) the services' documents use. */
 export interface Schema {
@@ -26,17 +25,11 @@ export interface Schema {
   examples?: unknown[];
 }
 
-interface Parameter {
-  name: string;
-  in: 'path' | 'query' | 'header' | 'cookie';
-  required?: boolean;
-  schema: Schema;
-  example?: unknown;
-  $ref?: string;
+/** A parameter's schema (as the part of JSON Schema above) with the parameter's own `example` among its examples. */
+function schemaOf(p: OpenApiParameter): Schema {
+  const schema = (p.schema ?? {}) as Schema;
+  return p.example === undefined ? schema : { ...schema, examples: [...(schema.examples ?? []), p.example] };
 }
-
-/** A parameter's schema with the parameter's own `example` among its examples. */
-const schemaOf = (p: Parameter): Schema => (p.example === undefined ? p.schema : { ...p.schema, examples: [...(p.schema.examples ?? []), p.example] });
 
 /** One documented operation: what the sampler needs to build requests for it. */
 export interface Operation {
@@ -52,46 +45,19 @@ export interface Operation {
   anonymous: boolean;
 }
 
-type Document = Record<string, unknown>;
-
-function resolve<T extends { $ref?: string }>(doc: Document, node: T): T {
-  let current: T = node;
-  while (current.$ref !== undefined) {
-    const path = current.$ref.replace(/^#\//, '').split('/');
-    current = path.reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], doc) as T;
-  }
-  return current;
-}
-
-const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
-
-/** Every operation under /v1 of an OpenAPI document file, with its `$ref`s resolved at the top level. */
-export function operationsOf(file: string): { doc: Document; operations: Operation[] } {
-  return operationsOfDocument(parse(readFileSync(file, 'utf8')) as Document);
-}
-
 /** Every operation under /v1 of a parsed OpenAPI document (a service's, or the gateway's merged one). */
-export function operationsOfDocument(doc: Document): { doc: Document; operations: Operation[] } {
-  const operations: Operation[] = [];
-  const documentSecurity = Array.isArray(doc.security) ? (doc.security as Array<Record<string, unknown>>) : [];
-  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Record<string, unknown>>>)) {
-    if (!path.startsWith('/v1/')) continue;
-    for (const [method, op] of Object.entries(item)) {
-      if (!METHODS.has(method)) continue;
-      const security = Array.isArray(op.security) ? (op.security as Array<Record<string, unknown>>) : documentSecurity;
-      const params = ((op.parameters ?? []) as Parameter[]).map((p) => resolve(doc, p));
-      const content = (op.requestBody as { content?: Record<string, { schema: Schema }> } | undefined)?.content;
-      operations.push({
-        id: op.operationId as string,
-        method: method.toUpperCase(),
-        path,
-        pathParams: Object.fromEntries(params.filter((p) => p.in === 'path').map((p) => [p.name, schemaOf(p)])),
-        queryParams: Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, { schema: schemaOf(p), required: p.required === true }])),
-        body: content?.['application/json']?.schema,
-        anonymous: security.length === 0 || security.some((requirement) => !('bearerAuth' in requirement)),
-      });
-    }
-  }
+export function operationsOfDocument(doc: OpenApiDocument): { doc: OpenApiDocument; operations: Operation[] } {
+  const operations = operationsOf(doc)
+    .filter(({ path }) => path.startsWith('/v1/'))
+    .map(({ method, path, operation, parameters, security }): Operation => ({
+      id: operation.operationId as string,
+      method: method.toUpperCase(),
+      path,
+      pathParams: Object.fromEntries(parameters.filter((p) => p.in === 'path').map((p) => [p.name, schemaOf(p)])),
+      queryParams: Object.fromEntries(parameters.filter((p) => p.in === 'query').map((p) => [p.name, { schema: schemaOf(p), required: p.required === true }])),
+      body: deref(doc, operation.requestBody)?.content?.['application/json']?.schema as Schema | undefined,
+      anonymous: security.length === 0 || security.some((requirement) => !('bearerAuth' in requirement)),
+    }));
   return { doc, operations };
 }
 
@@ -122,14 +88,14 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
 }
 
 /** Values that satisfy `schema` (on-schema input); its documented examples half of the time. */
-export function valid(doc: Document, node: Schema, depth = 0): fc.Arbitrary<unknown> {
-  const schema = resolve(doc, node);
+export function valid(doc: OpenApiDocument, node: Schema, depth = 0): fc.Arbitrary<unknown> {
+  const schema = deref(doc, node);
   const examples = [...(schema.examples ?? []), ...(schema.example === undefined ? [] : [schema.example])];
   const generated = generatedValue(doc, schema, depth);
   return examples.length === 0 ? generated : fc.oneof(fc.constantFrom(...examples), generated);
 }
 
-function generatedValue(doc: Document, schema: Schema, depth: number): fc.Arbitrary<unknown> {
+function generatedValue(doc: OpenApiDocument, schema: Schema, depth: number): fc.Arbitrary<unknown> {
   if (schema.enum !== undefined) return fc.constantFrom(...schema.enum);
   if (schema.const !== undefined) return fc.constant(schema.const);
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
@@ -226,13 +192,13 @@ function withExtraKey(value: Record<string, unknown>, key: string, extra: unknow
 }
 
 /** Input off `schema`: one property hostile, a required one missing, an extra key, or the whole body hostile. */
-export function mutated(doc: Document, node: Schema): fc.Arbitrary<unknown> {
-  const schema = resolve(doc, node);
+export function mutated(doc: OpenApiDocument, node: Schema): fc.Arbitrary<unknown> {
+  const schema = deref(doc, node);
   const base = valid(doc, schema);
   const keys = Object.keys(schema.properties ?? {});
   if (keys.length === 0) return fc.oneof(hostileValue, base);
   const asObject = base.map((v) => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {}));
-  const stringKeys = keys.filter((k) => resolve(doc, schema.properties?.[k] ?? {}).type === 'string');
+  const stringKeys = keys.filter((k) => deref(doc, schema.properties?.[k] ?? {}).type === 'string');
   const replaced = (key: fc.Arbitrary<string>, bad: fc.Arbitrary<unknown>) => fc.tuple(asObject, key, bad).map(([v, k, b]) => ({ ...v, [k]: b }));
   return fc.oneof(
     // Text that is the right type but hostile content reaches the code past the validator: the likeliest place for a 500.
@@ -250,7 +216,7 @@ export function mutated(doc: Document, node: Schema): fc.Arbitrary<unknown> {
 }
 
 /** A path parameter value: a valid one, or hostile text (still a single, percent-encoded segment). */
-export function pathValue(doc: Document, schema: Schema): fc.Arbitrary<string> {
+export function pathValue(doc: OpenApiDocument, schema: Schema): fc.Arbitrary<string> {
   const text = fc.oneof(
     valid(doc, schema).map(String),
     hostileValue.map((v) => (typeof v === 'string' ? v : jsonBytes(v).toString()).slice(0, 1000)),

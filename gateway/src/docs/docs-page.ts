@@ -1,10 +1,5 @@
 import MarkdownIt from 'markdown-it';
-import type { OpenApiDocument } from './openapi-merge.ts';
-
-type Json = Record<string, unknown>;
-const obj = (value: unknown): Json => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {});
-const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
+import { type DocumentOperation, type OpenApiDocument, type OpenApiMediaType, deref, isReference, operationsOf } from '@platform/service-kit';
 
 function escape(text: unknown): string {
   return String(text ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -25,36 +20,25 @@ function refLink(ref: unknown): string {
   return `<a href="#schema-${escape(name)}">${escape(name)}</a>`;
 }
 
-function resolve(doc: OpenApiDocument, value: unknown): Json {
-  const ref = obj(value).$ref;
-  if (typeof ref !== 'string') return obj(value);
-  return ref
-    .replace(/^#\//, '')
-    .split('/')
-    .reduce<Json>((at, key) => obj(at[key]), doc);
-}
-
-function schemaOf(content: unknown): string {
-  const schema = obj(obj(Object.values(obj(content))[0]).schema);
-  if (typeof schema.$ref === 'string') return refLink(schema.$ref);
-  if (schema.type === 'array' && typeof obj(schema.items).$ref === 'string') return `array of ${refLink(obj(schema.items).$ref)}`;
+function schemaOf(content: Record<string, OpenApiMediaType> | undefined): string {
+  const schema = Object.values(content ?? {})[0]?.schema ?? {};
+  if (isReference(schema)) return refLink(schema.$ref);
+  if (schema.type === 'array' && isReference(schema.items)) return `array of ${refLink(schema.items.$ref)}`;
   return Object.keys(schema).length > 0 ? `<code>${escape(JSON.stringify(schema))}</code>` : '';
 }
 
-function operation(doc: OpenApiDocument, method: string, path: string, op: Json): string {
-  const security = list(op.security).map((r) => Object.keys(obj(r)).join(' + ')).join(' or ');
-  const params = list(op.parameters).map((p) => resolve(doc, p));
-  const body = obj(resolve(doc, op.requestBody).content);
-  const responses = Object.entries(obj(op.responses)).map(([status, r]) => {
-    const response = resolve(doc, r);
+function operation(doc: OpenApiDocument, { method, path, operation: op, parameters, security }: DocumentOperation): string {
+  const body = deref(doc, op.requestBody)?.content ?? {};
+  const responses = Object.entries(op.responses ?? {}).map(([status, r]) => {
+    const response = deref(doc, r);
     return `<tr><td>${escape(status)}</td><td>${markdown(response.description)}</td><td>${schemaOf(response.content)}</td></tr>`;
   });
   return `<section class="op" id="op-${escape(op.operationId ?? `${method}-${path}`)}">
 <h3><span class="method ${method}">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3>
 <p><strong>${escape(op.summary)}</strong></p>
 ${markdown(op.description)}
-<p class="security">Security: ${escape(security)}</p>
-${params.length > 0 ? `<table><tr><th>Parameter</th><th>In</th><th>Required</th><th>Description</th></tr>${params.map((p) => `<tr><td><code>${escape(p.name)}</code></td><td>${escape(p.in)}</td><td>${p.required === true ? 'yes' : 'no'}</td><td>${markdown(p.description)}</td></tr>`).join('')}</table>` : ''}
+<p class="security">Security: ${escape(security.map((r) => Object.keys(r).join(' + ')).join(' or '))}</p>
+${parameters.length > 0 ? `<table><tr><th>Parameter</th><th>In</th><th>Required</th><th>Description</th></tr>${parameters.map((p) => `<tr><td><code>${escape(p.name)}</code></td><td>${escape(p.in)}</td><td>${p.required === true ? 'yes' : 'no'}</td><td>${markdown(p.description)}</td></tr>`).join('')}</table>` : ''}
 ${Object.keys(body).length > 0 ? `<p>Request body: ${schemaOf(body)}</p>` : ''}
 <table><tr><th>Status</th><th>Meaning</th><th>Body</th></tr>${responses.join('')}</table>
 </section>`;
@@ -65,18 +49,13 @@ ${Object.keys(body).length > 0 ? `<p>Request body: ${schemaOf(body)}</p>` : ''}
  * so it works offline and under a strict Content-Security-Policy. Built once, at start.
  */
 export function renderDocsPage(doc: OpenApiDocument): string {
-  const info = obj(doc.info);
-  const ops: Array<{ tag: string; html: string; title: string; anchor: string }> = [];
-  for (const [path, item] of Object.entries(obj(doc.paths))) {
-    for (const method of METHODS) {
-      const op = obj(obj(item)[method]);
-      if (Object.keys(op).length === 0) continue;
-      const tag = String(list(op.tags)[0] ?? 'Other');
-      ops.push({ tag, html: operation(doc, method, path, op), title: `${method.toUpperCase()} ${path}`, anchor: String(op.operationId ?? `${method}-${path}`) });
-    }
-  }
+  const info = doc.info ?? {};
+  const ops = operationsOf(doc).map((entry) => {
+    const { method, path, operation: op } = entry;
+    return { tag: String(op.tags?.[0] ?? 'Other'), html: operation(doc, entry), title: `${method.toUpperCase()} ${path}`, anchor: String(op.operationId ?? `${method}-${path}`) };
+  });
   const tags = [...new Set(ops.map((o) => o.tag))];
-  const schemas = Object.entries(obj(obj(doc.components).schemas));
+  const schemas = Object.entries(doc.components?.schemas ?? {});
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(info.title)}</title>

@@ -1,7 +1,7 @@
 import express, { type Router } from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
 import { renderDocsPage } from './docs-page.ts';
-import type { OpenApiDocument } from './openapi-merge.ts';
+import type { OpenApiDocument } from '@platform/service-kit';
 
 /** No script, no outside resource: the page is plain HTML and inline CSS. */
 const DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";

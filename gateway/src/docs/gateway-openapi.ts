@@ -67,6 +67,12 @@ ${part(risk)}`,
   };
 }
 
+/** The key's quota fields (CONTRACT.md part 12), as the headers of an answer that carries them. */
+export const QUOTA_HEADERS = {
+  'RateLimit-Policy': { $ref: '#/components/headers/RateLimitPolicy' },
+  RateLimit: { $ref: '#/components/headers/RateLimit' },
+};
+
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
@@ -115,8 +121,7 @@ export function gatewayComponents(facts: SigningFacts) {
         ...errorResponse(`The client key's rate limit was exceeded (\`Rate limit exceeded\`); retry after \`Retry-After\` seconds. ${RATE_LIMIT_DESCRIPTION}`),
         headers: {
           'Retry-After': { $ref: '#/components/headers/RateLimitRetryAfter' },
-          'RateLimit-Policy': { $ref: '#/components/headers/RateLimitPolicy' },
-          RateLimit: { $ref: '#/components/headers/RateLimit' },
+          ...QUOTA_HEADERS,
         },
       },
       InvalidSignature: errorResponse('The request signature is missing or invalid (`Invalid request signature`), or the bearer token is (`Bad Credentials`).'),

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
+import type { OpenApiDocument } from '@platform/service-kit';
 import type { GatewayConfig } from '../config.ts';
 import type { SigningFacts } from './gateway-openapi.ts';
-import { type OpenApiDocument, mergeApiDocuments } from './openapi-merge.ts';
+import { mergeApiDocuments } from './openapi-merge.ts';
 
 /** Where the services' documents are. */
 export interface ApiDocumentSources {

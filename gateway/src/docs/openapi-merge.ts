@@ -1,15 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import { gatewayComponents, gatewayInfo, type SigningFacts } from './gateway-openapi.ts';
+import { type OpenApiDocument, type OpenApiOperation, type OpenApiPathItem, type SecurityRequirement, isReference, operationsOf, resolveRef } from '@platform/service-kit';
+import { QUOTA_HEADERS, gatewayComponents, gatewayInfo, type SigningFacts } from './gateway-openapi.ts';
 
-/** An OpenAPI 3.1 document as parsed from YAML: plain JSON values. */
-export type OpenApiDocument = Record<string, unknown>;
-type Json = Record<string, unknown>;
+type Components = NonNullable<OpenApiDocument['components']>;
 
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 /** Identity's key set is fetched by the gateway directly; it is not a public route (README, gateway). */
 const NOT_ROUTED = new Set(['/.well-known/jwks.json']);
-
-const obj = (value: unknown): Json => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {});
 
 /** Every `$ref` in `value` rewritten through `renames` (old ref → new ref). */
 function rewriteRefs(value: unknown, renames: ReadonlyMap<string, string>): unknown {
@@ -22,54 +18,58 @@ function rewriteRefs(value: unknown, renames: ReadonlyMap<string, string>): unkn
 
 /**
  * The components of both documents in one set. A name both define identically is kept once; a name
- * they define differently keeps identity's and renames risk's to `Risk<Name>` (with its refs).
+ * they define differently keeps identity's and renames risk's to `Risk<Name>`, in risk's document too
+ * (definitions and refs), so that document still resolves on its own.
  */
-function mergeComponents(identity: OpenApiDocument, risk: OpenApiDocument): { components: Json; risk: OpenApiDocument } {
+function mergeComponents(identity: OpenApiDocument, risk: OpenApiDocument): { components: Components; risk: OpenApiDocument } {
   const renames = new Map<string, string>();
-  const ours = obj(identity.components);
-  const theirs = obj(risk.components);
+  const ours = identity.components ?? {};
+  const theirs = risk.components ?? {};
   for (const [section, entries] of Object.entries(theirs)) {
     if (section === 'securitySchemes') continue;
-    for (const [name, definition] of Object.entries(obj(entries))) {
-      const existing = obj(ours[section])[name];
+    for (const [name, definition] of Object.entries(entries)) {
+      const existing = ours[section]?.[name];
       if (existing !== undefined && !isDeepStrictEqual(existing, definition)) {
         renames.set(`#/components/${section}/${name}`, `#/components/${section}/Risk${name}`);
       }
     }
   }
-  const renamedRisk = obj(rewriteRefs(risk, renames));
-  const components: Json = {};
-  for (const section of new Set([...Object.keys(ours), ...Object.keys(obj(renamedRisk.components))])) {
-    const merged: Json = { ...obj(ours[section]) };
-    for (const [name, definition] of Object.entries(obj(obj(renamedRisk.components)[section]))) {
-      merged[renames.has(`#/components/${section}/${name}`) ? `Risk${name}` : name] = definition;
-    }
-    components[section] = merged;
+  const rewritten = rewriteRefs(risk, renames) as OpenApiDocument;
+  const riskComponents: Components = Object.fromEntries(
+    Object.entries(rewritten.components ?? {}).map(([section, entries]) => [
+      section,
+      Object.fromEntries(Object.entries(entries).map(([name, definition]) => [renames.has(`#/components/${section}/${name}`) ? `Risk${name}` : name, definition])),
+    ]),
+  );
+  const components: Components = {};
+  for (const section of new Set([...Object.keys(ours), ...Object.keys(riskComponents)])) {
+    components[section] = { ...ours[section], ...riskComponents[section] };
   }
-  return { components, risk: renamedRisk };
+  return { components, risk: { ...rewritten, components: riskComponents } };
 }
 
 /**
  * Drops components nothing reaches from the paths (identity's key-set schemas once its JWKS route is
- * left out), so the served document lints clean.
+ * left out), so the served document lints clean. A component is kept whole, whatever part of it a
+ * reference names.
  */
-function withoutUnusedComponents(doc: Json): Json {
-  const components = obj(doc.components);
+function withoutUnusedComponents(doc: OpenApiDocument): OpenApiDocument {
+  const components = doc.components ?? {};
   const reached = new Set<string>();
   let frontier = refsIn(doc.paths);
   while (frontier.length > 0) {
     const next: string[] = [];
     for (const ref of frontier) {
-      if (reached.has(ref)) continue;
-      reached.add(ref);
-      const [, , section, name] = ref.split('/');
-      next.push(...refsIn(obj(components[section ?? ''])[name ?? '']));
+      const component = ref.split('/').slice(0, 4).join('/');
+      if (reached.has(component)) continue;
+      reached.add(component);
+      next.push(...refsIn(resolveRef(doc, component)));
     }
     frontier = next;
   }
-  const kept: Json = {};
+  const kept: Components = {};
   for (const [section, entries] of Object.entries(components)) {
-    kept[section] = section === 'securitySchemes' ? entries : Object.fromEntries(Object.entries(obj(entries)).filter(([name]) => reached.has(`#/components/${section}/${name}`)));
+    kept[section] = section === 'securitySchemes' ? entries : Object.fromEntries(Object.entries(entries).filter(([name]) => reached.has(`#/components/${section}/${name}`)));
   }
   return { ...doc, components: kept };
 }
@@ -85,22 +85,15 @@ function refsIn(value: unknown, out: string[] = []): string[] {
   return out;
 }
 
-const QUOTA_HEADERS = {
-  'RateLimit-Policy': { $ref: '#/components/headers/RateLimitPolicy' },
-  RateLimit: { $ref: '#/components/headers/RateLimit' },
-};
-
 /** An operation as the gateway serves it: signed (and idempotency-keyed) on top of its own security. */
-function gatewayOperation(operation: Json, documentSecurity: unknown): Json {
-  const security = Array.isArray(operation.security) ? operation.security : Array.isArray(documentSecurity) ? documentSecurity : [];
-  const signed = security.length === 0 ? [{ requestSignature: [] }] : security.map((req: unknown) => ({ ...obj(req), requestSignature: [] }));
-  const parameters = [{ $ref: '#/components/parameters/IdempotencyKey' }, ...(Array.isArray(operation.parameters) ? operation.parameters : [])];
-  const responses: Json = {};
+function gatewayOperation(operation: OpenApiOperation, security: readonly SecurityRequirement[]): OpenApiOperation {
+  const signed = security.length === 0 ? [{ requestSignature: [] }] : security.map((requirement) => ({ ...requirement, requestSignature: [] }));
+  const parameters = [{ $ref: '#/components/parameters/IdempotencyKey' }, ...(operation.parameters ?? [])];
+  const responses: NonNullable<OpenApiOperation['responses']> = {};
   // Every answer to a signed request carries the key's quota (CONTRACT.md part 12); a shared ($ref)
   // answer cannot take headers here, its description in the document's info says so.
-  for (const [status, response] of Object.entries(obj(operation.responses))) {
-    const r = obj(response);
-    responses[status] = typeof r.$ref === 'string' ? response : { ...r, headers: { ...obj(r.headers), ...QUOTA_HEADERS } };
+  for (const [status, response] of Object.entries(operation.responses ?? {})) {
+    responses[status] = isReference(response) ? response : { ...response, headers: { ...response.headers, ...QUOTA_HEADERS } };
   }
   const added: Record<string, string> = {
     '401': 'InvalidSignature',
@@ -114,13 +107,13 @@ function gatewayOperation(operation: Json, documentSecurity: unknown): Json {
   return { ...operation, security: signed, parameters, responses };
 }
 
-function gatewayPaths(doc: OpenApiDocument): Json {
-  const paths: Json = {};
-  for (const [path, item] of Object.entries(obj(doc.paths))) {
-    if (NOT_ROUTED.has(path)) continue;
-    paths[path] = Object.fromEntries(
-      Object.entries(obj(item)).map(([key, value]) => [key, METHODS.includes(key) ? gatewayOperation(obj(value), doc.security) : value]),
-    );
+/** The routed path items of `doc`, each operation in its place as the gateway serves it. */
+function gatewayPaths(doc: OpenApiDocument): Record<string, OpenApiPathItem> {
+  const paths: Record<string, OpenApiPathItem> = {};
+  for (const [path, item] of Object.entries(doc.paths ?? {})) if (!NOT_ROUTED.has(path)) paths[path] = { ...item };
+  for (const { method, path, operation, security } of operationsOf(doc)) {
+    const item = paths[path];
+    if (item !== undefined) item[method] = gatewayOperation(operation, security);
   }
   return paths;
 }
@@ -138,22 +131,26 @@ export function mergeApiDocuments(identity: OpenApiDocument, risk: OpenApiDocume
   const clash = Object.keys(riskPaths).find((p) => p in identityPaths);
   if (clash !== undefined) throw new Error(`both documents define ${clash}`);
   const used = new Set(
-    Object.values({ ...identityPaths, ...riskPaths }).flatMap((item) => Object.values(obj(item)).flatMap((op) => (Array.isArray(obj(op).tags) ? (obj(op).tags as unknown[]) : []))),
+    [identity, renamedRisk].flatMap((doc) =>
+      operationsOf(doc)
+        .filter((o) => !NOT_ROUTED.has(o.path))
+        .flatMap((o) => o.operation.tags ?? []),
+    ),
   );
-  const tags = [...(Array.isArray(identity.tags) ? identity.tags : []), ...(Array.isArray(risk.tags) ? risk.tags : [])].filter((t) => used.has(obj(t).name));
+  const tags = [...(identity.tags ?? []), ...(risk.tags ?? [])].filter((t) => used.has(t.name));
   const gateway = gatewayComponents(facts);
   return withoutUnusedComponents({
     openapi: '3.1.0',
-    info: gatewayInfo(facts, obj(identity.info), obj(risk.info)),
+    info: gatewayInfo(facts, identity.info ?? {}, risk.info ?? {}),
     servers: [{ url: '/', description: 'The gateway; one base URL serves both services.' }],
     tags,
     paths: { ...identityPaths, ...riskPaths },
     components: {
       ...components,
       securitySchemes: gateway.securitySchemes,
-      parameters: { ...obj(components.parameters), ...gateway.parameters },
-      headers: { ...obj(components.headers), ...gateway.headers },
-      responses: { ...obj(components.responses), ...gateway.responses },
+      parameters: { ...components.parameters, ...gateway.parameters },
+      headers: { ...components.headers, ...gateway.headers },
+      responses: { ...components.responses, ...gateway.responses },
     },
   });
 }

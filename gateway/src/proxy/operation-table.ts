@@ -1,8 +1,5 @@
-import type { OpenApiDocument } from '../docs/openapi-merge.ts';
+import { type OpenApiDocument, type SecurityRequirement, operationsOf } from '@platform/service-kit';
 import { type UpstreamName, type UpstreamRoute, isUnder } from './routes.ts';
-
-/** The HTTP methods an OpenAPI path item may name. */
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
 /** One operation the gateway proxies: a method on a path template of the merged document. */
 export interface GatewayOperation {
@@ -36,17 +33,13 @@ interface PathEntry {
   allow: readonly string[];
 }
 
-type Json = Record<string, unknown>;
-const obj = (value: unknown): Json => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {});
-
 /**
  * True when every security alternative of the operation includes `bearerAuth`. An operation with an
  * alternative without it (`security: []`, or `{}` beside `bearerAuth` where a token is optional) is
  * callable without one; the service behind it decides what a token it does get is worth.
  */
-function requiresBearer(operation: Json, documentSecurity: unknown): boolean {
-  const security = Array.isArray(operation.security) ? operation.security : Array.isArray(documentSecurity) ? documentSecurity : [];
-  return security.length > 0 && security.every((requirement) => 'bearerAuth' in obj(requirement));
+function requiresBearer(security: readonly SecurityRequirement[]): boolean {
+  return security.length > 0 && security.every((requirement) => 'bearerAuth' in requirement);
 }
 
 function upstreamOf(template: string, routes: readonly UpstreamRoute[]): UpstreamName {
@@ -69,26 +62,19 @@ function segmentsOf(template: string): Array<string | undefined> {
  * nothing. Methods are the documented ones only (no implicit HEAD or OPTIONS), as the services answer.
  */
 export function operationTable(document: OpenApiDocument, routes: readonly UpstreamRoute[]): OperationTable {
-  const entries: PathEntry[] = [];
   const operations: GatewayOperation[] = [];
-  for (const [template, item] of Object.entries(obj(document.paths))) {
-    const byMethod = new Map<string, GatewayOperation>();
-    for (const key of METHODS) {
-      const operation = obj(item)[key];
-      if (operation === undefined) continue;
-      const entry: GatewayOperation = {
-        method: key.toUpperCase(),
-        template,
-        upstream: upstreamOf(template, routes),
-        needsBearer: requiresBearer(obj(operation), document.security),
-      };
-      byMethod.set(entry.method, entry);
-      operations.push(entry);
-    }
-    if (byMethod.size === 0) continue;
-    const segments = segmentsOf(template);
-    entries.push({ template, segments, literals: segments.filter((s) => s !== undefined).length, byMethod, allow: [...byMethod.keys()] });
+  const byTemplate = new Map<string, Map<string, GatewayOperation>>();
+  for (const { method, path: template, security } of operationsOf(document)) {
+    const entry: GatewayOperation = { method: method.toUpperCase(), template, upstream: upstreamOf(template, routes), needsBearer: requiresBearer(security) };
+    let byMethod = byTemplate.get(template);
+    if (byMethod === undefined) byTemplate.set(template, (byMethod = new Map()));
+    byMethod.set(entry.method, entry);
+    operations.push(entry);
   }
+  const entries = [...byTemplate].map(([template, byMethod]): PathEntry => {
+    const segments = segmentsOf(template);
+    return { template, segments, literals: segments.filter((s) => s !== undefined).length, byMethod, allow: [...byMethod.keys()] };
+  });
   // A path without parameters is found by one lookup; the templated ones are tried with the most literal
   // segments first, so the first match is the one OpenAPI says wins (a literal path beats a template).
   const exact = new Map(entries.filter((e) => e.literals === e.segments.length).map((e) => [e.template, e]));

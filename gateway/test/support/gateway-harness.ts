@@ -1,12 +1,11 @@
 import { type KeyObject, generateKeyPairSync } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, type RequestOptions, request } from 'node:http';
 import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
-import { type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
+import { type OpenApiDocument, type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../src/app.ts';
 import { gatewayConfigSpec } from '../../src/config.ts';
 import { loadApiDocumentFor } from '../../src/docs/load-api-document.ts';
-import type { OpenApiDocument } from '../../src/docs/openapi-merge.ts';
 import { type FakeUpstream, deadUrl, startUpstream } from './fake-upstream.ts';
 import type { TestSigningKey } from './signing-client.ts';
 

@@ -11,6 +11,7 @@ export * from './limits-config.ts';
 export * from './logger.ts';
 export * from './metrics.ts';
 export * from './numeric-parameters.ts';
+export * from './openapi-document.ts';
 export * from './openapi.ts';
 export * from './paths.ts';
 export * from './redis.ts';

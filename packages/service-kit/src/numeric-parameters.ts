@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { RequestHandler } from 'express';
 import { parse } from 'yaml';
 import { BadRequestError } from '@platform/errors';
+import { type OpenApiDocument, type OpenApiParameter, deref, operationsOf } from './openapi-document.ts';
 
 /** A numeric path or query parameter of one operation, with its documented bounds. */
 interface NumericParameter {
@@ -23,26 +24,14 @@ interface OperationParameters {
   numeric: NumericParameter[];
 }
 
-type Json = Record<string, unknown>;
-const obj = (value: unknown): Json => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {});
-
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const INTEGER = /^-?[0-9]+$/;
 const DECIMAL = /^-?[0-9]+(\.[0-9]+)?$/;
 const INT32 = { minimum: -(2 ** 31), maximum: 2 ** 31 - 1 };
 /** The longest raw value a message repeats. */
 const SHOWN = 40;
 
-function resolve(doc: Json, node: unknown): Json {
-  let current = obj(node);
-  for (let hops = 0; typeof current.$ref === 'string' && hops < 10; hops++) {
-    current = obj(current.$ref.replace(/^#\//, '').split('/').reduce<unknown>((at, key) => obj(at)[key], doc));
-  }
-  return current;
-}
-
-function numericParameter(doc: Json, parameter: Json): NumericParameter | undefined {
-  const schema = resolve(doc, parameter.schema);
+function numericParameter(doc: OpenApiDocument, parameter: OpenApiParameter): NumericParameter | undefined {
+  const schema = deref(doc, parameter.schema) ?? {};
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
   if ((type !== 'integer' && type !== 'number') || (parameter.in !== 'path' && parameter.in !== 'query')) return undefined;
   const bounds = schema.format === 'int32' ? INT32 : { minimum: type === 'integer' ? Number.MIN_SAFE_INTEGER : -Number.MAX_VALUE, maximum: type === 'integer' ? Number.MAX_SAFE_INTEGER : Number.MAX_VALUE };
@@ -55,23 +44,23 @@ function numericParameter(doc: Json, parameter: Json): NumericParameter | undefi
   };
 }
 
+/** The raw-path pattern of a path template, capturing its parameters, and their names in order. */
+function pathPattern(template: string): Pick<OperationParameters, 'path' | 'pathNames'> {
+  const pathNames: string[] = [];
+  const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^{}]+)\}/g, (_m, name: string) => {
+    pathNames.push(name);
+    return '([^/]+)';
+  });
+  return { path: new RegExp(`^${source}/?$`, 'i'), pathNames };
+}
+
 /** The numeric parameters of every operation of the document, by operationId. */
-function numericParametersOf(doc: Json): Map<string, OperationParameters> {
+function numericParametersOf(doc: OpenApiDocument): Map<string, OperationParameters> {
   const operations = new Map<string, OperationParameters>();
-  for (const [template, item] of Object.entries(obj(doc.paths))) {
-    const pathNames: string[] = [];
-    const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^{}]+)\}/g, (_m, name: string) => {
-      pathNames.push(name);
-      return '([^/]+)';
-    });
-    const shared = Array.isArray(obj(item).parameters) ? (obj(item).parameters as unknown[]) : [];
-    for (const method of METHODS) {
-      const operation = obj(obj(item)[method]);
-      if (typeof operation.operationId !== 'string') continue;
-      const own = Array.isArray(operation.parameters) ? (operation.parameters as unknown[]) : [];
-      const numeric = [...shared, ...own].map((p) => numericParameter(doc, resolve(doc, p))).filter((p) => p !== undefined);
-      if (numeric.length > 0) operations.set(operation.operationId, { path: new RegExp(`^${source}/?$`, 'i'), pathNames, numeric });
-    }
+  for (const { path, operation, parameters } of operationsOf(doc)) {
+    if (typeof operation.operationId !== 'string') continue;
+    const numeric = parameters.map((p) => numericParameter(doc, p)).filter((p) => p !== undefined);
+    if (numeric.length > 0) operations.set(operation.operationId, { ...pathPattern(path), numeric });
   }
   return operations;
 }
@@ -106,7 +95,7 @@ function decoded(segment: string): string {
  * the values as sent, not as coerced.
  */
 export function strictNumericParameters(apiSpec: string): RequestHandler {
-  const operations = numericParametersOf(obj(parse(readFileSync(apiSpec, 'utf8'))));
+  const operations = numericParametersOf(parse(readFileSync(apiSpec, 'utf8')) as OpenApiDocument);
   return (req, _res, next) => {
     const operationId = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
     const operation = operationId === undefined ? undefined : operations.get(operationId);
