@@ -3,7 +3,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { type HttpMethod, type OpenApiDocument, type OpenApiOperation, deref, isReference } from '@platform/service-kit';
-import type { FuzzProblem, FuzzRequest } from './engine.ts';
+import type { FuzzProblem, FuzzRequest } from './findings.ts';
 import type { Answer } from './exchange.ts';
 import type { Operation } from './schema-arbitrary.ts';
 

@@ -9,35 +9,13 @@ import fc from 'fast-check';
 import { createSigner, signRequest } from '@platform/client';
 import type { OpenApiDocument } from '@platform/service-kit';
 import { answerChecker } from './answer-check.ts';
+import type { Caller, FuzzProblem, FuzzRequest } from './findings.ts';
 import { exchange } from './exchange.ts';
 import { type Operation, type Schema, hostileValue, jsonBytes, mutated, NUMBER_LOOKALIKES, operationsOfDocument, pathValue, valid } from './schema-arbitrary.ts';
 
 type Json = Record<string, unknown>;
 
-/** Who a request is sent as. */
-export type Caller = 'admin' | 'user' | 'anonymous' | 'forged';
-
-/** One generated request. */
-export interface FuzzRequest {
-  operation: string;
-  method: string;
-  /** Path and query, exactly as sent. */
-  target: string;
-  body: Buffer | undefined;
-  caller: Caller;
-}
-
-/**
- * An answer the document does not allow, or none at all: `transport-failure` is a request whose
- * connection failed or was cut, or that got no whole answer within the request timeout.
- */
-export interface FuzzProblem {
-  kind: '5xx' | 'undocumented-status' | 'schema-violation' | 'transport-failure' | 'check';
-  request: FuzzRequest;
-  /** Undefined when no answer came. */
-  status: number | undefined;
-  detail: string;
-}
+export type { Caller, FuzzProblem, FuzzRequest } from './findings.ts';
 
 /** What a run did and found. */
 export interface FuzzReport {
