@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { type Knex, createDatabase, ensureDatabaseExists, migrateToLatest } from '@platform/service-kit';
 import { migrations } from '../services/identity/migrations/index.ts';
 import { encodeCursor } from '../services/identity/src/pagination/cursor.ts';
-import { type UserFilter, usersQuery } from '../services/identity/src/user-records/users.repository.ts';
+import { type UserFilter, findUsers } from '../services/identity/src/user-records/users.repository.ts';
 import { type RunContext, type ScenarioResult, needStack } from './context.ts';
 import type { LoadResult } from './load.ts';
 import { quantile } from './load.ts';
@@ -45,7 +45,15 @@ async function loadUsers(db: Knex, count: number): Promise<void> {
 
 /** The plan Postgres runs for the service's own SQL of `filter`, and the indexes it reads. */
 async function explain(db: Knex, filter: UserFilter, after?: { at: string; id: string }): Promise<{ text: string; indexes: string[] }> {
-  const { sql, bindings } = usersQuery(db, filter, 51, after).toSQL();
+  // The SQL the service itself sends for this page, as knex reports it (the query runs once more here).
+  let sent: { sql: string; bindings: readonly unknown[] } | undefined;
+  const listener = (query: { sql: string; bindings?: readonly unknown[] }) => {
+    sent = { sql: query.sql, bindings: query.bindings ?? [] };
+  };
+  db.once('query', listener);
+  await findUsers(db, filter, 51, after);
+  if (sent === undefined) throw new Error('findUsers sent no query');
+  const { sql, bindings } = sent;
   const result = await db.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, bindings as Knex.RawBinding[]);
   const text = result.rows.map((r) => r['QUERY PLAN']).join('\n');
   return { text, indexes: [...new Set([...text.matchAll(/Index (?:Only )?Scan (?:Backward )?using (\w+)|Bitmap Index Scan on (\w+)/g)].map((m) => m[1] ?? m[2] ?? ''))] };

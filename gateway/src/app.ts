@@ -119,8 +119,3 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   };
 }
-
-/** The gateway's Express app alone, for callers that need nothing closed. */
-export function createApp(deps: GatewayDeps): Express {
-  return createGateway(deps).app;
-}

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { parse } from 'yaml';
 import { type OpenApiDocument, createMetrics, loadConfig } from '@platform/service-kit';
 import { type TestRedis, captureLogger, createTestRedis } from '@platform/service-kit/testing';
-import { createApp } from '../src/app.ts';
+import { type Gateway, createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocument } from '../src/docs/load-api-document.ts';
 
@@ -92,11 +92,17 @@ describe('GET /openapi.json and GET /docs', () => {
     doc = await loadApiDocument({ identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH }, facts);
   });
   after(async () => {
+    for (const gateway of built) gateway.close();
     await testRedis.close();
   });
 
-  const build = (apiDocument: OpenApiDocument) =>
-    createApp({ config, logger: captureLogger('gateway').logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
+  // Each gateway built here is closed after the tests (its background work: the JWKS refresh, the stamp watch).
+  const built: Gateway[] = [];
+  const build = (apiDocument: OpenApiDocument) => {
+    const gateway = createGateway({ config, logger: captureLogger('gateway').logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
+    built.push(gateway);
+    return gateway.app;
+  };
 
   it('when asked without a signature, answers the merged document as JSON', async () => {
     const res = await request(build(doc)).get('/openapi.json');

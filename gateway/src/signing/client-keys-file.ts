@@ -30,7 +30,6 @@ export interface ClientKeysFileOptions {
    * A state, not a change, so that what watches it sees a bad file for as long as it stays bad.
    */
   onRead?: (valid: boolean) => void;
-  pollMs?: number;
 }
 
 const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -83,7 +82,7 @@ export async function watchClientKeysFile(options: ClientKeysFileOptions): Promi
     if (polling) return;
     polling = true;
     void poll().finally(() => (polling = false));
-  }, options.pollMs ?? POLL_MS);
+  }, POLL_MS);
   timer.unref();
   return {
     keys: { get: (keyId) => current.get(keyId) },

@@ -52,6 +52,3 @@ export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
-
-/** The operation ids of both documents, for tooling that wants to enumerate them. */
-export type OperationId = keyof IdentityOperations | keyof RiskOperations;

@@ -119,11 +119,6 @@ export async function migrateToLatest(db: Knex, migrations: readonly Migration[]
   return applied;
 }
 
-/** Reverts every applied migration, newest first. */
-export async function rollbackAll(db: Knex, migrations: readonly Migration[]): Promise<void> {
-  await db.migrate.rollback({ migrationSource: migrationSource(migrations) }, true);
-}
-
 /** Readiness: Postgres answers a trivial query. */
 export function databaseCheck(db: Knex): ReadinessCheck {
   return {

@@ -69,8 +69,3 @@ export function createRisk(deps: RiskDeps): Risk {
   });
   return { app, close: () => tokenKeys.close() };
 }
-
-/** The risk service's Express app alone, for callers that need nothing closed. */
-export function createApp(deps: RiskDeps): Express {
-  return createRisk(deps).app;
-}

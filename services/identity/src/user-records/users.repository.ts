@@ -36,7 +36,7 @@ function likeLiteral(text: string): string {
  * The query of `findUsers`, unrun (the benchmark EXPLAINs it). Each filter matches an index of migration
  * 0010 as written here: keep the expressions in step with it.
  */
-export function usersQuery(db: Knex, filter: UserFilter, limit: number, after: Position | undefined): Knex.QueryBuilder {
+function usersQuery(db: Knex, filter: UserFilter, limit: number, after: Position | undefined): Knex.QueryBuilder {
   const query = db('users')
     .select(...COLUMNS, db.raw(`${exactInstant('created_at')} AS "positionAt"`))
     .orderBy([
