@@ -118,6 +118,25 @@ describe('GET /metrics', () => {
     assert.equal(sample(res.text, 'http_request_duration_seconds_count', things), 2);
     assert.ok(!res.text.includes('/things/1'), 'a raw path became a label');
   });
+
+  it('leaves health probes and metric scrapes out of the request metrics, failing probes included (they are not traffic)', async () => {
+    const { app } = buildApp([{ name: 'redis', check: async () => Promise.reject(new Error('down')) }]);
+    await request(app).get('/things/1');
+    for (let i = 0; i < 3; i += 1) {
+      assert.equal((await request(app).get('/health/live')).status, 200);
+      assert.equal((await request(app).get('/health/ready')).status, 503);
+      assert.equal((await request(app).get('/HEALTH/READY')).status, 503);
+      assert.equal((await request(app).post('/metrics')).status, 405);
+      assert.equal((await request(app).get('/metrics')).status, 200);
+    }
+    const res = await request(app).get('/metrics');
+    const series = res.text.split('\n').filter((line) => /^http_request(s_total|_duration_seconds_count)\{/.test(line));
+    assert.deepEqual(
+      series.map((line) => /route="([^"]*)",status="(\d+)"/.exec(line)?.slice(1).join(' ')),
+      ['/things/:id 200', '/things/:id 200'],
+      series.join('\n'),
+    );
+  });
 });
 
 describe('GET /health/live and /health/ready', () => {
