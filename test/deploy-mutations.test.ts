@@ -93,6 +93,13 @@ describe('deployment checks on a broken copy', () => {
     includes(overlayProblems('test', built('test'), root), 'NetworkPolicy for risk: lets in {"podSelector":{}}');
   });
 
+  it('rejects Prometheus reaching a service\'s API port, and a metrics port the pods do not open', () => {
+    mutate('deploy/k8s/base/identity/network-policy.yaml', '        - port: metrics', '        - port: metrics\n        - port: http');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'NetworkPolicy for identity: monitoring may reach the metrics port only');
+    mutate('deploy/k8s/base/risk/deployment.yaml', 'containerPort: 9082', 'containerPort: 9083');
+    includes(overlayProblems('test', built('test', 'risk'), root), 'container port metrics must be 9082 (RISK_METRICS_PORT)');
+  });
+
   it('rejects a kustomization feature the resolver does not implement, rather than skipping it', () => {
     mutate('deploy/k8s/overlays/test/risk/kustomization.yaml', 'patches:', 'namePrefix: blue-\npatches:');
     // The resolver itself: kubectl kustomize, used where kubectl is, implements namePrefix.

@@ -156,8 +156,9 @@ describe('observability files (deploy/observability, deploy/k8s/*/monitoring)', 
           const selected = services.filter((s) => Object.entries(spec.selector.matchLabels).every(([k, v]) => s.metadata.labels?.[k] === v));
           assert.deepEqual(selected.map((s) => s.metadata.name), [monitor.metadata.name]);
           const ports = ((selected[0]!.spec as Json).ports as Array<{ name: string }>).map((p) => p.name);
-          // The gateway's metrics are on its management port only (CONTRACT.md part 10).
-          assert.deepEqual(spec.endpoints.map((e) => [e.port, e.path]), [[monitor.metadata.name === 'gateway' ? 'management' : 'http', '/metrics']]);
+          // The gateway's metrics are on its management port only (CONTRACT.md part 10), the services' on their
+          // metrics port: the one port of each that Prometheus may reach (the NetworkPolicies).
+          assert.deepEqual(spec.endpoints.map((e) => [e.port, e.path]), [[monitor.metadata.name === 'gateway' ? 'management' : 'metrics', '/metrics']]);
           assert.ok(ports.includes(spec.endpoints[0]!.port));
         }
         assert.equal(monitoring.filter((o) => o.kind === 'PrometheusRule').length, 1);

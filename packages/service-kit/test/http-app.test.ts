@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { RequestHandler } from 'express';
 import { BadRequestError, MethodNotAllowedError } from '@platform/errors';
-import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, inSequence, listen, requestLog } from '../src/index.ts';
+import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, createMetricsApp, finishApp, inSequence, listen, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draining: false }) {
@@ -136,6 +136,24 @@ describe('GET /metrics', () => {
       ['/things/:id 200', '/things/:id 200'],
       series.join('\n'),
     );
+  });
+});
+
+describe('createMetricsApp (a service\'s metrics port)', () => {
+  it('serves GET /metrics of the process\'s registry and nothing else: no API, no health, in the error shape', async () => {
+    const { app, metrics } = buildApp();
+    await request(app).get('/things/1');
+    const metricsApp = createMetricsApp({ logger: captureLogger('test').logger, metrics });
+    const res = await request(metricsApp).get('/metrics');
+    assert.equal(res.status, 200);
+    assert.equal(sample(res.text, 'http_requests_total', { method: 'GET', route: '/things/:id', status: '200', service: 'test' }), 1);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    for (const path of ['/things/1', '/health/live', '/health/ready', '/']) {
+      const other = await request(metricsApp).get(path);
+      assert.equal(other.status, 404, path);
+      assert.equal(other.body.status, 404);
+    }
+    assert.equal((await request(metricsApp).post('/metrics')).status, 405);
   });
 });
 
