@@ -100,6 +100,22 @@ describe('deployment checks on a broken copy', () => {
     includes(overlayProblems('test', built('test', 'risk'), root), 'container port metrics must be 9082 (RISK_METRICS_PORT)');
   });
 
+  it('rejects egress beyond what a deployable\'s settings name, and settings its egress does not allow', () => {
+    // The mail and SMS providers of prod, left out: identity could not send.
+    mutate('deploy/k8s/overlays/prod/identity/kustomization.yaml', '  - notifications-egress.yaml\n', '');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'prod Deployment identity: cannot reach MAIL_HTTP_URL (outside the cluster, port 443/TCP)');
+    // HTTPS anywhere for every environment: test writes mail and SMS to the log.
+    mutate('deploy/k8s/base/identity/network-policy.yaml', /(\n {2}egress:\n)/, '$1    - ports:\n        - port: 443\n');
+    includes(overlayProblems('test', built('test', 'identity'), root), 'test Deployment identity: NetworkPolicy identity lets it reach anywhere on port 443/TCP, which none of its settings needs');
+    // Every port of the upstreams, and risk reaching the gateway instead of identity's token keys.
+    mutate('deploy/k8s/base/gateway/network-policy.yaml', /(app\.kubernetes\.io\/name: risk\n\s+app\.kubernetes\.io\/component: api\n)\s+ports:\n\s+- port: http\n/, '$1');
+    includes(overlayProblems('test', built('test', 'gateway'), root), 'NetworkPolicy gateway lets it reach every port of identity pods, risk pods');
+    mutate('deploy/k8s/base/risk/network-policy.yaml', /(egress:[^]*?app\.kubernetes\.io\/name: )identity/, '$1gateway');
+    const risk = overlayProblems('test', built('test', 'risk'), root);
+    includes(risk, 'test Deployment risk: cannot reach IDENTITY_JWKS_URL (identity pods, port 8081/TCP)');
+    includes(risk, 'lets it reach gateway pods on port http/TCP, which none of its settings needs');
+  });
+
   it('rejects a kustomization feature the resolver does not implement, rather than skipping it', () => {
     mutate('deploy/k8s/overlays/test/risk/kustomization.yaml', 'patches:', 'namePrefix: blue-\npatches:');
     // The resolver itself: kubectl kustomize, used where kubectl is, implements namePrefix.

@@ -14,6 +14,7 @@ import {
   sourceOf,
 } from './deployables.ts';
 import { type K8sObject, containersOf, podSpec } from './kustomize.ts';
+import { closedToIngressProblems, egressNeeds, egressProblems } from './network-egress.ts';
 
 type Json = Record<string, unknown>;
 
@@ -121,8 +122,15 @@ function workloadProblems(d: Deployable, appEnv: AppEnv, objects: readonly K8sOb
   if (d.metricsPortKey !== undefined && serviceMetrics?.targetPort !== 'metrics') problems.push(`${appEnv} Service ${d.name}: must expose the pods' metrics port as \`metrics\` (its ServiceMonitor scrapes it)`);
   if (d.name !== 'gateway' && (get(service, 'spec', 'type') ?? 'ClusterIP') !== 'ClusterIP') problems.push(`${appEnv} Service ${d.name}: must be cluster-internal (ClusterIP)`);
 
-  // Migration (and seed) Jobs: the same image, an existing script, only the variables that script reads.
+  // Out of the pod: what its settings name and nothing else (NetworkPolicy egress).
+  problems.push(...egressProblems(where, (template ?? {}) as Record<string, string>, objects, egressNeeds(env, { traced: true })));
+
+  // Migration (and seed) Jobs: the same image, an existing script, only the variables that script reads;
+  // nothing reaches them, and they reach DNS and what their scripts read.
   for (const job of objects.filter((o) => o.kind === 'Job' && o.metadata.labels?.['app.kubernetes.io/name'] === d.name)) {
+    const jobLabels = (get(job, 'spec', 'template', 'metadata', 'labels') ?? {}) as Record<string, string>;
+    const jobNeeds = containersOf(job).flatMap((step) => egressNeeds(containerEnv(step, objects, new Map(), [], ''), { traced: false }));
+    problems.push(...closedToIngressProblems(`${appEnv} Job ${job.metadata.name}`, jobLabels, objects), ...egressProblems(`${appEnv} Job ${job.metadata.name}`, jobLabels, objects, jobNeeds));
     for (const step of containersOf(job)) {
       const jobWhere = `${appEnv} Job ${job.metadata.name} ${String(step.name)}`;
       const [node, script = ''] = (step.command as string[] | undefined) ?? [];
