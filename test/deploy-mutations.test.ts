@@ -145,6 +145,11 @@ describe('deployment checks on a broken copy', () => {
     includes(problems, 'EXPOSE 8083 is not the port 8082');
   });
 
+  it('rejects an image build that runs the `node` package\'s install script (Node downloaded again onto a Node base)', () => {
+    mutate('deploy/identity/Dockerfile', ' --config.ignore-dep-scripts=true', '');
+    includes(dockerfileProblems(root, deployable('identity')), 'the build stage must `pnpm install --config.ignore-dep-scripts=true`');
+  });
+
   it('rejects NODE_OPTIONS in an image that does more than size the heap (a debugger port, a preloaded file)', () => {
     mutate('deploy/risk/Dockerfile', 'ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=192"', 'ENV NODE_OPTIONS="--max-semi-space-size=4 --inspect=0.0.0.0:9229"');
     includes(dockerfileProblems(root, deployable('risk')), 'NODE_OPTIONS may only size the V8 heap');
