@@ -162,8 +162,8 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       check: async () => {
         if (!whole) throw new Error('the revocation mirror in Redis is not whole yet (being re-seeded, or Redis or Postgres unreachable)');
         // `created` is in whole seconds: until the second of the loss is over, every fresh signature is
-        // refused as possibly older than it (a new environment's Redis counts as lost, too).
-        if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error('Redis lost its data less than a second ago: signatures of this second are refused');
+        // asked to sign again (503) as possibly older than it (a new environment's Redis counts as lost, too).
+        if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error('Redis lost its data less than a second ago: signatures of this second are asked to sign again');
       },
     },
     stop: async () => {
