@@ -1,6 +1,6 @@
 // Sums a V8 CPU profile (`node --cpu-prof`, or BENCH_CPU_PROF=risk,gateway during `pnpm bench`) by
 // self time per function and per package, to see where a hot path spends its time.
-// Usage: node bench/profile-summary.ts <file.cpuprofile> [top]
+// Usage: pnpm bench:profile-summary <file.cpuprofile> [top] (on the workspace's Node 24, which runs TypeScript)
 import { readFileSync } from 'node:fs';
 
 interface ProfileNode {
@@ -52,7 +52,7 @@ export function summarise(profile: Profile): { totalMs: number; functions: Array
 if (import.meta.main) {
   const [file, topText] = process.argv.slice(2);
   if (file === undefined) {
-    process.stderr.write('usage: node bench/profile-summary.ts <file.cpuprofile> [top]\n');
+    process.stderr.write('usage: pnpm bench:profile-summary <file.cpuprofile> [top]\n');
     process.exit(2);
   }
   const top = Number(topText ?? 30);

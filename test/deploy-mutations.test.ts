@@ -8,6 +8,7 @@ import { dockerfileProblems } from './deploy-support/dockerfile-checks.ts';
 import { schemaProblems } from './deploy-support/k8s-schema.ts';
 import { overlayProblems } from './deploy-support/k8s-checks.ts';
 import { kustomizeBuild, resolveKustomization } from './deploy-support/kustomize.ts';
+import { operatorSecrets, secretReferenceProblems } from './deploy-support/secret-references.ts';
 import { secretProblems } from './deploy-support/secret-scan.ts';
 
 // Each test breaks one thing in a copy of the deployment files and expects the checks of
@@ -17,7 +18,7 @@ describe('deployment checks on a broken copy', () => {
 
   beforeEach(() => {
     root = mkdtempSync(join(tmpdir(), 'deploy-copy-'));
-    for (const path of ['deploy', 'docker-compose.yml', '.dockerignore']) cpSync(join(REPO_ROOT, path), join(root, path), { recursive: true });
+    for (const path of ['deploy', 'docker-compose.yml', '.dockerignore', 'README.md']) cpSync(join(REPO_ROOT, path), join(root, path), { recursive: true });
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
@@ -65,6 +66,16 @@ describe('deployment checks on a broken copy', () => {
     includes(overlayProblems('prod', built('prod', 'identity'), root), 'JWT_PRIVATE_KEY is a secret');
   });
 
+  it('rejects a pod that reads a Secret nobody creates: not the overlay, not the operator by the README (CreateContainerConfigError)', () => {
+    const secretsProblems = (env: 'local' | 'test', ...path: string[]) => secretReferenceProblems(env, built(env, ...path), operatorSecrets(root));
+    mutate('deploy/k8s/overlays/local/risk/local-env.yaml', /\n\s+- name: INTERNAL_ASSERTION_KEY\n\s+\$patch: delete/, '');
+    includes(secretsProblems('local', 'risk'), 'local Deployment risk container risk INTERNAL_ASSERTION_KEY: reads Secret risk-secrets, which the overlay does not create');
+    mutate('README.md', '| `gateway-secrets` (test, prod) |', '| `gateway-secrets` (prod) |');
+    includes(secretsProblems('test', 'gateway'), 'test Deployment gateway container gateway REDIS_URL: reads Secret gateway-secrets');
+    mutate('deploy/k8s/base/identity/deployment.yaml', 'key: SMS_CODE_HMAC_KEY', 'key: SMS_CODE_KEY');
+    includes(secretsProblems('test', 'identity'), 'reads key SMS_CODE_KEY of Secret identity-secrets, which the README does not list');
+  });
+
   it('rejects a password in a URL anywhere in the deployment files', () => {
     mutate('docker-compose.yml', 'postgres://postgres@postgres:5432/identity', 'postgres://postgres:hunter2@postgres:5432/identity');
     includes(secretProblems(root), 'a URL with a password');
@@ -80,6 +91,29 @@ describe('deployment checks on a broken copy', () => {
   it('rejects a NetworkPolicy that lets any pod reach the risk service', () => {
     mutate('deploy/k8s/base/risk/network-policy.yaml', '    - from:\n', '    - from:\n        - podSelector: {}\n');
     includes(overlayProblems('test', built('test'), root), 'NetworkPolicy for risk: lets in {"podSelector":{}}');
+  });
+
+  it('rejects Prometheus reaching a service\'s API port, and a metrics port the pods do not open', () => {
+    mutate('deploy/k8s/base/identity/network-policy.yaml', '        - port: metrics', '        - port: metrics\n        - port: http');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'NetworkPolicy for identity: monitoring may reach the metrics port only');
+    mutate('deploy/k8s/base/risk/deployment.yaml', 'containerPort: 9082', 'containerPort: 9083');
+    includes(overlayProblems('test', built('test', 'risk'), root), 'container port metrics must be 9082 (RISK_METRICS_PORT)');
+  });
+
+  it('rejects egress beyond what a deployable\'s settings name, and settings its egress does not allow', () => {
+    // The mail and SMS providers of prod, left out: identity could not send.
+    mutate('deploy/k8s/overlays/prod/identity/kustomization.yaml', '  - notifications-egress.yaml\n', '');
+    includes(overlayProblems('prod', built('prod', 'identity'), root), 'prod Deployment identity: cannot reach MAIL_HTTP_URL (outside the cluster, port 443/TCP)');
+    // HTTPS anywhere for every environment: test writes mail and SMS to the log.
+    mutate('deploy/k8s/base/identity/network-policy.yaml', /(\n {2}egress:\n)/, '$1    - ports:\n        - port: 443\n');
+    includes(overlayProblems('test', built('test', 'identity'), root), 'test Deployment identity: NetworkPolicy identity lets it reach anywhere on port 443/TCP, which none of its settings needs');
+    // Every port of the upstreams, and risk reaching the gateway instead of identity's token keys.
+    mutate('deploy/k8s/base/gateway/network-policy.yaml', /(app\.kubernetes\.io\/name: risk\n\s+app\.kubernetes\.io\/component: api\n)\s+ports:\n\s+- port: http\n/, '$1');
+    includes(overlayProblems('test', built('test', 'gateway'), root), 'NetworkPolicy gateway lets it reach every port of identity pods, risk pods');
+    mutate('deploy/k8s/base/risk/network-policy.yaml', /(egress:[^]*?app\.kubernetes\.io\/name: )identity/, '$1gateway');
+    const risk = overlayProblems('test', built('test', 'risk'), root);
+    includes(risk, 'test Deployment risk: cannot reach IDENTITY_JWKS_URL (identity pods, port 8081/TCP)');
+    includes(risk, 'lets it reach gateway pods on port http/TCP, which none of its settings needs');
   });
 
   it('rejects a kustomization feature the resolver does not implement, rather than skipping it', () => {
@@ -109,6 +143,11 @@ describe('deployment checks on a broken copy', () => {
     const problems = dockerfileProblems(root, deployable('risk'));
     includes(problems, 'must end as USER node');
     includes(problems, 'EXPOSE 8083 is not the port 8082');
+  });
+
+  it('rejects an image build that runs the `node` package\'s install script (Node downloaded again onto a Node base)', () => {
+    mutate('deploy/identity/Dockerfile', ' --config.ignore-dep-scripts=true', '');
+    includes(dockerfileProblems(root, deployable('identity')), 'the build stage must `pnpm install --config.ignore-dep-scripts=true`');
   });
 
   it('rejects NODE_OPTIONS in an image that does more than size the heap (a debugger port, a preloaded file)', () => {

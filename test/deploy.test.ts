@@ -7,6 +7,7 @@ import { dockerfileProblems } from './deploy-support/dockerfile-checks.ts';
 import { schemaProblems } from './deploy-support/k8s-schema.ts';
 import { overlayProblems } from './deploy-support/k8s-checks.ts';
 import { kustomizeBuild, readManifests } from './deploy-support/kustomize.ts';
+import { operatorSecrets, secretReferenceProblems } from './deploy-support/secret-references.ts';
 import { secretProblems } from './deploy-support/secret-scan.ts';
 
 // No Docker engine and no cluster here: the deployment files are checked statically, against the
@@ -54,6 +55,7 @@ describe('deployment files', () => {
         const objects = kustomizeBuild(overlay(env));
         assert.deepEqual(schemaProblems(objects), []);
         assert.deepEqual(overlayProblems(env, objects, REPO_ROOT, publicHosts(env)), []);
+        assert.deepEqual(secretReferenceProblems(env, objects, operatorSecrets(REPO_ROOT)), []);
         assert.ok(objects.every((o) => o.metadata.namespace === `platform-${env}`));
       });
 
@@ -62,11 +64,18 @@ describe('deployment files', () => {
           const objects = kustomizeBuild(overlay(env, d.name));
           assert.deepEqual(schemaProblems(objects), []);
           assert.deepEqual(overlayProblems(env, objects, REPO_ROOT, d.name === 'gateway' ? publicHosts(env) : undefined), []);
+          assert.deepEqual(secretReferenceProblems(env, objects, operatorSecrets(REPO_ROOT)), []);
           const others = new Set<string>(DEPLOYABLES.filter((x) => x.name !== d.name).map((x) => x.name));
           assert.ok(!objects.some((o) => others.has(o.metadata.labels?.['app.kubernetes.io/name'] ?? '')), 'contains another deployable');
         });
       }
     }
+
+    it('local needs no Secret of the operator: `kubectl apply -k deploy/k8s/overlays/local` starts as it is', () => {
+      const secrets = operatorSecrets(REPO_ROOT);
+      assert.deepEqual(secrets.map((s) => s.name).sort(), ['gateway-client-keys', 'gateway-secrets', 'identity-secrets', 'risk-secrets']);
+      assert.deepEqual(secrets.filter((s) => s.envs === undefined || s.envs.includes('local')).map((s) => s.name), []);
+    });
 
     it('scales the risk service on its own, within bounds that grow from local to prod', () => {
       const bounds = ENVS.map((env) => {

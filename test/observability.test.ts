@@ -96,6 +96,51 @@ describe('observability files (deploy/observability, deploy/k8s/*/monitoring)', 
         await rm(dir, { recursive: true, force: true });
       }
     });
+
+    it('the 5xx-ratio and upstream-failure panels answer 0 where nothing failed, with traffic and without any, not "No data" (promtool test rules)', async () => {
+      const failures = (name: string) => queriesOf(name).filter((q) => /status=~"5\.\."|outcome=~"5\.\.\|timeout\|unreachable"/.test(q.expr));
+      const ratios = DEPLOYABLE_NAMES.map((name) => [name, failures(name).filter((q) => q.expr.includes('http_requests_total'))] as const);
+      const upstream = failures('gateway').filter((q) => q.expr.includes('gateway_upstream_duration_seconds_count'));
+      for (const [name, queries] of ratios) assert.equal(queries.length, 1, `${name}: one 5xx-ratio query`);
+      assert.equal(upstream.length, 1, 'one upstream-failure query');
+      const at = (expr: string, samples: Array<[string, number]>) => ({
+        expr: asPrometheusQuery(expr),
+        eval_time: '5m',
+        exp_samples: samples.map(([labels, value]) => ({ labels, value })),
+      });
+      const ok = (name: string, status: string, perMinute: number) => ({
+        series: `http_requests_total{service="${name}",method="GET",route="/v1/weather-stations/get-cities",status="${status}"}`,
+        values: `0+${perMinute}x10`,
+      });
+      const proxied = (name: string, outcome: string, perMinute: number) => ({ series: `gateway_upstream_duration_seconds_count{service="gateway",upstream="${name}",outcome="${outcome}"}`, values: `0+${perMinute}x10` });
+      const tests = [
+        // Traffic, nothing failed: 0 for each deployable, and for each upstream.
+        {
+          interval: '1m',
+          input_series: [...DEPLOYABLE_NAMES.map((name) => ok(name, '200', 60)), proxied('identity', '200', 60), proxied('risk', '404', 60)],
+          promql_expr_test: [
+            ...ratios.map(([, [q]]) => at(q!.expr, [['{}', 0]])),
+            at(upstream[0]!.expr, [['{upstream="identity"}', 0], ['{upstream="risk"}', 0]]),
+          ],
+        },
+        // No traffic at all (a fresh environment): 0 as well.
+        { interval: '1m', input_series: [], promql_expr_test: [...ratios.map(([, [q]]) => at(q!.expr, [['{}', 0]])), at(upstream[0]!.expr, [['{}', 0]])] },
+        // Failures still show as before: the ratio, and each failing outcome beside the upstream that had none.
+        {
+          interval: '1m',
+          input_series: [ok('risk', '200', 45), ok('risk', '503', 15), proxied('identity', '200', 54), proxied('identity', '502', 6), proxied('risk', '200', 60)],
+          promql_expr_test: [at(ratios[2]![1][0]!.expr, [['{}', 0.25]]), at(upstream[0]!.expr, [['{upstream="identity",outcome="502"}', 0.1], ['{upstream="risk"}', 0]])],
+        },
+      ];
+      const dir = await mkdtemp(join(tmpdir(), 'dashboards-zero-'));
+      try {
+        await writeFile(join(dir, 'zero.test.yml'), JSON.stringify({ rule_files: [], evaluation_interval: '1m', tests }));
+        const { code, output } = await promtool(['test', 'rules', 'zero.test.yml'], dir);
+        assert.equal(code, 0, output);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
   });
 
   describe('ServiceMonitors (deploy/k8s/overlays/<env>/monitoring)', () => {
@@ -111,8 +156,9 @@ describe('observability files (deploy/observability, deploy/k8s/*/monitoring)', 
           const selected = services.filter((s) => Object.entries(spec.selector.matchLabels).every(([k, v]) => s.metadata.labels?.[k] === v));
           assert.deepEqual(selected.map((s) => s.metadata.name), [monitor.metadata.name]);
           const ports = ((selected[0]!.spec as Json).ports as Array<{ name: string }>).map((p) => p.name);
-          // The gateway's metrics are on its management port only (CONTRACT.md part 10).
-          assert.deepEqual(spec.endpoints.map((e) => [e.port, e.path]), [[monitor.metadata.name === 'gateway' ? 'management' : 'http', '/metrics']]);
+          // The gateway's metrics are on its management port only (CONTRACT.md part 10), the services' on their
+          // metrics port: the one port of each that Prometheus may reach (the NetworkPolicies).
+          assert.deepEqual(spec.endpoints.map((e) => [e.port, e.path]), [[monitor.metadata.name === 'gateway' ? 'management' : 'metrics', '/metrics']]);
           assert.ok(ports.includes(spec.endpoints[0]!.port));
         }
         assert.equal(monitoring.filter((o) => o.kind === 'PrometheusRule').length, 1);

@@ -100,6 +100,7 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
       const idempotencyKey = newIdempotencyKey();
       const res = await send(local.url, 'GET', stations, signedHeaders('GET', stations, { key: local.keys.hmac, bearer: local.issuer.sign(), idempotencyKey }));
       assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '1');
       // The gateway's own 503 on a station path carries `messages` too (CONTRACT.md part 7).
       const message = 'Token verification keys are unavailable';
       assert.deepEqual(res.json(), { timestamp: res.json().timestamp, status: 503, error: 'Service Unavailable', message, messages: [message], path: stations });

@@ -106,6 +106,7 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
       const unblock = `/v1/users/unblock/${USER_ID}`;
       const html = await send(local.url, 'GET', unblock, signedHeaders('GET', unblock, { key: local.keys.hmac, bearer: localToken }));
       assert.equal(html.status, 503);
+      assert.equal(html.headers['retry-after'], '1', 'an upstream 503 without Retry-After gets the gateway\'s');
       assert.deepEqual(html.json(), { timestamp: html.json().timestamp, status: 503, error: 'Service Unavailable', message: 'Service Unavailable', path: unblock });
     } finally {
       await local.close();

@@ -130,6 +130,7 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
     try {
       const res = await send(down.url, 'GET', CITIES, signedHeaders('GET', CITIES, { key: down.keys.hmac, bearer: down.issuer.sign() }));
       assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '1', 'a 503 a retry may cure says when (CONTRACT.md part 13)');
       assert.equal(res.headers['ratelimit-policy'], '"default";q=10000;w=1');
       assert.equal(res.headers.ratelimit, '"default";r=0;t=1');
       // The gateway's own 503 on a station path carries `messages` too (CONTRACT.md part 7).

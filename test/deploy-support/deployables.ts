@@ -22,6 +22,8 @@ export interface Deployable {
   portKey: string;
   /** The variable naming its management port (metrics and health only), if it has one. */
   managementPortKey?: string;
+  /** The variable naming its metrics port (`/metrics` only, off by default; the cluster sets it), if it has one. */
+  metricsPortKey?: string;
   spec: ConfigSpec;
   /** The cross-key rules its composition root applies after parsing. */
   refine?: (config: Record<string, unknown>) => string[];
@@ -43,6 +45,7 @@ export const DEPLOYABLES: readonly Deployable[] = [
     name: 'identity',
     dir: 'services/identity',
     portKey: 'IDENTITY_PORT',
+    metricsPortKey: 'IDENTITY_METRICS_PORT',
     spec: identityConfigSpec,
     refine: (config) => identityConfigProblems(config as unknown as IdentityConfig),
     scripts: { 'dist/src/migrate.js': ['IDENTITY_DATABASE_URL', 'LOG_LEVEL'] },
@@ -51,6 +54,7 @@ export const DEPLOYABLES: readonly Deployable[] = [
     name: 'risk',
     dir: 'services/risk',
     portKey: 'RISK_PORT',
+    metricsPortKey: 'RISK_METRICS_PORT',
     spec: riskConfigSpec,
     scripts: { 'dist/src/migrate.js': ['RISK_DATABASE_URL', 'LOG_LEVEL'], 'dist/src/seed.js': ['RISK_DATABASE_URL', 'LOG_LEVEL'] },
   },

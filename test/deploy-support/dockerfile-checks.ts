@@ -29,6 +29,13 @@ export function dockerfileProblems(root: string, d: Deployable): string[] {
   const final = stages.at(-1)?.instructions ?? [];
   const pkg = packageJson(d);
 
+  // The base has the catalog's Node: the `node` package's install script (a second copy, about 120 MB
+  // downloaded) must not run, so the dependencies' install scripts are off.
+  const installs = build.filter((i) => i.op === 'RUN' && /\bpnpm install\b/.test(i.args));
+  if (installs.length === 0 || !installs.every((i) => /\s--config\.ignore-dep-scripts=true(\s|$)/.test(i.args))) {
+    problems.push(`${where}: the build stage must \`pnpm install --config.ignore-dep-scripts=true\`: the base has Node ${nodeVersion} already, the \`node\` package's install script would download it again`);
+  }
+
   // Only this deployable and its workspace dependencies: `pnpm deploy` of its own package.
   if (!build.some((i) => i.op === 'RUN' && i.args.includes(`pnpm --filter ${pkg.name} deploy --prod`))) {
     problems.push(`${where}: the build stage must \`pnpm --filter ${pkg.name} deploy --prod\``);

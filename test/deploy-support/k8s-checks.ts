@@ -14,6 +14,7 @@ import {
   sourceOf,
 } from './deployables.ts';
 import { type K8sObject, containersOf, podSpec } from './kustomize.ts';
+import { closedToIngressProblems, egressNeeds, egressProblems } from './network-egress.ts';
 
 type Json = Record<string, unknown>;
 
@@ -81,6 +82,13 @@ function workloadProblems(d: Deployable, appEnv: AppEnv, objects: readonly K8sOb
   if (d.managementPortKey !== undefined && management?.containerPort !== portOf(d, env, d.managementPortKey)) {
     problems.push(`${where}: container port management must be ${portOf(d, env, d.managementPortKey)} (${d.managementPortKey}), got ${String(management?.containerPort)}`);
   }
+  // A metrics port (/metrics only) is declared as `metrics`, with the port its variable sets: Prometheus reaches that one only.
+  const metricsPort = ((container.ports as Json[] | undefined) ?? []).find((p) => p.name === 'metrics');
+  if (d.metricsPortKey !== undefined) {
+    const configured = portOf(d, env, d.metricsPortKey);
+    if (configured === 0) problems.push(`${where}: ${d.metricsPortKey} must be set, so that Prometheus scrapes a port without the API`);
+    else if (metricsPort?.containerPort !== configured) problems.push(`${where}: container port metrics must be ${configured} (${d.metricsPortKey}), got ${String(metricsPort?.containerPort)}`);
+  }
   const probePorts = new Set<unknown>(['http', port, ...(management === undefined ? [] : ['management', management.containerPort])]);
   for (const [probe, path] of [
     ['readinessProbe', '/health/ready'],
@@ -110,10 +118,19 @@ function workloadProblems(d: Deployable, appEnv: AppEnv, objects: readonly K8sOb
   if (service === undefined || servicePort?.port !== port || (servicePort.targetPort !== 'http' && servicePort.targetPort !== port)) {
     problems.push(`${appEnv} Service ${d.name}: must expose port ${port} to the pods' http port`);
   } else if (!selects(get(service, 'spec', 'selector'), template)) problems.push(`${appEnv} Service ${d.name}: its selector does not match the pods`);
+  const serviceMetrics = ((get(service, 'spec', 'ports') as Json[] | undefined) ?? []).find((p) => p.name === 'metrics');
+  if (d.metricsPortKey !== undefined && serviceMetrics?.targetPort !== 'metrics') problems.push(`${appEnv} Service ${d.name}: must expose the pods' metrics port as \`metrics\` (its ServiceMonitor scrapes it)`);
   if (d.name !== 'gateway' && (get(service, 'spec', 'type') ?? 'ClusterIP') !== 'ClusterIP') problems.push(`${appEnv} Service ${d.name}: must be cluster-internal (ClusterIP)`);
 
-  // Migration (and seed) Jobs: the same image, an existing script, only the variables that script reads.
+  // Out of the pod: what its settings name and nothing else (NetworkPolicy egress).
+  problems.push(...egressProblems(where, (template ?? {}) as Record<string, string>, objects, egressNeeds(env, { traced: true })));
+
+  // Migration (and seed) Jobs: the same image, an existing script, only the variables that script reads;
+  // nothing reaches them, and they reach DNS and what their scripts read.
   for (const job of objects.filter((o) => o.kind === 'Job' && o.metadata.labels?.['app.kubernetes.io/name'] === d.name)) {
+    const jobLabels = (get(job, 'spec', 'template', 'metadata', 'labels') ?? {}) as Record<string, string>;
+    const jobNeeds = containersOf(job).flatMap((step) => egressNeeds(containerEnv(step, objects, new Map(), [], ''), { traced: false }));
+    problems.push(...closedToIngressProblems(`${appEnv} Job ${job.metadata.name}`, jobLabels, objects), ...egressProblems(`${appEnv} Job ${job.metadata.name}`, jobLabels, objects, jobNeeds));
     for (const step of containersOf(job)) {
       const jobWhere = `${appEnv} Job ${job.metadata.name} ${String(step.name)}`;
       const [node, script = ''] = (step.command as string[] | undefined) ?? [];
@@ -160,12 +177,19 @@ function networkPolicyProblems(d: Deployable, appEnv: AppEnv, objects: readonly 
   const problems: string[] = [];
   for (const rule of (get(policy, 'spec', 'ingress') as Json[] | undefined) ?? []) {
     const peers = rule.from as Json[] | undefined;
+    const ports = ((rule.ports as Json[] | undefined) ?? []).map((p) => p.port);
     if (peers === undefined || peers.length === 0) problems.push(`${where}: a rule without \`from\` lets every pod in`);
     for (const peer of peers ?? []) {
       const app = get(peer, 'podSelector', 'matchLabels', 'app.kubernetes.io/name');
       const namespace = get(peer, 'namespaceSelector', 'matchLabels', 'kubernetes.io/metadata.name');
-      const ok = (peer.namespaceSelector === undefined && callers.includes(String(app))) || (peer.podSelector === undefined && namespace === 'monitoring');
-      if (!ok) problems.push(`${where}: lets in ${JSON.stringify(peer)}; only ${callers.join(' and ')} (and monitoring) may`);
+      const caller = peer.namespaceSelector === undefined && callers.includes(String(app));
+      const monitoring = peer.podSelector === undefined && namespace === 'monitoring';
+      if (!caller && !monitoring) problems.push(`${where}: lets in ${JSON.stringify(peer)}; only ${callers.join(' and ')} (and monitoring) may`);
+      // The callers reach the API port, Prometheus the metrics port: neither the other's.
+      const expected = caller ? 'http' : 'metrics';
+      if ((caller || monitoring) && (ports.length !== 1 || ports[0] !== expected)) {
+        problems.push(`${where}: ${caller ? String(app) : 'monitoring'} may reach the ${expected} port only, got ${JSON.stringify(ports)}`);
+      }
     }
   }
   return problems;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { freePort } from '@platform/stack';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { DEPLOYABLE_NAMES, alertRules, asPrometheusQuery, exportedNames, queriesOf, selectorsOf } from '../observability-support/promql.ts';
 import { sendRaw } from '../reliability/support/raw-http.ts';
@@ -12,9 +13,15 @@ describe('dashboards and alerts against a scrape of the running stack', function
   this.timeout(120_000);
   let stack: Stack;
   const scraped: Record<string, string> = {};
+  let metricsUrls: Record<(typeof DEPLOYABLE_NAMES)[number], string>;
 
   before(async () => {
-    stack = await startStack({ mailUrl: 'http://127.0.0.1:9/mail', smsUrl: 'http://127.0.0.1:9/sms' });
+    // The services' metrics ports as the cluster sets them: Prometheus scrapes those, never the API ports.
+    const metricsPorts = { identity: await freePort(), risk: await freePort() };
+    stack = await startStack(
+      { mailUrl: 'http://127.0.0.1:9/mail', smsUrl: 'http://127.0.0.1:9/sms' },
+      { IDENTITY_METRICS_PORT: String(metricsPorts.identity), RISK_METRICS_PORT: String(metricsPorts.risk) },
+    );
     // Some traffic first: a login that works, one that fails, a station lookup, a refused request.
     const login = async (password: string) => {
       const body = Buffer.from(JSON.stringify({ username: stack.admin.username, password }));
@@ -26,10 +33,11 @@ describe('dashboards and alerts against a scrape of the running stack', function
     assert.equal((await sendRaw(stack.gatewayUrl, 'GET', cities, signedHeaders('GET', cities, { key: LOCAL_KEY, bearer: token }))).status, 200);
     assert.equal((await sendRaw(stack.gatewayUrl, 'GET', cities, { 'x-idempotency-key': 'unsigned-1' })).status, 401);
     const urls = { gateway: stack.gatewayManagementUrl, identity: stack.identityUrl, risk: stack.riskUrl };
+    metricsUrls = { gateway: stack.gatewayManagementUrl, identity: `http://127.0.0.1:${metricsPorts.identity}`, risk: `http://127.0.0.1:${metricsPorts.risk}` };
     for (const name of DEPLOYABLE_NAMES) {
       // A readiness probe first, so that process_ready has a value.
       assert.equal((await fetch(`${urls[name]}/health/ready`)).status, 200);
-      const res = await fetch(`${urls[name]}/metrics`);
+      const res = await fetch(`${metricsUrls[name]}/metrics`);
       assert.equal(res.status, 200);
       scraped[name] = await res.text();
     }
@@ -55,6 +63,15 @@ describe('dashboards and alerts against a scrape of the running stack', function
       }
     }
     assert.deepEqual(missing, []);
+  });
+
+  it('serves the services\' metrics on their metrics ports, which serve nothing of the API', async () => {
+    for (const url of [metricsUrls.identity, metricsUrls.risk]) {
+      assert.equal((await fetch(`${url}/v1/weather-stations/get-cities`)).status, 404);
+      assert.equal((await fetch(`${url}/health/ready`)).status, 404);
+    }
+    // Probes and scrapes are not traffic (the request metrics count users only).
+    for (const name of DEPLOYABLE_NAMES) assert.doesNotMatch(scraped[name]!, /^http_requests_total\{[^}]*route="(\/health\/\w+|\/metrics)"/m, name);
   });
 
   it('labels every series with its service, and reports its dependencies reached and itself ready', () => {

@@ -71,6 +71,23 @@ describe('tracing exported by OTLP through the real stack', function () {
     }
     // The gateway's Redis claim is a span of the same trace too.
     assert.ok(spans.some((s) => s.service === 'gateway' && s.scope.includes('ioredis')));
+    // Named by the documented operation, not by the method alone.
+    assert.equal(gatewayServer.name, 'POST /v1/auth/login');
+    assert.equal(gatewayServer.attributes['http.route'], '/v1/auth/login');
+  });
+
+  it('names the gateway\'s server span by the documented route template of the operation, parameters and all', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const token = String((await login()).json().accessToken);
+    const target = '/v1/weather-stations/by/id/17130';
+    const res = await sendRaw(stack.gatewayUrl, 'GET', target, { ...signedHeaders('GET', target, { key: LOCAL_KEY, bearer: token }), traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    assert.equal(res.status, 200, res.body.toString());
+    const named = (spans: ReceivedSpan[]) => spans.some((s) => s.service === 'gateway' && s.kind === SERVER) && spans.some((s) => s.service === 'risk' && s.kind === SERVER);
+    const spans = await spansOf(traceId, named);
+    const server = (service: string) => spans.find((s) => s.service === service && s.kind === SERVER);
+    assert.equal(server('gateway')?.name, 'GET /v1/weather-stations/by/id/{stationId}', JSON.stringify(spans.map((s) => [s.service, s.name])));
+    assert.equal(server('gateway')?.attributes['http.route'], '/v1/weather-stations/by/id/{stationId}');
+    assert.match(String(server('risk')?.name), /^GET \/v1\/weather-stations\/by\/id\/\S+$/, 'the service names its own span by its route');
   });
 
   it('starts a trace at the gateway when the client sends none, and the request lines of both processes name it', async () => {

@@ -115,6 +115,7 @@ export function gatewayComponents(facts: SigningFacts) {
         schema: { type: 'string', pattern: '^"[!#-\\[\\]-~]+";r=\\d+;t=\\d+$' },
       },
       RateLimitRetryAfter: { description: 'Seconds until a request of this key fits in its window again.', required: true, schema: { type: 'integer', minimum: 1 } },
+      ServiceRetryAfter: { description: 'Seconds to wait before trying again (CONTRACT.md part 13: every 503 a retry can cure says so).', required: true, schema: { type: 'integer', minimum: 1 } },
     },
     responses: {
       GatewayRateLimited: {
@@ -127,7 +128,12 @@ export function gatewayComponents(facts: SigningFacts) {
       InvalidSignature: errorResponse('The request signature is missing or invalid (`Invalid request signature`), or the bearer token is (`Bad Credentials`).'),
       GatewayConflict: errorResponse('The nonce or the idempotency key was used before by this client key.'),
       BadGateway: errorResponse('The service behind the gateway could not be reached.'),
-      GatewayUnavailable: errorResponse('The gateway cannot check replays right now (its Redis is down); nothing was forwarded.'),
+      GatewayUnavailable: {
+        ...errorResponse(
+          'The gateway cannot admit the request right now, and nothing was forwarded: its Redis is down; or Redis lost its data and the token revocations are being restored (a request with a bearer token); or the request was signed in the very second Redis lost its data, which cannot be told apart from before it (sign it again). Retry after the seconds in `Retry-After`, with a fresh signature; the idempotency key was not kept.',
+        ),
+        headers: { 'Retry-After': { $ref: '#/components/headers/ServiceRetryAfter' } },
+      },
       GatewayTimeout: errorResponse(`The service behind the gateway did not answer in time.`),
     },
   };

@@ -10,8 +10,10 @@ export const RATE_BUCKETS = 10;
  * - First what Redis knows of its own past (KEYS[4], the revocation mirror, created not ready when it is
  *   missing: Redis lost its data; KEYS[5], this gateway's write stamp, ARGV[9] the highest count it has
  *   read back and ARGV[10] when: less in Redis means Redis went back in time, a lagging replica promoted,
- *   and the mirror is marked lost now unless a loss after that write was marked already). A signature created before the loss (ARGV[6], Unix seconds, earlier than the
- *   mirror's `born` in ms) is refused, since the nonces it could replay against are gone; and while the
+ *   and the mirror is marked lost now unless a loss after that write was marked already). A signature created before the loss (ARGV[6], Unix seconds: its whole
+ *   second over by the mirror's `born`, in ms) is refused, since the nonces it could replay against are gone;
+ *   one created in the very second of the loss cannot be told apart from it (seconds against milliseconds)
+ *   and is asked to sign again (a 503 with Retry-After, CONTRACT.md part 13); and while the
  *   mirror is not re-seeded, a request that carries or needs a token (ARGV[8] = 1) is refused, since a
  *   revocation may be missing. Neither spends quota nor claims anything; like an unreachable Redis, they
  *   answer with no quota left and a second to wait, the window not having been read.
@@ -34,15 +36,17 @@ export const RATE_BUCKETS = 10;
  * - KEYS[6..], the bearer token's revocation keys (its own blacklist entry and its session's), are
  *   only read.
  * Returns { outcome, remaining, ms, stamp }: outcome 0 (claimed), 1 (nonce reused), 2 (idempotency key
- * reused), 3 (token revoked), 4 (rate limited), 5 (signed before Redis lost its data) or 6 (revocations not
- * re-seeded); `remaining` the requests left in the window (-1 without a limit); `ms` until the next request
+ * reused), 3 (token revoked), 4 (rate limited), 5 (signed before Redis lost its data), 6 (revocations not
+ * re-seeded) or 7 (signed in the second Redis lost its data); `remaining` the requests left in the window (-1 without a limit); `ms` until the next request
  * fits (when limited) or until the oldest counted one leaves; `stamp` the write stamp's count after a nonce
  * was written, else 0.
  */
 const CLAIM_SCRIPT = `${MIRROR_STATE_LUA}${STAMP_LUA}
 stamp_check(KEYS[4], KEYS[5], ARGV[9], ARGV[10], ARGV[7], ${STAMP_TTL_MS})
 local born, whole = mirror_state(KEYS[4], ARGV[7])
-if tonumber(ARGV[6]) < tonumber(born) / 1000 then return {5, 0, 1000, 0} end
+local loss, created = tonumber(born) / 1000, tonumber(ARGV[6])
+if created + 1 <= loss then return {5, 0, 1000, 0} end
+if created < loss then return {7, 0, 1000, 0} end
 if not whole and ARGV[8] == '1' then return {6, 0, 1000, 0} end
 local replayed = redis.call('EXISTS', KEYS[2]) == 1
 local limit = tonumber(ARGV[4])
@@ -107,8 +111,25 @@ interface GuardCommands {
   gatewayRelease(key: string, owner: string): Promise<number>;
 }
 
-export type ClaimOutcome = 'claimed' | 'nonce-reused' | 'key-reused' | 'token-revoked' | 'rate-limited' | 'signed-before-loss' | 'revocations-restoring';
-const OUTCOMES: readonly ClaimOutcome[] = ['claimed', 'nonce-reused', 'key-reused', 'token-revoked', 'rate-limited', 'signed-before-loss', 'revocations-restoring'];
+export type ClaimOutcome =
+  | 'claimed'
+  | 'nonce-reused'
+  | 'key-reused'
+  | 'token-revoked'
+  | 'rate-limited'
+  | 'signed-before-loss'
+  | 'revocations-restoring'
+  | 'signed-in-loss-second';
+const OUTCOMES: readonly ClaimOutcome[] = [
+  'claimed',
+  'nonce-reused',
+  'key-reused',
+  'token-revoked',
+  'rate-limited',
+  'signed-before-loss',
+  'revocations-restoring',
+  'signed-in-loss-second',
+];
 
 /** What the round trip found: the first check that failed (or none), and the key's quota when it has a limit. */
 export interface Claim {

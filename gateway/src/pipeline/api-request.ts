@@ -32,6 +32,9 @@ export interface ApiRequestDeps {
 
 const EMPTY = Buffer.alloc(0);
 
+/** The 503 of a signature created in the second Redis lost its data: sign again after Retry-After. */
+export const SIGNED_IN_LOSS_SECOND_MESSAGE = 'Replay protection was reset in the second this request was signed; sign it again and retry';
+
 async function verifySignature(req: Request, body: Buffer, deps: ApiRequestDeps): Promise<VerifiedSignature> {
   try {
     return await verifyRequestSignature({ method: req.method, target: req.originalUrl, authority: req.headers.host, headers: req.headers }, body, deps.signatures);
@@ -62,6 +65,13 @@ function assertAdmitted({ outcome, quota }: Claim, keyId: string, bearer: Bearer
     deps.metrics.rejected('signature');
     requestLog(req, deps.logger).warn({ reason: 'created before the replay store lost its data' }, 'request signature rejected');
     throw new UnauthorizedError('Invalid request signature');
+  }
+  if (outcome === 'signed-in-loss-second') {
+    // Maybe signed after the loss, maybe before (seconds against milliseconds): not accepted, but an honest
+    // client that signs again a second later is (CONTRACT.md part 13), so no 401 for it to misread.
+    deps.metrics.rejected('signed-in-loss-second');
+    requestLog(req, deps.logger).info({ reason: 'created in the second the replay store lost its data' }, 'request asked to sign again');
+    throw new ServiceUnavailableError(SIGNED_IN_LOSS_SECOND_MESSAGE, { retryAfterSeconds: 1 });
   }
   if (outcome === 'revocations-restoring') {
     deps.metrics.rejected('revocations-restoring');

@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import { MethodNotAllowedError } from '@platform/errors';
-import { inSequence, setRouteLabel } from '@platform/service-kit';
+import { inSequence, nameServerSpan, setRouteLabel } from '@platform/service-kit';
 import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
 import type { OperationTable } from '../proxy/operation-table.ts';
 import type { UpstreamName } from '../proxy/routes.ts';
@@ -60,6 +60,8 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
       return;
     }
     setRouteLabel(req, match.template);
+    // Trace views tell operations apart by the documented route, as the services' spans are named.
+    nameServerSpan(req.method, match.template);
     if (match.operation === undefined) {
       options.metrics.rejected('method-not-allowed');
       next(new MethodNotAllowedError(req.method, match.allow));

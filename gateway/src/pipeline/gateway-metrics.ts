@@ -13,7 +13,8 @@ export type RejectionReason =
   | 'idempotency-key-reused'
   | 'bearer'
   | 'redis-unavailable'
-  | 'revocations-restoring';
+  | 'revocations-restoring'
+  | 'signed-in-loss-second';
 
 /** The gateway's own series, beside the request metrics every process has. */
 export interface GatewayMetrics {

@@ -1,7 +1,7 @@
 import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
-import { BadGatewayError, GatewayTimeoutError, parseUpstreamError } from '@platform/errors';
+import { BadGatewayError, GatewayTimeoutError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, parseUpstreamError } from '@platform/errors';
 import { clientResponseHeaders } from './forwarded-headers.ts';
 
 /** How one exchange with an upstream ended: the status it answered, or no answer at all. */
@@ -73,7 +73,10 @@ function answerForeignError(proxyRes: IncomingMessage, path: string, res: Server
   const status = proxyRes.statusCode ?? 502;
   const body = parseUpstreamError(status, undefined, path);
   if (alwaysMessages) body.messages ??= [body.message];
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  // Every 503 says when to retry (CONTRACT.md part 13): the upstream's delay in seconds, else the gateway's.
+  if (status === 503) headers['retry-after'] = /^\d{1,6}$/.test(String(proxyRes.headers['retry-after'])) ? String(proxyRes.headers['retry-after']) : String(SERVICE_UNAVAILABLE_RETRY_AFTER_S);
+  res.writeHead(status, headers).end(JSON.stringify(body));
 }
 
 /**

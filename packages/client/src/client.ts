@@ -30,7 +30,9 @@ export interface ClientOptions {
 /**
  * Creates a client of the platform API. Every request is signed (RFC 9421) with a fresh nonce and
  * idempotency key; operations that need a user send the stored bearer token, and on a 401 refresh it
- * once and retry once. Errors are ApiError (with SPEC.md's error body) or NetworkError.
+ * once and retry once. A 503 with a short `Retry-After` (Redis restarting, revocations being restored, the
+ * second of a Redis loss) is retried once after that delay, signed again. Errors are ApiError (with SPEC.md's
+ * error body) or NetworkError.
  */
 export function createClient(options: ClientOptions) {
   const { baseUrl, riskBaseUrl } = resolveBaseUrls(options.env, options.baseUrl, options.riskBaseUrl);

@@ -54,7 +54,7 @@ export class ApiError extends Error {
   readonly url: string;
   /** The gateway's request id (`X-Request-Id`), to quote when reporting a 5xx. */
   readonly requestId: string | undefined;
-  /** Seconds from `Retry-After` (429), when sent. */
+  /** Seconds from `Retry-After` (429, 503), when sent. */
   readonly retryAfterS: number | undefined;
 
   constructor(status: number, body: ErrorBody, details: ApiErrorDetails) {

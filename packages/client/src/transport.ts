@@ -65,6 +65,11 @@ export interface Transport {
 }
 
 const SIGNATURE_FAULT = 'Invalid request signature';
+/**
+ * The longest `Retry-After` of a 503 that the transport waits out itself. The platform's say 1 s (CONTRACT.md
+ * part 13); a longer wait is the caller's to decide, with the ApiError's `retryAfterS`.
+ */
+const MAX_RETRY_AFTER_S = 5;
 const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/;
 
 interface Attempt {
@@ -73,6 +78,26 @@ interface Attempt {
   headers: Headers;
   text: string;
   url: URL;
+}
+
+/** Waits `ms`, or rejects with the reason of `signal` as soon as it aborts (the caller's own abort is theirs). */
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return new Promise((resolve) => setTimeout(resolve, ms));
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** Builds the transport of one client. */
@@ -114,6 +139,19 @@ export function createTransport(config: TransportConfig): Transport {
     }
   }
 
+  /**
+   * One attempt; when it answers 503 with a `Retry-After` of at most MAX_RETRY_AFTER_S seconds, one more after
+   * that delay, signed again (a fresh nonce and `created`). The idempotency key stays: a 503 left it free
+   * (the gateway releases it after any 5xx or never claimed it), so the retry cannot do anything twice.
+   */
+  async function attemptRidingOut503(request: ApiRequest, accessToken: string | undefined, idempotencyKey: string): Promise<Attempt> {
+    const first = await attempt(request, accessToken, idempotencyKey);
+    const retryAfter = first.status === 503 ? /^\s*(\d+)\s*$/.exec(first.headers.get('retry-after') ?? '')?.[1] : undefined;
+    if (retryAfter === undefined || Number(retryAfter) > MAX_RETRY_AFTER_S) return first;
+    await delay(Number(retryAfter) * 1000, request.options?.signal);
+    return attempt(request, accessToken, idempotencyKey);
+  }
+
   function apiError(request: ApiRequest, answer: Attempt, message?: string): ApiError {
     const body = errorBodyOf(answer.status, answer.statusText, answer.text, answer.url.pathname + answer.url.search);
     if (message !== undefined) body.message = message;
@@ -135,7 +173,7 @@ export function createTransport(config: TransportConfig): Transport {
     const stored = config.getTokens();
     if (stored?.refreshToken === undefined) return false;
     const request: ApiRequest = { service: 'identity', method: 'POST', path: '/v1/auth/refresh', body: { refreshToken: stored.refreshToken }, bearer: false };
-    const answer = await attempt(request, undefined, crypto.randomUUID()).catch(() => undefined);
+    const answer = await attemptRidingOut503(request, undefined, crypto.randomUUID()).catch(() => undefined);
     if (answer === undefined) return false;
     if (answer.status === 200) {
       config.setTokens(result(request, answer).body as AuthenticationResult);
@@ -159,7 +197,7 @@ export function createTransport(config: TransportConfig): Transport {
     const explicitKey = request.options?.idempotencyKey;
     if (explicitKey !== undefined && !VISIBLE_ASCII.test(explicitKey)) throw new TypeError('idempotencyKey must be 1-255 visible ASCII characters');
     const token = request.bearer ? config.getTokens()?.accessToken : undefined;
-    const first = await attempt(request, token, explicitKey ?? crypto.randomUUID());
+    const first = await attemptRidingOut503(request, token, explicitKey ?? crypto.randomUUID());
     const retryable =
       first.status === 401 && token !== undefined && errorBodyOf(401, '', first.text, '').message !== SIGNATURE_FAULT;
     if (!retryable) return result(request, first);
@@ -168,7 +206,7 @@ export function createTransport(config: TransportConfig): Transport {
     const fresh = current !== undefined && current !== token ? current : (await refreshOnce()) ? config.getTokens()?.accessToken : undefined;
     if (fresh === undefined) return result(request, first);
     // The gateway keeps an idempotency key claimed after a 401, so the retry needs a new one (and a new nonce).
-    return result(request, await attempt(request, fresh, crypto.randomUUID()));
+    return result(request, await attemptRidingOut503(request, fresh, crypto.randomUUID()));
   }
 
   return { send, refreshStoredTokens: refreshOnce };

@@ -110,6 +110,51 @@ describe('client requests (signatures, nonces, idempotency keys, errors)', () =>
     assert.equal(err.body.message, '<html>Bad Gateway</html>');
   });
 
+  describe('a 503 with Retry-After (Redis restarting, revocations restored, the second of a Redis loss)', () => {
+    const unavailable = (req: { url: string }, wait = '1') => ({ ...errorReply(503, 'Service Unavailable', 'Replay protection was reset', req.url), headers: { 'retry-after': wait } });
+
+    it('is retried once after that delay, signed again (fresh nonce and created), with the same idempotency key', async () => {
+      gw.handler = (req, index) => (index === 0 ? unavailable(req) : defaultHandler(req, index));
+      const started = Date.now();
+      const body: CreateUserRequest = { username: 'new@example.com', firstName: 'A', lastName: 'B', locale: 'tr_TR', timezone: 'Europe/Istanbul', roles: ['STANDARD_USER'], status: 'ACTIVE' };
+      await client.users.create(body);
+      assert.ok(Date.now() - started >= 1000, `retried after ${Date.now() - started} ms, before Retry-After`);
+      assert.equal(gw.requests.length, 2);
+      const [first, second] = gw.requests.map((r) => ({ key: r.headers['x-idempotency-key'], signed: verifyRecorded(r, verifyKey), body: r.json }));
+      assert.equal(second!.key, first!.key, 'the idempotency key a 503 left free');
+      assert.notEqual(second!.signed.nonce, first!.signed.nonce);
+      assert.ok(second!.signed.created >= first!.signed.created + 1, 'signed again, in a later second');
+      assert.deepEqual(second!.body, body);
+    });
+
+    it('only once: a second 503 is thrown as ApiError with its retryAfterS', async () => {
+      gw.handler = (req) => unavailable(req);
+      const err = await client.stations.cities().catch((e: unknown) => e);
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.status, 503);
+      assert.equal(err.retryAfterS, 1);
+      assert.equal(gw.requests.length, 2);
+    });
+
+    it('not at all without Retry-After, or with a wait longer than 5 s (the caller\'s to decide)', async () => {
+      gw.handler = (req, index) => (index === 0 ? errorReply(503, 'Service Unavailable', 'Down', req.url) : unavailable(req, '120'));
+      assert.equal(((await client.stations.cities().catch((e: unknown) => e)) as ApiError).status, 503);
+      const err = (await client.stations.cities().catch((e: unknown) => e)) as ApiError;
+      assert.equal(err.retryAfterS, 120);
+      assert.equal(gw.requests.length, 2);
+    });
+
+    it('stops waiting when the caller aborts', async () => {
+      gw.handler = (req) => unavailable(req, '5');
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+      const started = Date.now();
+      await assert.rejects(client.stations.cities({ signal: controller.signal }), /caller gave up/);
+      assert.ok(Date.now() - started < 2000);
+      assert.equal(gw.requests.length, 1);
+    });
+  });
+
   it('throws NetworkError when nothing answers', async () => {
     const deadUrl = gw.url;
     await gw.close();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { RevocationsUnavailableError, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
+import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
@@ -48,6 +48,12 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     // re-seed, one signed before (or in the second it was found) is refused.
     assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 60 }), 'signed-before-loss');
+    // Found in the middle of a second: a signature of that
+    // very second cannot be told apart from one before it and is asked to sign again; the second before is over.
+    await redis.hset(REVOCATION_MIRROR_KEY, 'born', String(now * 1000 + 500));
+    assert.equal(await outcome({ ...request, nonce: 'n0', created: now }), 'signed-in-loss-second');
+    assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 1 }), 'signed-before-loss');
+    assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
     await markRevocationsRestored(redis);
     assert.equal(await outcome(request), 'claimed');
     assert.equal(await outcome({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');

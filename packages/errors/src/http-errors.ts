@@ -120,10 +120,22 @@ export class BadGatewayError extends HttpError {
   }
 }
 
-/** 503: a dependency (database, Redis) is down, or the process is draining. */
+/** Seconds a 503 asks the client to wait before it tries again, unless the error says otherwise. */
+export const SERVICE_UNAVAILABLE_RETRY_AFTER_S = 1;
+
+/**
+ * 503: a dependency (database, Redis) is down or being restored, or the process is draining. A retry can
+ * cure every one of them, so each carries `Retry-After` (CONTRACT.md part 13): 1 s unless `retryAfterSeconds`
+ * says otherwise. Clients (the SDK) retry once after it.
+ */
 export class ServiceUnavailableError extends HttpError {
-  constructor(message = 'Service temporarily unavailable', options?: HttpErrorOptions) {
-    super(503, message, options);
+  readonly retryAfterSeconds: number;
+
+  constructor(message = 'Service temporarily unavailable', options?: HttpErrorOptions & { retryAfterSeconds?: number }) {
+    const wanted = options?.retryAfterSeconds ?? SERVICE_UNAVAILABLE_RETRY_AFTER_S;
+    const seconds = Number.isFinite(wanted) ? Math.max(1, Math.ceil(wanted)) : SERVICE_UNAVAILABLE_RETRY_AFTER_S;
+    super(503, message, { ...options, headers: { ...options?.headers, 'Retry-After': String(seconds) } });
+    this.retryAfterSeconds = seconds;
   }
 }
 

@@ -329,6 +329,17 @@ describe('errorHandler', () => {
     assert.equal(seen.err, cause);
   });
 
+  it('every 503 carries Retry-After (1 s unless the error names another wait): a retry can cure it', async () => {
+    const seen: LoggedError = { finished: false };
+    assert.equal((await request(appThrowing(new ServiceUnavailableError(), seen)).get('/boom')).headers['retry-after'], '1');
+    assert.equal((await request(appThrowing(new ServiceUnavailableError('Draining', { retryAfterSeconds: 2.2 }), seen)).get('/boom')).headers['retry-after'], '3');
+    // A dependency that went away, mapped to 503 by the one error mapping.
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
+    const res = await request(appThrowing(refused, seen)).get('/boom');
+    assert.equal(res.status, 503);
+    assert.equal(res.headers['retry-after'], '1');
+  });
+
   it('when a 4xx names a cause, nothing is handed to the logger as a fault', async () => {
     const seen: LoggedError = { finished: false };
     const res = await request(appThrowing(new BadRequestError('bad', { cause: new Error('inner') }), seen)).get('/boom');

@@ -71,6 +71,22 @@ export function createManagementApp(options: Omit<BaseAppOptions, 'serveMetrics'
 }
 
 /**
+ * An app for a metrics port: `GET /metrics` only, everything else 404. For a service whose API port also
+ * serves its metrics, so that a NetworkPolicy can let Prometheus reach the metrics and nothing of the API
+ * (identity's IDENTITY_METRICS_PORT, risk's RISK_METRICS_PORT).
+ */
+export function createMetricsApp(options: Pick<BaseAppOptions, 'logger' | 'metrics'>): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(inSequence([httpLogger(options.logger), securityHeaders]));
+  app.use(onlyUnder(METRICS_PATH, options.metrics.router));
+  return finishApp(app);
+}
+
+const METRICS_PATH = /^\/metrics(\/|$)/i;
+
+/**
  * Middlewares run in order as one router layer: every layer of an Express app costs a dispatch and a few
  * allocations on every request, which for small middlewares was most of their price. As in Express, an
  * error passed to `next`, thrown, or a rejected promise skips the rest and goes to the error handlers.

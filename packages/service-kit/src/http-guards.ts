@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { BadRequestError, errorBody } from '@platform/errors';
+import { BadRequestError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody } from '@platform/errors';
 import { requestLog } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 
@@ -39,6 +39,8 @@ export function requestDeadline(deadlineMs: number, logger: Logger): RequestHand
       if (res.headersSent) return;
       requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
       // `messages` always: the station operations require it, and it is optional everywhere else.
+      // A retry may well be served (whatever was slow recovers), so the answer says when, as every 503 does.
+      res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
       res.status(503).json(errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
     }, deadlineMs);
     // 'close' comes with the end of every answer, and when the client goes away first.

@@ -7,7 +7,7 @@ import type { ReadinessCheck } from './health.ts';
 /** A process's Prometheus registry and the HTTP middleware that feeds it. */
 export interface Metrics {
   registry: Registry;
-  /** Counts and times every request by method, route template and status. */
+  /** Counts and times every request by method, route template and status, except probes and scrapes. */
   middleware: RequestHandler;
   /** `GET /metrics` in the Prometheus text format. */
   router: Router;
@@ -57,6 +57,14 @@ function routeLabel(req: Request): string {
   return 'unmatched';
 }
 
+/**
+ * The routes of health probes and metric scrapes. They are not traffic: the kubelet's probes alone would
+ * pass the error-ratio alert's traffic guard, page every dependency outage as a 5xx ratio with no user
+ * behind it, and dilute the real ratio; readiness has its own series (`process_ready`,
+ * `readiness_changes_total`).
+ */
+const OPERATIONS_ROUTES: ReadonlySet<string> = new Set(['/health/live', '/health/ready', '/metrics']);
+
 export interface MetricsOptions {
   /** Also collect the process metrics (CPU, memory, event loop lag, GC). Off in tests that build many apps. */
   collectDefault?: boolean;
@@ -86,7 +94,9 @@ export function createMetrics(service: string, options: MetricsOptions = {}): Me
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
-      const labels = { method: req.method, route: routeLabel(req), status: String(res.statusCode) };
+      const route = routeLabel(req);
+      if (OPERATIONS_ROUTES.has(route)) return;
+      const labels = { method: req.method, route, status: String(res.statusCode) };
       requests.inc(labels);
       duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
     });

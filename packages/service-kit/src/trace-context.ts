@@ -63,6 +63,19 @@ export function activeSpanContext(): SpanContext | undefined {
 }
 
 /**
+ * Names the OpenTelemetry server span of the request being handled by its route template
+ * (`GET /v1/weather-stations/by/id/{stationId}`), as the HTTP instrumentation names it from Express's own
+ * routes: for routing Express does not see (the gateway's operation table), whose spans would otherwise be
+ * named by the method alone. Without the SDK there is no active span and nothing else happens.
+ */
+export function nameServerSpan(method: string, route: string): void {
+  const span = trace.getActiveSpan();
+  if (span === undefined) return;
+  span.updateName(`${method} ${route}`);
+  span.setAttribute('http.route', route);
+}
+
+/**
  * The trace context of a request: the SDK's span when OpenTelemetry runs (`sdkSpan`), else the caller's
  * valid `traceparent` continued with a new span of ours, else a new trace. Unsampled when this process
  * starts the trace without the SDK: nothing of it is recorded.

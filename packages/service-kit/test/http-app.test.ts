@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { RequestHandler } from 'express';
 import { BadRequestError, MethodNotAllowedError } from '@platform/errors';
-import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, finishApp, inSequence, listen, requestLog } from '../src/index.ts';
+import { type Lifecycle, type ReadinessCheck, createBaseApp, createMetrics, createMetricsApp, finishApp, inSequence, listen, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp(checks: ReadinessCheck[] = [], lifecycle: Lifecycle = { draining: false }) {
@@ -117,6 +117,43 @@ describe('GET /metrics', () => {
     assert.equal(sample(res.text, 'http_request_duration_seconds_bucket', { ...things, le: '5' }), 2);
     assert.equal(sample(res.text, 'http_request_duration_seconds_count', things), 2);
     assert.ok(!res.text.includes('/things/1'), 'a raw path became a label');
+  });
+
+  it('leaves health probes and metric scrapes out of the request metrics, failing probes included (they are not traffic)', async () => {
+    const { app } = buildApp([{ name: 'redis', check: async () => Promise.reject(new Error('down')) }]);
+    await request(app).get('/things/1');
+    for (let i = 0; i < 3; i += 1) {
+      assert.equal((await request(app).get('/health/live')).status, 200);
+      assert.equal((await request(app).get('/health/ready')).status, 503);
+      assert.equal((await request(app).get('/HEALTH/READY')).status, 503);
+      assert.equal((await request(app).post('/metrics')).status, 405);
+      assert.equal((await request(app).get('/metrics')).status, 200);
+    }
+    const res = await request(app).get('/metrics');
+    const series = res.text.split('\n').filter((line) => /^http_request(s_total|_duration_seconds_count)\{/.test(line));
+    assert.deepEqual(
+      series.map((line) => /route="([^"]*)",status="(\d+)"/.exec(line)?.slice(1).join(' ')),
+      ['/things/:id 200', '/things/:id 200'],
+      series.join('\n'),
+    );
+  });
+});
+
+describe('createMetricsApp (a service\'s metrics port)', () => {
+  it('serves GET /metrics of the process\'s registry and nothing else: no API, no health, in the error shape', async () => {
+    const { app, metrics } = buildApp();
+    await request(app).get('/things/1');
+    const metricsApp = createMetricsApp({ logger: captureLogger('test').logger, metrics });
+    const res = await request(metricsApp).get('/metrics');
+    assert.equal(res.status, 200);
+    assert.equal(sample(res.text, 'http_requests_total', { method: 'GET', route: '/things/:id', status: '200', service: 'test' }), 1);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    for (const path of ['/things/1', '/health/live', '/health/ready', '/']) {
+      const other = await request(metricsApp).get(path);
+      assert.equal(other.status, 404, path);
+      assert.equal(other.body.status, 404);
+    }
+    assert.equal((await request(metricsApp).post('/metrics')).status, 405);
   });
 });
 

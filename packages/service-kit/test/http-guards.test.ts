@@ -81,6 +81,7 @@ describe('request guards of every process (service-kit)', () => {
     // The handler would answer 200 after 400 ms: a 503 can only come from the 150 ms deadline.
     const res = await get(`${server.url}/hang`, agent);
     assert.equal(res.status, 503);
+    assert.equal(res.headers['retry-after'], '1', 'a 503 a retry may cure says when to retry');
     const body = JSON.parse(res.body) as unknown;
     assert.ok(isErrorBody(body));
     assert.deepEqual((body as { messages?: string[] }).messages, [(body as { message: string }).message]);

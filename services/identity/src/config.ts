@@ -11,6 +11,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 export const identityConfigSpec = {
   IDENTITY_PORT: env.port('Port the identity service listens on', { default: 8081 }),
+  IDENTITY_METRICS_PORT: env.port('A second port serving only GET /metrics (the cluster sets 9081: Prometheus may reach it and nothing of the API); 0, the default: none, /metrics is served on IDENTITY_PORT only', { default: 0 }),
   HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
   LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
   IDENTITY_DATABASE_URL: env.url('Postgres URL of the identity database', ['postgres:', 'postgresql:'], {

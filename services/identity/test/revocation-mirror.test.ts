@@ -46,6 +46,7 @@ describe('the revocation mirror (Redis lost its data)', function () {
     const during = await account(live, liveToken);
     assert.equal(during.status, 503, JSON.stringify(during.body));
     assert.equal(during.body.message, 'Token revocations are being restored after a data loss; try again shortly');
+    assert.equal(during.headers['retry-after'], '1', 'a retry cures it: the answer says when (CONTRACT.md part 13)');
     assert.equal((await account(gone, goneToken)).status, 503, 'a logged-out token is never let through');
     assert.equal((await revocationMirror(identity.redis).state()).ready, false);
 

@@ -8,6 +8,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 export const riskConfigSpec = {
   RISK_PORT: env.port('Port the risk service listens on', { default: 8082 }),
+  RISK_METRICS_PORT: env.port('A second port serving only GET /metrics (the cluster sets 9082: Prometheus may reach it and nothing of the API); 0, the default: none, /metrics is served on RISK_PORT only', { default: 0 }),
   HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
   LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
   RISK_DATABASE_URL: env.url('Postgres URL of the risk database (source of truth for the station index)', ['postgres:', 'postgresql:'], {

@@ -7,6 +7,7 @@ import {
   connectDatabase,
   createLogger,
   createMetrics,
+  createMetricsApp,
   createRedis,
   databaseCheck,
   loadConfigOrExit,
@@ -57,6 +58,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     service: 'risk',
     app: risk.app,
     port: config.RISK_PORT,
+    // Only /metrics, for the NetworkPolicy that lets Prometheus in (README: Deploy); none by default.
+    management: config.RISK_METRICS_PORT === 0 ? undefined : { app: createMetricsApp({ logger, metrics }), port: config.RISK_METRICS_PORT },
     host: config.HOST,
     logger,
     lifecycle,

@@ -107,6 +107,7 @@ describe('the in-memory station index', () => {
     const early = await get(url, '/v1/weather-stations/get-cities');
     assert.equal(early.status, 503);
     assert.deepEqual(early.body.messages, ['Station data is not loaded yet; try again shortly']);
+    assert.equal(early.headers['retry-after'], '1', 'a retry cures it: the answer says when');
 
     assert.equal(await loader.refresh(), true);
     assert.equal((await request(url).get('/health/ready')).status, 200);

@@ -1056,11 +1056,13 @@ export interface components {
             };
         };
         /**
-         * @description A dependency (Postgres, Redis) is down or not answering, or the request outlived the service's
-         *     deadline (`REQUEST_DEADLINE_MS`). Nothing was done that the client must undo; retry shortly.
+         * @description A dependency (Postgres, Redis) is down or not answering, the token revocations are being restored
+         *     after Redis lost its data, or the request outlived the service's deadline (`REQUEST_DEADLINE_MS`).
+         *     Nothing was done that the client must undo; retry after the seconds in `Retry-After`.
          */
         ServiceUnavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {

@@ -320,9 +320,10 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The station data has not been loaded yet (the service has just started), Redis (the token blacklist) is not answering, or the request outlived the service's deadline; retry shortly. */
+        /** @description The station data has not been loaded yet (the service has just started), Redis (the token blacklist) is not answering or the token revocations are being restored after it lost its data, or the request outlived the service's deadline; retry after the seconds in `Retry-After`. */
         ServiceUnavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -345,6 +346,8 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
+        /** @description Seconds to wait before trying again. */
+        RetryAfter: number;
         /** @description The request id; the log line of this request carries it too. Quote it when reporting. */
         RequestId: string;
     };

@@ -3,6 +3,8 @@ import type { Knex, Logger, ReadinessCheck, Redis } from '@platform/service-kit'
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
 
+/** While checks keep failing, how often the log says so again (the first failure and the recovery always do). */
+const FAILING_REMINDER_MS = 60_000;
 /** Sessions read and written to Redis per step of a re-seed. */
 const BATCH = 1000;
 /**
@@ -43,6 +45,8 @@ export interface RevocationMirrorKeeperOptions {
   accessTokenTtlS: number;
   intervalMs: number;
   logger: Logger;
+  /** While checks keep failing, at most one reminder line per this many ms (default one a minute). */
+  reminderMs?: number;
 }
 
 /** Starts the keeper (its timer does not hold the process open); `stop` on shutdown. */
@@ -76,6 +80,19 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     return count;
   };
 
+  /** Set while checks fail: since when, and when the log last said so. */
+  let failing: { since: number; told: number } | undefined;
+  const reminderMs = options.reminderMs ?? FAILING_REMINDER_MS;
+  const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+  /** Whether a re-seed line closed an outage (it then says how long it lasted): the recovery is logged once. */
+  const recovered = (): { downForMs: number } | undefined => {
+    if (failing === undefined) return undefined;
+    const downForMs = Date.now() - failing.since;
+    failing = undefined;
+    return { downForMs };
+  };
+
   const check = async (): Promise<void> => {
     // A Redis that went back in time is marked lost (born now, not ready) by the stamp's own script.
     const wentBack = await stamp.check();
@@ -83,6 +100,8 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     born = state.born;
     if (state.ready && !dirty) {
       whole = true;
+      const back = recovered();
+      if (back !== undefined) logger.info(back, 'revocation mirror checked again; bearer requests accepted again');
       return;
     }
     whole = false;
@@ -96,14 +115,23 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     const sessions = await reseed(born);
     whole = true;
     const cause = wasDirty ? 'a revocation missed Redis' : wentBack ? 'Redis holds fewer revocations than identity wrote (a lagging replica promoted?)' : 'Redis lost its data';
-    logger.warn({ sessions, tookMs: Date.now() - started, cause }, 'revocation mirror re-seeded; bearer requests accepted again');
+    logger.warn({ sessions, tookMs: Date.now() - started, cause, ...recovered() }, 'revocation mirror re-seeded; bearer requests accepted again');
   };
 
   const checkNow = (): Promise<void> => {
     running ??= check()
       .catch((err: unknown) => {
         whole = false;
-        logger.warn({ err }, 'revocation mirror not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
+        // One line when the checks start failing, with the reason (not the stack: it is always the client's
+        // own); then a reminder at most every `reminderMs`, not one per check.
+        const now = Date.now();
+        if (failing === undefined) {
+          failing = { since: now, told: now };
+          logger.warn({ reason: reasonOf(err) }, 'revocation mirror not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
+        } else if (now - failing.told >= reminderMs) {
+          failing.told = now;
+          logger.warn({ reason: reasonOf(err), downForMs: now - failing.since }, 'revocation mirror still not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
+        }
       })
       .finally(() => {
         running = undefined;
@@ -134,8 +162,8 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       check: async () => {
         if (!whole) throw new Error('the revocation mirror in Redis is not whole yet (being re-seeded, or Redis or Postgres unreachable)');
         // `created` is in whole seconds: until the second of the loss is over, every fresh signature is
-        // refused as possibly older than it (a new environment's Redis counts as lost, too).
-        if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error('Redis lost its data less than a second ago: signatures of this second are refused');
+        // asked to sign again (503) as possibly older than it (a new environment's Redis counts as lost, too).
+        if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error('Redis lost its data less than a second ago: signatures of this second are asked to sign again');
       },
     },
     stop: async () => {
