@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { closeRedis, createLogger, createRedis } from '@platform/service-kit';
 import { captureLogger, createTestDatabase } from '@platform/service-kit/testing';
 import { migrations } from '../migrations/index.ts';
-import { startRevocationMirrorKeeper } from '../src/auth/revocation-mirror-keeper.ts';
+import { startRevocationMirrorKeeper } from '../src/sessions/revocation-mirror-keeper.ts';
 
 /** A TCP port nothing listens on: a Redis that is down. */
 async function closedPort(): Promise<number> {
