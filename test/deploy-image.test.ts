@@ -47,12 +47,15 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
   it('each holds its entry point, its scripts and the files it reads at run time, and no dev dependencies', () => {
     const expected: Record<DeployableName, string[]> = {
       gateway: ['dist/src/index.js', 'openapi/identity.yaml', 'openapi/risk.yaml'],
-      identity: ['dist/src/index.js', 'dist/src/migrate.js', 'dist/src/auth/password-worker.js', 'openapi.yaml'],
+      identity: ['dist/src/index.js', 'dist/src/migrate.js', 'dist/src/passwords/password-worker.js', 'openapi.yaml'],
       risk: ['dist/src/index.js', 'dist/src/migrate.js', 'dist/src/seed.js', 'openapi.yaml', 'data/stations.csv', 'data/mgm_centers.csv', 'data/provinces_districts.csv'],
     };
     for (const d of DEPLOYABLES) {
       const app = apps.get(d.name)!;
       for (const file of expected[d.name]) assert.ok(existsSync(join(app, file)), `${d.name} image lacks ${file}`);
+      // Every deployable checks revocations: the Lua that pnpm build copies beside the auth package's modules.
+      const lua = join(app, 'node_modules', '@platform', 'auth', 'dist', 'revocations', 'lua', 'mirror-state.lua');
+      assert.ok(existsSync(lua), `${d.name} image lacks the revocation Lua`);
       const store = readdirSync(join(app, 'node_modules', '.pnpm'));
       for (const dev of ['typescript@', 'mocha@', 'supertest@', 'eslint@', 'openapi-typescript@']) {
         assert.ok(!store.some((p) => p.startsWith(dev)), `${d.name} image holds ${dev}`);
