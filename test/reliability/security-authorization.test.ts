@@ -68,7 +68,7 @@ const RULES: readonly Rule[] = [
     request: (v) => ({ method: 'POST', target: '/v1/accounts/create', body: { userId: v.user.id, type: 'INDIVIDUAL', subscriptionPlan: 'NONE' } }),
   },
   { name: 'read their account', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/accounts/${v.user.id}` }) },
-  { name: 'update their account', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'PATCH', target: '/v1/accounts/update', body: { accountId: v.accountId, company: 'Mine now' } }) },
+  { name: 'update their account', allowed: ['self', 'ADMIN'], refusedAs: '404', request: (v) => ({ method: 'PATCH', target: '/v1/accounts/update', body: { accountId: v.accountId, company: 'Mine now' } }) },
   {
     name: 'send their phone an activation code',
     allowed: ['self', 'ADMIN'],
@@ -78,7 +78,7 @@ const RULES: readonly Rule[] = [
       body: { userId: v.user.id, accountId: v.accountId, phoneNumberActivationPageLink: 'http://localhost:3000/activate' },
     }),
   },
-  { name: 'activate their phone', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'POST', target: '/v1/accounts/phone-number-activation', body: { accountId: v.accountId, code: '000000' } }) },
+  { name: 'activate their phone', allowed: ['self', 'ADMIN'], refusedAs: '404', request: (v) => ({ method: 'POST', target: '/v1/accounts/phone-number-activation', body: { accountId: v.accountId, code: '000000' } }) },
   { name: 'find them by username', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users?username=${encodeURIComponent(v.user.username)}` }) },
   { name: 'read them', allowed: ['self', 'ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/users/${v.user.id}` }) },
   { name: 'read the audit trail about them', allowed: ['ADMIN'], request: (v) => ({ method: 'GET', target: `/v1/audit/events?subjectUserId=${v.user.id}` }) },

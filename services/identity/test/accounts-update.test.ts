@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { Role } from '@platform/auth';
@@ -140,12 +141,13 @@ describe('PATCH /v1/accounts/update', () => {
   });
 
   for (const roles of [['STANDARD_USER'], ['POWER_USER'], ['EXTENDED_USER', 'API_USER']] as Role[][]) {
-    it(`when a caller with roles ${roles.join('+')} changes another user's account, answers 403 Forbidden and changes nothing`, async () => {
+    it(`when a caller with roles ${roles.join('+')} changes another user's account, answers the 404 of an unknown account (no oracle) and changes nothing`, async () => {
       const { account } = await owner();
       const intruder = await owner({ company: 'Intruder Ltd' }, roles);
       const res = await update(intruder.token, { accountId: account.id, company: 'Hijacked', mobilePhoneNumber: '+900000000000' });
-      assert.equal(res.status, 403);
-      assert.equal(res.body.error, 'Forbidden');
+      const unknown = await update(intruder.token, { accountId: randomUUID(), company: 'Hijacked' });
+      assert.deepEqual([res.status, res.body.message], [404, 'Account not found']);
+      assert.deepEqual([unknown.status, unknown.body.message], [404, 'Account not found']);
       const row = await accountRow(account.id);
       assert.equal(row.company, 'Analytical Engines');
       assert.equal(row.mobile_phone_number, '+905321234567');

@@ -347,13 +347,13 @@ describe('phone activation', () => {
       assert.equal((await activate(token, accountId, code)).status, 400);
     });
 
-    it('when another user sends the code, answers 403', async () => {
+    it('when another user sends the code, answers the 404 of an unknown account (no oracle)', async () => {
       const phone = uniquePhone();
       const mine = await owner(phone);
       await askForCode(mine.token, mine.user, mine.accountId);
       const code = await codeSentTo(phone);
       const stranger = await identity.createUser();
-      assert.equal((await activate((await identity.login(stranger)).accessToken, mine.accountId, code)).status, 403);
+      assert.equal((await activate((await identity.login(stranger)).accessToken, mine.accountId, code)).status, 404);
       assert.equal((await activate(mine.token, mine.accountId, code)).status, 200, 'the refused attempt did not burn the code');
     });
 

@@ -5,7 +5,7 @@ import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '../generated/openapi.ts';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from './account.ts';
-import { assertMayUseAccountOf } from './account-access.ts';
+import { mayUseAccountOf } from './account-access.ts';
 import { assertPictureUrl } from './account-rules.ts';
 import { type AccountFields, lockAccountById, updateAccountRow } from './accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
@@ -30,8 +30,7 @@ export async function updateAccount(
   const accountId = canonicalUuid(givenAccountId);
   const account = await db.transaction(async (trx) => {
     const before = await lockAccountById(trx, accountId);
-    if (before === undefined) throw new NotFoundError('Account not found');
-    assertMayUseAccountOf(principal, before.userId);
+    if (before === undefined || !mayUseAccountOf(principal, before.userId)) throw new NotFoundError('Account not found');
     assertPictureUrl(fields.profilePictureUrl);
     // Locked above, so it is there: undefined only to the type checker.
     const after = await updateAccountRow(trx, accountId, fields);

@@ -2,7 +2,7 @@ import type { Principal } from '@platform/auth';
 import { BadRequestError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from '../accounts/account.ts';
-import { assertMayUseAccountOf } from '../accounts/account-access.ts';
+import { mayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById, lockAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { AuditContext } from '../request/audit-context.ts';
@@ -35,8 +35,7 @@ export async function activatePhoneNumber(
   input: components['schemas']['PhoneActivationBody'],
 ): Promise<AccountResponse> {
   const account = await findAccountById(deps.db, canonicalUuid(input.accountId));
-  if (account === undefined) throw new NotFoundError('Account not found');
-  assertMayUseAccountOf(principal, account.userId);
+  if (account === undefined || !mayUseAccountOf(principal, account.userId)) throw new NotFoundError('Account not found');
 
   const outcome = await deps.db.transaction(async (trx): Promise<{ ok: false; refused: string } | { ok: true; activated: AccountRecord }> => {
     await lockAccountById(trx, account.id);
