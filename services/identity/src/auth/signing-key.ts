@@ -1,13 +1,13 @@
 import { type JsonWebKey, type KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Jwks } from '@platform/auth';
+import { type Jwks, type TokenAlgorithm, algorithmOf } from '@platform/auth';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
 
 /** A public key that verifies access tokens, with everything derived from it once. */
 export interface VerificationKey {
   kid: string;
-  algorithm: 'ES256' | 'RS256';
+  algorithm: TokenAlgorithm;
   publicKey: KeyObject;
   /** The key as published in the JWKS. */
   jwk: JsonWebKey & { kid: string; alg: string; use: 'sig' };
@@ -19,13 +19,6 @@ export interface SigningKey extends VerificationKey {
 }
 
 const KEY_RULE = 'must be a P-256 EC key or an RSA key of at least 2048 bits';
-
-/** The algorithm a key signs with: ES256 for a P-256 EC key, RS256 for RSA of at least 2048 bits; else undefined. */
-function algorithmOf(key: KeyObject): VerificationKey['algorithm'] | undefined {
-  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
-  if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048) return 'RS256';
-  return undefined;
-}
 
 /** The `kid` is the key's RFC 7638 thumbprint (SHA-256): it names the key itself, so every replica with the same key agrees. */
 async function verificationKeyOf(publicKey: KeyObject, algorithm: VerificationKey['algorithm']): Promise<VerificationKey> {
