@@ -37,6 +37,17 @@ export default tseslint.config(
     },
   },
   {
+    // The services read their OpenAPI types from the SDK, which holds the one generated copy
+    // (scripts/gen-types.ts); the SDK's code is no part of a service (it is a devDependency there).
+    files: ['services/*/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@platform/client', '@platform/client/*'], allowTypeImports: true, message: 'a service takes only types from the SDK' }] },
+      ],
+    },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createPublicKey, randomUUID } from 'node:crypto';
 import { generateSigningKeyPem, signingKeyFromPem } from '../../services/identity/src/auth/signing-key.ts';
 import { claimsOf, forgeJwt, headerOf } from './support/forge-jwt.ts';
 import { type Stack, startStack } from './support/stack.ts';
@@ -10,7 +10,7 @@ import { type Stack, startStack } from './support/stack.ts';
  */
 const DROPPED_WITHIN_MS = 5000;
 
-const publicPem = (privatePem: string) => signingKeyFromPem(privatePem).publicKey.export({ format: 'pem', type: 'spki' }).toString();
+const publicPem = (privatePem: string) => createPublicKey(privatePem).export({ format: 'pem', type: 'spki' }).toString();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // README "Rotate the token signing key", step by step, with identity restarted between the steps and the
@@ -47,8 +47,8 @@ describe('signing-key rotation through the stack: tokens of the old key stay val
     }
   };
   /** What whoever holds `privatePem` can mint: a token of any user and any role, with a fresh session id. */
-  const forgedWith = (privatePem: string, like: string) => {
-    const key = signingKeyFromPem(privatePem);
+  const forgedWith = async (privatePem: string, like: string) => {
+    const key = await signingKeyFromPem(privatePem);
     const claims = { ...claimsOf(like), roles: ['ADMIN'], sid: randomUUID(), jti: randomUUID() };
     return forgeJwt({ alg: 'ES256', typ: 'JWT', kid: key.kid }, claims, { es256: key.privateKey });
   };
@@ -57,16 +57,16 @@ describe('signing-key rotation through the stack: tokens of the old key stay val
     // Before the rotation: tokens carry the old key and are accepted everywhere.
     const user = await stack.userWith(['STANDARD_USER']);
     const oldToken = user.accessToken;
-    assert.equal(kidOf(oldToken), signingKeyFromPem(oldKey).kid);
+    assert.equal(kidOf(oldToken), (await signingKeyFromPem(oldKey)).kid);
     assert.deepEqual(await everywhere(oldToken), [200, 404, 200], 'before the rotation');
 
     // Step 2: identity restarts signing with the new key, the old one in JWT_PREVIOUS_PUBLIC_KEYS.
-    stack.identity.restart({ JWT_PRIVATE_KEY: newKey, JWT_PREVIOUS_PUBLIC_KEYS: publicPem(oldKey) });
+    await stack.identity.restart({ JWT_PRIVATE_KEY: newKey, JWT_PREVIOUS_PUBLIC_KEYS: publicPem(oldKey) });
     const jwks = await fetch(`${stack.identityUrl}/.well-known/jwks.json`);
     assert.equal(jwks.headers.get('cache-control'), 'public, max-age=300');
     assert.deepEqual(
       ((await jwks.json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid),
-      [signingKeyFromPem(newKey).kid, signingKeyFromPem(oldKey).kid],
+      [(await signingKeyFromPem(newKey)).kid, (await signingKeyFromPem(oldKey)).kid],
     );
     assert.deepEqual(await everywhere(oldToken), [200, 404, 200], 'a token of the old key after the rotation');
     // The old session's refresh and a new login both get tokens of the new key, accepted everywhere at once.
@@ -75,20 +75,20 @@ describe('signing-key rotation through the stack: tokens of the old key stay val
     const renewed = refresh.json().accessToken as string;
     const newcomer = await stack.userWith(['STANDARD_USER']);
     for (const token of [renewed, newcomer.accessToken]) {
-      assert.equal(kidOf(token), signingKeyFromPem(newKey).kid);
+      assert.equal(kidOf(token), (await signingKeyFromPem(newKey)).kid);
       assert.deepEqual(await everywhere(token), [200, 404, 200], 'a token of the new key');
     }
 
     // Step 3: the old key is removed. Identity refuses its tokens at once; the gateway and risk, which re-validate
     // their key set every few seconds, within DROPPED_WITHIN_MS: the verified-token caches drop them too.
-    const forged = forgedWith(oldKey, oldToken);
+    const forged = await forgedWith(oldKey, oldToken);
     assert.deepEqual(await everywhere(forged), [200, 404, 200], 'a token minted with the old key while it is published');
-    stack.identity.restart({ JWT_PRIVATE_KEY: newKey, JWT_PREVIOUS_PUBLIC_KEYS: '' });
+    await stack.identity.restart({ JWT_PRIVATE_KEY: newKey, JWT_PREVIOUS_PUBLIC_KEYS: '' });
     const removed = Date.now();
     assert.equal((await everywhere(oldToken))[1], 401, 'identity, right after the removal');
     await everywhereBecomes(oldToken, [401, 401, 401], removed, 'a token of the removed key');
     assert.deepEqual(await everywhere(forged), [401, 401, 401], 'a token minted with the removed key');
-    const stranger = signingKeyFromPem(generateSigningKeyPem());
+    const stranger = await signingKeyFromPem(generateSigningKeyPem());
     const unknownKid = forgeJwt({ alg: 'ES256', typ: 'JWT', kid: stranger.kid }, claimsOf(renewed), { es256: stranger.privateKey });
     assert.deepEqual(await everywhere(unknownKid), [401, 401, 401], 'a token of an unknown key');
     assert.deepEqual(await everywhere(renewed), [200, 404, 200], 'a token of the current key');
@@ -97,13 +97,13 @@ describe('signing-key rotation through the stack: tokens of the old key stay val
   it('a leaked signing key: identity swapped straight to a fresh key without it, and within seconds its tokens are refused everywhere while sessions go on', async () => {
     const user = await stack.userWith(['STANDARD_USER']);
     const leaked = newKey;
-    assert.equal(kidOf(user.accessToken), signingKeyFromPem(leaked).kid);
-    const forged = forgedWith(leaked, user.accessToken);
+    assert.equal(kidOf(user.accessToken), (await signingKeyFromPem(leaked)).kid);
+    const forged = await forgedWith(leaked, user.accessToken);
     assert.deepEqual(await everywhere(forged), [200, 404, 200], 'a token minted with the leaked key before the swap');
 
     // README, leaked key: one rollout with a key nobody has seen, and no JWT_PREVIOUS_PUBLIC_KEYS.
     const fresh = generateSigningKeyPem();
-    stack.identity.restart({ JWT_PRIVATE_KEY: fresh, JWT_PREVIOUS_PUBLIC_KEYS: '' });
+    await stack.identity.restart({ JWT_PRIVATE_KEY: fresh, JWT_PREVIOUS_PUBLIC_KEYS: '' });
     const swapped = Date.now();
     await everywhereBecomes(forged, [401, 401, 401], swapped, 'a token minted with the leaked key');
     assert.deepEqual(await everywhere(user.accessToken), [401, 401, 401], 'a genuine token of the leaked key');
@@ -112,7 +112,7 @@ describe('signing-key rotation through the stack: tokens of the old key stay val
     const refresh = await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: user.refreshToken } });
     assert.equal(refresh.status, 200, refresh.body.toString());
     const renewed = refresh.json().accessToken as string;
-    assert.equal(kidOf(renewed), signingKeyFromPem(fresh).kid);
+    assert.equal(kidOf(renewed), (await signingKeyFromPem(fresh)).kid);
     await everywhereBecomes(renewed, [200, 404, 200], swapped, 'a token of the fresh key');
   });
 });

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Logger } from '@platform/service-kit';
+import { type Logger, periodic } from '@platform/service-kit';
 import { parseClientKeys } from './client-keys.ts';
 import { type KeyLookup, type VerificationKey, verificationKeys } from './verification-keys.ts';
 
@@ -76,17 +76,15 @@ export async function watchClientKeysFile(options: ClientKeysFileOptions): Promi
       report('invalid', reasonOf(err));
     }
   };
-  let polling = false;
-  const timer = setInterval(() => {
-    // One read at a time: a slow disk must not stack reads up.
-    if (polling) return;
-    polling = true;
-    void poll().finally(() => (polling = false));
-  }, POLL_MS);
-  timer.unref();
+  // One read at a time: a slow disk must not stack reads up. `poll` handles its own failures.
+  const polls = periodic(poll, {
+    intervalMs: POLL_MS,
+    onError: (err) => options.logger.error({ err, path: options.path }, 'GATEWAY_CLIENT_KEYS_FILE could not be checked'),
+  });
+  polls.start();
   return {
     keys: { get: (keyId) => current.get(keyId) },
     keyIds: () => [...current.keys()],
-    close: () => clearInterval(timer),
+    close: () => void polls.stop(),
   };
 }

@@ -1,5 +1,6 @@
 import { type JsonWebKey, type KeyObject, createPublicKey } from 'node:crypto';
 import { ServiceUnavailableError } from '@platform/errors';
+import { periodic } from '@platform/service-kit';
 
 /** Looks up the public key that verifies tokens with a given `kid`. */
 export interface KeySource {
@@ -85,8 +86,6 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
   /** When a request last caused a fetch: the background checks do not count, or no unknown kid would ever fetch. */
   let attemptedAt = 0;
   let inFlight: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let closed = false;
   let backgroundFailing = false;
 
   const fetchKeys = async (): Promise<Fetched> => {
@@ -126,6 +125,8 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
     }
   };
 
+  // Requests join a fetch under way rather than queue another (periodic's rule), so that a burst of
+  // tokens with new kids costs the issuer one fetch: this single flight is the key source's own.
   // Cleared in `.finally`, never inside `load`: a load that settles synchronously would clear the slot before it is set.
   const refresh = (background = false): Promise<void> => {
     inFlight ??= load(background).finally(() => {
@@ -134,22 +135,19 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
     return inFlight;
   };
 
-  const startChecking = () => {
-    if (options.refreshIntervalMs === undefined || timer !== undefined || closed) return;
-    timer = setInterval(() => {
-      // A fetch already running (a request's) is as good as this check.
-      if (inFlight === undefined) void refresh(true);
-    }, options.refreshIntervalMs);
-    // The checks are no reason to keep a process alive.
-    timer.unref();
-  };
+  // The background check, from the first use until close(); a fetch already running (a request's) is
+  // as good as a check, so the check joins it. `load` reports its own failures.
+  const checks =
+    options.refreshIntervalMs === undefined
+      ? undefined
+      : periodic(() => refresh(true), { intervalMs: options.refreshIntervalMs, onError: (err) => options.onError?.(err) });
 
   return {
     async get(kid) {
       const now = Date.now();
       if (keys === undefined) {
         await refresh();
-        startChecking();
+        checks?.start();
       } else if (!keys.has(kid)) {
         // A fetch already running (another request with the new kid) may bring it: wait for it, start none.
         if (inFlight !== undefined) await inFlight;
@@ -161,8 +159,7 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
       return keys.get(kid);
     },
     close() {
-      closed = true;
-      clearInterval(timer);
+      void checks?.stop();
     },
   };
 }

@@ -1,8 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
-import jwt, { type Algorithm } from 'jsonwebtoken';
+import jwt from 'jsonwebtoken';
 import type { TokenBlacklist } from './revocations/blacklist.ts';
 import { RevocationsUnavailableError } from './revocations/mirror.ts';
+import { algorithmOf } from './key-algorithm.ts';
 import type { KeySource } from './key-source.ts';
 import type { Principal } from './principal.ts';
 import { isRole } from './roles.ts';
@@ -29,13 +30,6 @@ export interface VerifyOptions {
 export interface TokenVerifier {
   /** Resolves the principal of a valid, unrevoked token; rejects with 401 `Bad Credentials` otherwise. */
   verify(token: string, options?: VerifyOptions): Promise<Principal>;
-}
-
-/** The only algorithm a key may verify: ES256 for P-256 keys, RS256 for RSA keys. `none` never. */
-function algorithmOf(key: KeyObject): Algorithm | undefined {
-  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
-  if (key.asymmetricKeyType === 'rsa') return 'RS256';
-  return undefined;
 }
 
 function reject(reason: string): never {
@@ -125,8 +119,9 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     if (typeof kid !== 'string' || kid === '') reject('token has no kid');
     const key = await options.keys.get(kid);
     if (key === undefined) reject('unknown kid');
+    // The key fixes the algorithm (never the token's header, never `none`).
     const algorithm = algorithmOf(key);
-    if (algorithm === undefined) reject('key has an unsupported type');
+    if (algorithm === undefined) reject('key has an unsupported type or size');
     let claims: jwt.JwtPayload;
     try {
       claims = jwt.verify(token, key, {

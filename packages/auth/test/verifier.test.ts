@@ -193,6 +193,18 @@ describe('createTokenVerifier', () => {
       await assertBadCredentials(p384Verifier.verify(signWith(privateKey, 'ES384', 'p384', claimsOf(issuer))));
     });
 
+    it('when the key is RSA of 1024 bits, rejects its RS256 token with 401 (RSA keys verify from 2048 bits on, as they sign)', async () => {
+      const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+      const weakVerifier = createTokenVerifier({
+        keys: staticKeySource(new Map([['rsa-1024', publicKey]])),
+        issuer: issuer.issuer,
+        audience: issuer.audience,
+      });
+      // jsonwebtoken signs with a key this small only when told to: a forger would not ask.
+      const token = jwt.sign(claimsOf(issuer), privateKey, { algorithm: 'RS256', keyid: 'rsa-1024', allowInsecureKeySizes: true });
+      await assertBadCredentials(weakVerifier.verify(token));
+    });
+
     it('when the RSA key verifies a token that says ES256, rejects with 401', async () => {
       const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
       const rsaVerifier = createTokenVerifier({

@@ -14,6 +14,7 @@ export * from './numeric-parameters.ts';
 export * from './openapi-document.ts';
 export * from './openapi.ts';
 export * from './paths.ts';
+export * from './periodic.ts';
 export * from './redis.ts';
 export * from './server.ts';
 export * from './trace-context.ts';

@@ -22,7 +22,7 @@ import type { PasswordHasher } from './passwords/password-hasher.ts';
 import type { RevocationMirrorKeeper } from './sessions/revocation-mirror-keeper.ts';
 import { createSessionEndings } from './sessions/session-endings.ts';
 import { sessionsRouter } from './sessions/sessions.routes.ts';
-import { type SigningKey, distinctKeys, jwksOf, verificationKeyFromPem } from './auth/signing-key.ts';
+import { type SigningKey, type VerificationKey, distinctKeys, jwksOf } from './auth/signing-key.ts';
 import type { IdentityConfig } from './config.ts';
 import type { Mailer } from './notifications/mailer.ts';
 import type { SmsSender } from './notifications/sms-sender.ts';
@@ -46,6 +46,8 @@ export interface IdentityDeps {
   lifecycle: Lifecycle;
   hasher: PasswordHasher;
   signingKey: SigningKey;
+  /** The keys of config.JWT_PREVIOUS_PUBLIC_KEYS (`verificationKeyFromPem` of each; their kids take a hash, which is async). */
+  previousKeys: readonly VerificationKey[];
   mailer: Mailer;
   sms: SmsSender;
   /** Keeps Redis's revocation mirror whole (CONTRACT.md part 13); started by the composition root. */
@@ -57,7 +59,7 @@ export function createApp(deps: IdentityDeps): Express {
   const { config, db } = deps;
   const { blacklist } = deps.revocations;
   // The signing key and the retired ones of JWT_PREVIOUS_PUBLIC_KEYS: a rotation logs nobody out.
-  const verificationKeys = distinctKeys([deps.signingKey, ...config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem)]);
+  const verificationKeys = distinctKeys([deps.signingKey, ...deps.previousKeys]);
   const verifier = createTokenVerifier({
     keys: staticKeySource(new Map(verificationKeys.map((key) => [key.kid, key.publicKey]))),
     issuer: config.JWT_ISSUER,

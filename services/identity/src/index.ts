@@ -19,7 +19,7 @@ import { createApp } from './app.ts';
 import { startAuditPruning } from './audit/audit-retention.ts';
 import { createPasswordHasher } from './passwords/password-hasher.ts';
 import { startRevocationMirrorKeeper } from './sessions/revocation-mirror-keeper.ts';
-import { loadOrCreateLocalKeyPem, signingKeyFromPem } from './auth/signing-key.ts';
+import { loadOrCreateLocalKeyPem, signingKeyFromPem, verificationKeyFromPem } from './auth/signing-key.ts';
 import { identityConfigProblems, identityConfigSpec } from './config.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms-sender.ts';
@@ -36,7 +36,8 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
   const lifecycle = { draining: false };
 
   const keyFile = isAbsolute(config.JWT_LOCAL_KEY_FILE) ? config.JWT_LOCAL_KEY_FILE : join(packageRoot(import.meta.url), config.JWT_LOCAL_KEY_FILE);
-  const signingKey = signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : await loadOrCreateLocalKeyPem(keyFile));
+  const signingKey = await signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : await loadOrCreateLocalKeyPem(keyFile));
+  const previousKeys = await Promise.all(config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem));
   const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
   const db = await connectDatabase({
     appEnv: config.APP_ENV,
@@ -74,7 +75,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
 
   await serveUntilStopped({
     service: 'identity',
-    app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, mailer, sms, revocations }),
+    app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, previousKeys, mailer, sms, revocations }),
     port: config.IDENTITY_PORT,
     // Only /metrics, for the NetworkPolicy that lets Prometheus in (README: Deploy); none by default.
     management: config.IDENTITY_METRICS_PORT === 0 ? undefined : { app: createMetricsApp({ logger, metrics }), port: config.IDENTITY_METRICS_PORT },

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHmac, createPrivateKey } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { createTokenVerifier, jwksKeySource } from '@platform/auth';
-import { generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
+import { generateSigningKeyPem } from '../src/auth/signing-key.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
 describe('access tokens', () => {
@@ -36,7 +36,7 @@ describe('access tokens', () => {
     ],
     [
       'signed by another key under our kid',
-      () => jwt.sign(claims, signingKeyFromPem(generateSigningKeyPem()).privateKey, { algorithm: 'ES256', keyid: identity.signingKey.kid }),
+      () => jwt.sign(claims, createPrivateKey(generateSigningKeyPem()), { algorithm: 'ES256', keyid: identity.signingKey.kid }),
     ],
     ['with an unknown kid', () => jwt.sign(claims, identity.signingKey.privateKey, { algorithm: 'ES256', keyid: 'someone-elses-key' })],
     ['without a kid', () => jwt.sign(claims, identity.signingKey.privateKey, { algorithm: 'ES256' })],

@@ -63,7 +63,7 @@ describe('POST /v1/auth/logout', () => {
     const user = await identity.createUser();
     const { accessToken, refreshToken } = await identity.login(user);
     const claims = jwt.decode(accessToken) as jwt.JwtPayload;
-    const stranger = signingKeyFromPem(generateSigningKeyPem());
+    const stranger = await signingKeyFromPem(generateSigningKeyPem());
     const forged = jwt.sign(claims, stranger.privateKey, { algorithm: 'ES256', keyid: identity.signingKey.kid });
     for (const token of [forged, 'not-a-jwt', `${accessToken.slice(0, -4)}AAAA`]) {
       const res = await logout(token);

@@ -15,7 +15,7 @@ import { migrations } from '../migrations/index.ts';
 import { OPENAPI_PATH, createApp } from '../src/app.ts';
 import { type PasswordHasher, createPasswordHasher } from '../src/passwords/password-hasher.ts';
 import type { RevocationMirrorKeeper } from '../src/sessions/revocation-mirror-keeper.ts';
-import { generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
+import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
 import { identityConfigSpec } from '../src/config.ts';
 import { createMailer } from '../src/notifications/mailer.ts';
 import { createSmsSender } from '../src/notifications/sms-sender.ts';
@@ -25,9 +25,10 @@ describe('identity app', () => {
   let database: TestDatabase;
   let testRedis: TestRedis;
   let hasher: PasswordHasher;
-  const signingKey = signingKeyFromPem(generateSigningKeyPem());
+  let signingKey: SigningKey;
 
   before(async () => {
+    signingKey = await signingKeyFromPem(generateSigningKeyPem());
     database = await createTestDatabase('identity', migrations);
     testRedis = await createTestRedis('identity');
     hasher = await createPasswordHasher({ cost: 4, threads: 1 });
@@ -57,6 +58,7 @@ describe('identity app', () => {
       lifecycle: { draining: false },
       hasher,
       signingKey,
+      previousKeys: [],
       mailer: createMailer({ provider: 'log' }, log.logger),
       sms: createSmsSender({ provider: 'log' }, log.logger),
       revocations,

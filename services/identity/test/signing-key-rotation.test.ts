@@ -12,14 +12,16 @@ const publicPem = (key: SigningKey) => key.publicKey.export({ format: 'pem', typ
 
 describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
   const current = generateSigningKeyPem();
-  const retired = signingKeyFromPem(generateSigningKeyPem());
-  const rsaRetired = signingKeyFromPem(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+  let retired: SigningKey;
+  let rsaRetired: SigningKey;
   let identity: IdentityHarness;
   let user: TestUser;
 
   before(async () => {
+    retired = await signingKeyFromPem(generateSigningKeyPem());
+    rsaRetired = await signingKeyFromPem(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
     // The current key is listed among the previous ones too: an operator's slip must not publish it twice.
-    const previous = `${publicPem(retired)}\n${publicPem(rsaRetired)}${publicPem(signingKeyFromPem(current))}`;
+    const previous = `${publicPem(retired)}\n${publicPem(rsaRetired)}${publicPem(await signingKeyFromPem(current))}`;
     identity = await startIdentity({ JWT_PRIVATE_KEY: current, JWT_PREVIOUS_PUBLIC_KEYS: previous });
     user = await identity.createUser();
     await identity.db('accounts').insert({ user_id: user.id, type: 'INDIVIDUAL' });
@@ -82,10 +84,10 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
     it('serves the same ETag from every process with the same keys, and another once a key is removed', async () => {
       const etag = (await jwks()).headers.etag as string;
       try {
-        identity.restart({});
+        await identity.restart({});
         assert.equal((await jwks()).headers.etag, etag, 'a replica with the same keys');
         assert.equal((await jwks(etag)).status, 304);
-        identity.restart({ JWT_PREVIOUS_PUBLIC_KEYS: publicPem(retired) });
+        await identity.restart({ JWT_PREVIOUS_PUBLIC_KEYS: publicPem(retired) });
         const res = await jwks(etag);
         assert.equal(res.status, 200, 'a key set without the RSA key is another key set');
         assert.notEqual(res.headers.etag, etag);
@@ -94,14 +96,14 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
           [identity.signingKey.kid, retired.kid],
         );
       } finally {
-        identity.restart({});
+        await identity.restart({});
       }
     });
   });
 
   it('new tokens are signed with JWT_PRIVATE_KEY', async () => {
     const { accessToken } = await identity.login(user);
-    assert.equal(jwt.decode(accessToken, { complete: true })?.header.kid, signingKeyFromPem(current).kid);
+    assert.equal(jwt.decode(accessToken, { complete: true })?.header.kid, (await signingKeyFromPem(current)).kid);
   });
 
   it('a token signed with a previous key (EC or RSA) is still accepted', async () => {
@@ -110,7 +112,7 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
   });
 
   it('a token signed with a key that is listed nowhere answers 401 Bad Credentials', async () => {
-    const res = await readAccount(tokenSignedBy(signingKeyFromPem(generateSigningKeyPem())));
+    const res = await readAccount(tokenSignedBy(await signingKeyFromPem(generateSigningKeyPem())));
     assert.equal(res.status, 401);
     assert.equal(res.body.message, 'Bad Credentials');
   });

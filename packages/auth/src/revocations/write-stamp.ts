@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { periodic } from '@platform/service-kit';
 import { luaFile, luaScript } from './lua.ts';
 import { REVOCATION_MIRROR_KEY } from './mirror.ts';
 
@@ -66,26 +67,28 @@ const STAMP_CHECK_MS = 60_000;
 
 /**
  * Checks `stamp` whenever `redis` is (re)connected (a failover to a replica always reconnects) and every
- * `intervalMs`; `onLoss` hears of a Redis that went back in time. Errors (Redis unreachable) are the
- * caller's to log: the next reconnect checks again. `stop` removes the timer and the listener.
+ * `intervalMs`, one check at a time (a reconnect during a check gets one of its own right after it);
+ * `onLoss` hears of a Redis that went back in time. Errors (Redis unreachable) are the caller's to log:
+ * the next reconnect checks again. `stop` removes the timer and the listener.
  */
 export function watchWriteStamp(
   redis: Redis,
   stamp: WriteStamp,
   options: { intervalMs?: number; onLoss: () => void; onError: (err: unknown) => void },
 ): { stop: () => void } {
-  const check = (): void => {
-    stamp.check().then((lost) => {
-      if (lost) options.onLoss();
-    }, options.onError);
-  };
-  redis.on('ready', check);
-  const timer = setInterval(check, options.intervalMs ?? STAMP_CHECK_MS);
-  timer.unref();
+  const checks = periodic(
+    async () => {
+      if (await stamp.check()) options.onLoss();
+    },
+    { intervalMs: options.intervalMs ?? STAMP_CHECK_MS, onError: options.onError },
+  );
+  const onReady = (): void => void checks.runNow();
+  redis.on('ready', onReady);
+  checks.start();
   return {
     stop: () => {
-      clearInterval(timer);
-      redis.off('ready', check);
+      redis.off('ready', onReady);
+      void checks.stop();
     },
   };
 }

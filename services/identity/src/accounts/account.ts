@@ -1,4 +1,4 @@
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 
 export type AccountType = components['schemas']['AccountType'];
 export type SubscriptionPlan = components['schemas']['SubscriptionPlan'];

@@ -2,7 +2,7 @@ import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
 import type { Knex } from '@platform/service-kit';
 import { Router } from 'express';
 import { auditContextOf } from '../request/audit-context.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { createAccount } from './create-account.ts';
 import { getAccountOfUser } from './get-account.ts';
 import { updateAccount } from './update-account.ts';

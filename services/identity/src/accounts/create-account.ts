@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { findUserById } from '../user-records/users.repository.ts';
 import { type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';

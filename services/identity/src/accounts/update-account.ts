@@ -3,7 +3,7 @@ import { NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from './account.ts';
 import { mayUseAccountOf } from './account-access.ts';
 import { assertPictureUrl } from './account-rules.ts';

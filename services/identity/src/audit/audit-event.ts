@@ -1,4 +1,4 @@
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 
 /** The kinds of change the audit trail records (openapi.yaml `AuditEventType`). */
 export type AuditEventType = components['schemas']['AuditEventType'];

@@ -1,4 +1,4 @@
-import type { Knex, Logger } from '@platform/service-kit';
+import { type Knex, type Logger, periodic } from '@platform/service-kit';
 import { deleteAuditEventsBefore } from './audit.repository.ts';
 
 /** Rows per DELETE: short statements, so pruning a backlog never holds locks or the statement timeout long. */
@@ -36,32 +36,14 @@ export function startAuditPruning(options: {
   firstMs?: number;
   intervalMs?: number;
 }): AuditPruning {
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const schedule = (ms: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pruneAuditEvents(options.db, options.retentionDays)
-        .then(
-          (deleted) => {
-            if (deleted > 0) options.logger.info({ deleted, retentionDays: options.retentionDays }, 'pruned old audit events');
-          },
-          (err: unknown) => options.logger.warn({ err }, 'could not prune old audit events; trying again later'),
-        )
-        .finally(() => {
-          running = undefined;
-          schedule(options.intervalMs ?? PRUNE_INTERVAL_MS);
-        });
-    }, ms);
-    timer.unref();
+  const prune = async (): Promise<void> => {
+    const deleted = await pruneAuditEvents(options.db, options.retentionDays);
+    if (deleted > 0) options.logger.info({ deleted, retentionDays: options.retentionDays }, 'pruned old audit events');
   };
-  schedule(options.firstMs ?? FIRST_PRUNE_MS);
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  const prunes = periodic(prune, {
+    intervalMs: options.intervalMs ?? PRUNE_INTERVAL_MS,
+    onError: (err) => options.logger.warn({ err }, 'could not prune old audit events; trying again later'),
+  });
+  prunes.start(options.firstMs ?? FIRST_PRUNE_MS);
+  return { stop: () => prunes.stop() };
 }

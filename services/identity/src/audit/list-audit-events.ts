@@ -1,7 +1,7 @@
 import { BadRequestError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
-import type { operations } from '../generated/openapi.ts';
+import type { operations } from '@platform/client/openapi/identity';
 import { decodeCursor, isBigint } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';
 import type { AuditEventResponse, AuditEventType } from './audit-event.ts';

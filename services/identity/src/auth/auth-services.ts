@@ -1,6 +1,6 @@
 import type { TokenBlacklist } from '@platform/auth';
 import type { Logger } from '@platform/service-kit';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import type { Mailer } from '../notifications/mailer.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import type { CallerThrottle } from '../request/caller-throttle.ts';

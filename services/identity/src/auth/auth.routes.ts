@@ -2,7 +2,7 @@ import type { Jwks } from '@platform/auth';
 import { createHash } from 'node:crypto';
 import { type RequestHandler, Router } from 'express';
 import { auditContextOf } from '../request/audit-context.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import type { AuthServices } from './auth-services.ts';
 import { login } from './login.ts';
 import { callerOf } from '../request/caller-throttle.ts';

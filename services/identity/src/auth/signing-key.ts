@@ -1,12 +1,13 @@
-import { type JsonWebKey, type KeyObject, createHash, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { type JsonWebKey, type KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Jwks } from '@platform/auth';
+import { type Jwks, type TokenAlgorithm, algorithmOf } from '@platform/auth';
+import { calculateJwkThumbprint, exportJWK } from 'jose';
 
 /** A public key that verifies access tokens, with everything derived from it once. */
 export interface VerificationKey {
   kid: string;
-  algorithm: 'ES256' | 'RS256';
+  algorithm: TokenAlgorithm;
   publicKey: KeyObject;
   /** The key as published in the JWKS. */
   jwk: JsonWebKey & { kid: string; alg: string; use: 'sig' };
@@ -17,40 +18,34 @@ export interface SigningKey extends VerificationKey {
   privateKey: KeyObject;
 }
 
-/** RFC 7638 thumbprint: a `kid` that names the key itself, so every replica with the same key agrees. */
-function thumbprint(jwk: JsonWebKey): string {
-  const members = jwk.kty === 'EC' ? { crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y } : { e: jwk.e, kty: jwk.kty, n: jwk.n };
-  return createHash('sha256').update(JSON.stringify(members)).digest('base64url');
-}
-
 const KEY_RULE = 'must be a P-256 EC key or an RSA key of at least 2048 bits';
 
-/** The algorithm a key signs with: ES256 for a P-256 EC key, RS256 for RSA of at least 2048 bits; else undefined. */
-function algorithmOf(key: KeyObject): VerificationKey['algorithm'] | undefined {
-  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
-  if (key.asymmetricKeyType === 'rsa' && (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048) return 'RS256';
-  return undefined;
-}
-
-function verificationKeyOf(publicKey: KeyObject, algorithm: VerificationKey['algorithm']): VerificationKey {
-  const publicJwk = publicKey.export({ format: 'jwk' });
-  const kid = thumbprint(publicJwk);
+/** The `kid` is the key's RFC 7638 thumbprint (SHA-256): it names the key itself, so every replica with the same key agrees. */
+async function verificationKeyOf(publicKey: KeyObject, algorithm: VerificationKey['algorithm']): Promise<VerificationKey> {
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk, 'sha256');
   return { kid, algorithm, publicKey, jwk: { ...publicJwk, kid, alg: algorithm, use: 'sig' } };
 }
 
 /** Reads a PEM private key: a P-256 EC key signs ES256, an RSA key of at least 2048 bits RS256. */
-export function signingKeyFromPem(pem: string): SigningKey {
+export async function signingKeyFromPem(pem: string): Promise<SigningKey> {
   const privateKey = createPrivateKey(pem);
   const algorithm = algorithmOf(privateKey);
   if (algorithm === undefined) throw new Error(`JWT_PRIVATE_KEY ${KEY_RULE}`);
-  return { ...verificationKeyOf(createPublicKey(privateKey), algorithm), privateKey };
+  return { ...(await verificationKeyOf(createPublicKey(privateKey), algorithm)), privateKey };
 }
 
-/** Reads a PEM public key of the same kinds as `signingKeyFromPem`'s. */
-export function verificationKeyFromPem(pem: string): VerificationKey {
+/** A PEM public key of the kinds `signingKeyFromPem` takes, and the algorithm it verifies; throws KEY_RULE for another kind. */
+function publicKeyFromPem(pem: string): { publicKey: KeyObject; algorithm: VerificationKey['algorithm'] } {
   const publicKey = createPublicKey(pem);
   const algorithm = algorithmOf(publicKey);
   if (algorithm === undefined) throw new Error(KEY_RULE);
+  return { publicKey, algorithm };
+}
+
+/** Reads a PEM public key of the same kinds as `signingKeyFromPem`'s. */
+export async function verificationKeyFromPem(pem: string): Promise<VerificationKey> {
+  const { publicKey, algorithm } = publicKeyFromPem(pem);
   return verificationKeyOf(publicKey, algorithm);
 }
 
@@ -70,7 +65,7 @@ export function publicKeyPemsOf(text: string): string[] {
       throw new Error(`${position} is a ${label}; only PEM public keys (BEGIN PUBLIC KEY) belong here, never a private key`);
     }
     try {
-      verificationKeyFromPem(match[0]);
+      publicKeyFromPem(match[0]);
     } catch (err) {
       throw new Error(`${position}: ${err instanceof Error && err.message === KEY_RULE ? KEY_RULE : 'is not a readable public key'}`);
     }

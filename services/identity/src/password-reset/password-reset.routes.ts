@@ -5,7 +5,7 @@ import { auditContextOf } from '../request/audit-context.ts';
 import { type CallerThrottle, callerOf } from '../request/caller-throttle.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import type { SessionEndings } from '../sessions/session-endings.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { requestPasswordReset } from './request-password-reset.ts';
 import { createResetWorkQueue } from './reset-work-queue.ts';

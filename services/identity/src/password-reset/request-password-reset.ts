@@ -1,7 +1,7 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
 import type { AuditContext } from '../request/audit-context.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { findUserByUsername } from '../user-records/users.repository.ts';
 import { issueResetToken } from './issue-reset-token.ts';
 import { mailResetLink } from './mail-reset-link.ts';

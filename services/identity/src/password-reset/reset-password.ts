@@ -5,7 +5,7 @@ import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import type { SessionEndings } from '../sessions/session-endings.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { assertValidUserFields } from '../user-records/user-fields.ts';
 import { assertUncommonPassword } from '../passwords/password-rules.ts';
 import { findUserById, lockUserById, updateUserRow } from '../user-records/users.repository.ts';

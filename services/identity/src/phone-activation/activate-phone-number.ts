@@ -7,7 +7,7 @@ import { findAccountById, lockAccountById } from '../accounts/accounts.repositor
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { activationCodeHmac, sameHmac } from './activation-code.ts';
 import { consumeActivationCode, lockOpenActivationCode, recordWrongCode } from './phone-activation.repository.ts';
 

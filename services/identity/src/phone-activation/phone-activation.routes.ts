@@ -1,7 +1,7 @@
 import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
 import { Router } from 'express';
 import { auditContextOf } from '../request/audit-context.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { activatePhoneNumber } from './activate-phone-number.ts';
 import { type PhoneActivationDeps, requestPhoneActivation } from './request-phone-activation.ts';
 

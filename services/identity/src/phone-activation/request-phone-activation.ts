@@ -6,7 +6,7 @@ import { findAccountById, lockAccountById } from '../accounts/accounts.repositor
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import type { SmsSender } from '../notifications/sms-sender.ts';
 import { assertAllowedLink } from '../request/link-allowlist.ts';
 import { activationCodeHmac, newActivationCode } from './activation-code.ts';

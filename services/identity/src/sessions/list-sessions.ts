@@ -1,5 +1,5 @@
 import type { Principal } from '@platform/auth';
-import type { components, operations } from '../generated/openapi.ts';
+import type { components, operations } from '@platform/client/openapi/identity';
 import { decodeCursor } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';
 import type { SessionServices } from './session-services.ts';

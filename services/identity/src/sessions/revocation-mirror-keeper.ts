@@ -1,5 +1,5 @@
 import { type TokenBlacklist, onReconnect, redisBlacklist, revocationMirror, writeStamp } from '@platform/auth';
-import type { Knex, Logger, ReadinessCheck, Redis } from '@platform/service-kit';
+import { type Knex, type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
 
@@ -60,7 +60,6 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   let whole = false;
   // The mirror's birth (ms): signatures created in its second or before are refused at the gateway.
   let born = 0;
-  let running: Promise<void> | undefined;
 
   /** Writes every revocation that may still be live, then opens the mirror born at `of` (unless Redis lost it again). */
   const reseed = async (of: number): Promise<number> => {
@@ -118,29 +117,27 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     logger.warn({ sessions, tookMs: Date.now() - started, cause, ...recovered() }, 'revocation mirror re-seeded; bearer requests accepted again');
   };
 
-  const checkNow = (): Promise<void> => {
-    running ??= check()
-      .catch((err: unknown) => {
-        whole = false;
-        // One line when the checks start failing, with the reason (not the stack: it is always the client's
-        // own); then a reminder at most every `reminderMs`, not one per check.
-        const now = Date.now();
-        if (failing === undefined) {
-          failing = { since: now, told: now };
-          logger.warn({ reason: reasonOf(err) }, 'revocation mirror not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
-        } else if (now - failing.told >= reminderMs) {
-          failing.told = now;
-          logger.warn({ reason: reasonOf(err), downForMs: now - failing.since }, 'revocation mirror still not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
-        }
-      })
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
+  // One check at a time; one asked for during a check (a reconnect's) runs right after it.
+  const checks = periodic(check, {
+    intervalMs: options.intervalMs,
+    onError: (err: unknown) => {
+      whole = false;
+      // One line when the checks start failing, with the reason (not the stack: it is always the client's
+      // own); then a reminder at most every `reminderMs`, not one per check.
+      const now = Date.now();
+      if (failing === undefined) {
+        failing = { since: now, told: now };
+        logger.warn({ reason: reasonOf(err) }, 'revocation mirror not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
+      } else if (now - failing.told >= reminderMs) {
+        failing.told = now;
+        logger.warn({ reason: reasonOf(err), downForMs: now - failing.since }, 'revocation mirror still not checked (Redis or Postgres unreachable); bearer requests stay failed closed');
+      }
+    },
+  });
+  const checkNow = async (): Promise<void> => {
+    await checks.runNow();
   };
-
-  const timer = setInterval(() => void checkNow(), options.intervalMs);
-  timer.unref();
+  checks.start();
   // A reconnect may be a failover to a replica that lagged: the revocations written just before may be
   // gone (this replica's or another's) with nothing to show for it but this replica's write stamp. So,
   // as the gateway and risk do, the mirror is closed at once, and re-seeded from Postgres (which holds
@@ -167,9 +164,8 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       },
     },
     stop: async () => {
-      clearInterval(timer);
       reconnects.stop();
-      await running;
+      await checks.stop();
     },
   };
 }

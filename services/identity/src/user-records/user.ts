@@ -1,5 +1,5 @@
 import type { Role } from '@platform/auth';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 
 export type UserStatus = components['schemas']['UserStatus'];
 

@@ -3,19 +3,39 @@ import type { Knex } from '@platform/service-kit';
 import { type Position, exactInstant } from '../pagination/cursor.ts';
 import type { UserRecord, UserStatus } from './user.ts';
 
-const COLUMNS = [
-  'id',
-  'username',
-  'password_hash as passwordHash',
-  'first_name as firstName',
-  'mid_name as midName',
-  'last_name as lastName',
-  'locale',
-  'timezone',
-  'roles',
-  'status',
-  'failed_login_count as failedLoginCount',
-];
+/**
+ * The one mapping of this file: each field of a UserRecord and the column that holds it. Reads alias the
+ * columns to the fields (COLUMNS), writes turn fields into columns (`rowOf`). Scoped to this repository:
+ * a knex-wide postProcessResponse/wrapIdentifier would change what every other repository's queries return.
+ */
+const COLUMN_OF = {
+  id: 'id',
+  username: 'username',
+  passwordHash: 'password_hash',
+  firstName: 'first_name',
+  midName: 'mid_name',
+  lastName: 'last_name',
+  locale: 'locale',
+  timezone: 'timezone',
+  roles: 'roles',
+  status: 'status',
+  failedLoginCount: 'failed_login_count',
+} as const satisfies Record<keyof UserRecord, string>;
+
+type UserField = keyof typeof COLUMN_OF;
+
+/** The select list that reads a row as a UserRecord. */
+const COLUMNS = Object.entries(COLUMN_OF).map(([field, column]) => (field === column ? column : `${column} as ${field}`));
+
+/** The columns to write for the given fields: each one that is not undefined, under its column; any other key is left out. */
+function rowOf(fields: Partial<Record<UserField, unknown>>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const [field, column] of Object.entries(COLUMN_OF) as Array<[UserField, string]>) {
+    const value = fields[field];
+    if (value !== undefined) row[column] = value;
+  }
+  return row;
+}
 
 /** The filters of GET /v1/users; all given must hold. */
 export interface UserFilter {
@@ -94,23 +114,10 @@ export interface NewUser {
   status: UserStatus;
 }
 
-function userRow(user: NewUser) {
-  return {
-    username: user.username,
-    password_hash: user.passwordHash,
-    first_name: user.firstName,
-    mid_name: user.midName ?? null,
-    last_name: user.lastName,
-    locale: user.locale,
-    timezone: user.timezone,
-    roles: [...user.roles],
-    status: user.status,
-  };
-}
-
 /** Inserts a user unless the username is taken (case-insensitively); returns the new user or undefined. */
 export async function insertUserIfAbsent(db: Knex, user: NewUser): Promise<UserRecord | undefined> {
-  const rows = (await db('users').insert(userRow(user)).onConflict('username').ignore().returning(COLUMNS)) as UserRecord[];
+  const row = rowOf({ ...user, midName: user.midName ?? null });
+  const rows = (await db('users').insert(row).onConflict('username').ignore().returning(COLUMNS)) as UserRecord[];
   return rows[0];
 }
 
@@ -186,17 +193,7 @@ export function isUsernameTaken(err: unknown): boolean {
 
 /** Applies the changes; returns the updated user, or undefined for an unknown id. */
 export async function updateUserRow(db: Knex, userId: string, changes: UserChanges): Promise<UserRecord | undefined> {
-  const row: Record<string, unknown> = {};
-  if (changes.username !== undefined) row.username = changes.username;
-  if (changes.passwordHash !== undefined) row.password_hash = changes.passwordHash;
-  if (changes.firstName !== undefined) row.first_name = changes.firstName;
-  if (changes.midName !== undefined) row.mid_name = changes.midName;
-  if (changes.lastName !== undefined) row.last_name = changes.lastName;
-  if (changes.locale !== undefined) row.locale = changes.locale;
-  if (changes.timezone !== undefined) row.timezone = changes.timezone;
-  if (changes.roles !== undefined) row.roles = [...changes.roles];
-  if (changes.status !== undefined) row.status = changes.status;
-  if (changes.failedLoginCount !== undefined) row.failed_login_count = changes.failedLoginCount;
+  const row = rowOf(changes);
   if (Object.keys(row).length === 0) return findUserById(db, userId);
   const rows = (await db('users').where({ id: userId }).update(row).returning(COLUMNS)) as UserRecord[];
   return rows[0];

@@ -3,7 +3,7 @@ import type { Knex } from '@platform/service-kit';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { type UserResponse, toUserResponse } from './user-response.ts';
 import { assertUncommonPassword } from '../passwords/password-rules.ts';
 import { assertValidUserFields } from '../user-records/user-fields.ts';

@@ -1,7 +1,7 @@
 import type { Role } from '@platform/auth';
 import type { Knex } from '@platform/service-kit';
 import { findAccountsByUserIds } from '../accounts/accounts.repository.ts';
-import type { operations } from '../generated/openapi.ts';
+import type { operations } from '@platform/client/openapi/identity';
 import { decodeCursor } from '../pagination/cursor.ts';
 import { type Page, type RawQuery, limitOf, pageOf } from '../pagination/page.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';

@@ -7,7 +7,7 @@ import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import type { SessionEndReason } from '../sessions/sessions.repository.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { voidOpenResetTokens } from '../password-reset/password-reset.repository.ts';
 import { assertCurrentPassword } from './assert-current-password.ts';
 import { assertUncommonPassword } from '../passwords/password-rules.ts';

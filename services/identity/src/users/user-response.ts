@@ -1,5 +1,5 @@
 import { type AccountRecord, toAccountResponse, toEmbeddedAccountResponse } from '../accounts/account.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import type { UserRecord } from '../user-records/user.ts';
 
 /** The User of SPEC.md part 2 with the embedded account of create and update (openapi.yaml `User`). */

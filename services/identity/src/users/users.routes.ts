@@ -2,7 +2,7 @@ import { type TokenVerifier, bearerAuth, principalOf, requireAnyRole } from '@pl
 import { Router } from 'express';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { auditContextOf } from '../request/audit-context.ts';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/identity';
 import { createUser } from './create-user.ts';
 import { getUser } from './get-user.ts';
 import { type UsersQuery, listUsers } from './list-users.ts';

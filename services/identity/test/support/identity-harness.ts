@@ -9,7 +9,7 @@ import { migrations } from '../../migrations/index.ts';
 import { createApp } from '../../src/app.ts';
 import { type PasswordHasher, createPasswordHasher } from '../../src/passwords/password-hasher.ts';
 import { type RevocationMirrorKeeper, startRevocationMirrorKeeper } from '../../src/sessions/revocation-mirror-keeper.ts';
-import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../src/auth/signing-key.ts';
+import { type SigningKey, generateSigningKeyPem, signingKeyFromPem, verificationKeyFromPem } from '../../src/auth/signing-key.ts';
 import { type IdentityConfig, identityConfigSpec } from '../../src/config.ts';
 import { createMailer } from '../../src/notifications/mailer.ts';
 import { createSmsSender } from '../../src/notifications/sms-sender.ts';
@@ -42,7 +42,7 @@ export interface IdentityHarness {
    * Replaces app, config and signing key with those of a restarted process whose environment also has
    * `env` (a key rotation, say): same database, Redis and providers.
    */
-  restart(env: Record<string, string>): void;
+  restart(env: Record<string, string>): Promise<void>;
   /** An access token of a new ACTIVE user with these roles. */
   tokenFor(roles: Role[]): Promise<string>;
   /**
@@ -112,9 +112,10 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
   // As the composition root does: the revocation mirror checked before the first request.
   const revocations = await startRevocationKeeper(database.db, testRedis.redis, firstConfig, log.logger);
   /** The app as a process started with these settings would make it, on the harness's database, Redis and providers. */
-  const build = (config: IdentityConfig) => {
+  const build = async (config: IdentityConfig) => {
     // As index.ts does outside local: JWT_PRIVATE_KEY when a test sets it (key rotation), else a fresh key.
-    const signingKey = signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : generateSigningKeyPem());
+    const signingKey = await signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : generateSigningKeyPem());
+    const previousKeys = await Promise.all(config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem));
     const app = createApp({
       config,
       logger: log.logger,
@@ -124,13 +125,14 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
       lifecycle: { draining: false },
       hasher,
       signingKey,
+      previousKeys,
       mailer,
       revocations,
       sms: createSmsSender({ provider: 'http', url: config.SMS_HTTP_URL, token: config.SMS_HTTP_TOKEN, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS }, log.logger),
     });
     return { app, config, signingKey };
   };
-  const first = build(firstConfig);
+  const first = await build(firstConfig);
   const harness: IdentityHarness = {
     ...first,
     db: database.db,
@@ -139,8 +141,8 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
     mail,
     sms,
     hasher,
-    restart(overrides) {
-      Object.assign(harness, build(loadConfig(identityConfigSpec, { ...baseEnv, ...overrides })));
+    async restart(overrides) {
+      Object.assign(harness, await build(loadConfig(identityConfigSpec, { ...baseEnv, ...overrides })));
     },
     async createUser(fields = {}) {
       const password = fields.password ?? `pw-${randomUUID()}`;

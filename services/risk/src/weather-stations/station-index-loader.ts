@@ -1,5 +1,5 @@
 import { ServiceUnavailableError } from '@platform/errors';
-import type { Knex, Logger, ReadinessCheck } from '@platform/service-kit';
+import { type Knex, type Logger, type ReadinessCheck, periodic } from '@platform/service-kit';
 import { type StationIndex, buildStationIndex } from './station-index.ts';
 import { readStationData, readStationDataVersion } from './weather-stations.repository.ts';
 
@@ -37,9 +37,6 @@ export interface StationIndexLoaderOptions {
 export function createStationIndexLoader(options: StationIndexLoaderOptions): StationIndexLoader {
   const { db, logger } = options;
   let index: StationIndex | undefined;
-  let inFlight: Promise<boolean> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
   let failing = false;
 
   const load = async (): Promise<boolean> => {
@@ -55,51 +52,34 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
     return true;
   };
 
-  const refresh = (): Promise<boolean> => {
-    inFlight ??= load()
-      .then(
-        (swapped) => {
-          if (failing) logger.info('station index reload works again');
-          failing = false;
-          return swapped;
-        },
-        (err: unknown) => {
-          // Once per outage at error level: a poll every few seconds must not flood the log.
-          const message = index === undefined ? 'station index could not be loaded; not ready' : 'station index reload failed; serving the previous index';
-          if (failing) logger.debug({ err }, message);
-          else logger.error({ err, version: index?.version }, message);
-          failing = true;
-          return false;
-        },
-      )
-      .finally(() => {
-        inFlight = undefined;
-      });
-    return inFlight;
+  const reload = async (): Promise<boolean> => {
+    const swapped = await load();
+    if (failing) logger.info('station index reload works again');
+    failing = false;
+    return swapped;
   };
 
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      void refresh().finally(schedule);
-    }, options.pollIntervalMs);
-    // The poll alone must not keep a process alive that is otherwise done.
-    timer.unref();
-  };
+  // One reload at a time; the poll alone does not keep a process alive that is otherwise done.
+  const reloads = periodic(reload, {
+    intervalMs: options.pollIntervalMs,
+    onError: (err) => {
+      // Once per outage at error level: a poll every few seconds must not flood the log.
+      const message = index === undefined ? 'station index could not be loaded; not ready' : 'station index reload failed; serving the previous index';
+      if (failing) logger.debug({ err }, message);
+      else logger.error({ err, version: index?.version }, message);
+      failing = true;
+    },
+  });
+  const refresh = async (): Promise<boolean> => (await reloads.runNow()) ?? false;
 
   return {
     current: () => index,
     refresh,
     async start() {
-      stopped = false;
       await refresh();
-      schedule();
+      reloads.start();
     },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await inFlight;
-    },
+    stop: () => reloads.stop(),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/risk';
 import { greatCircleKm } from './geo-distance.ts';
 import { buildSpatialIndex } from './spatial-index.ts';
 import { compareTurkish, foldTurkish } from './turkish-text.ts';

@@ -1,6 +1,6 @@
 import express, { type Response, type Router } from 'express';
 import { type TokenVerifier, bearerAuth } from '@platform/auth';
-import type { components } from '../generated/openapi.ts';
+import type { components } from '@platform/client/openapi/risk';
 import { DEFAULT_NEAREST_LIMIT, findNearestStations } from './find-nearest-stations.ts';
 import { DEFAULT_CITY_DISTRICT_LIMIT, findStationsByCityDistrict } from './find-stations-by-city-district.ts';
 import { getDistrictsOfCity } from './get-districts-of-city.ts';
@@ -8,8 +8,6 @@ import { getStationById } from './get-station-by-id.ts';
 import { type StationIndexSource, requireStationIndex } from './station-index-loader.ts';
 
 const BASE = '/v1/weather-stations';
-
-type CityDistrictBody = Omit<components['schemas']['CityDistrictQuery'], 'limit'> & { limit?: number };
 
 export interface WeatherStationsRouterDeps {
   stations: StationIndexSource;
@@ -30,7 +28,7 @@ export function weatherStationsRouter(deps: WeatherStationsRouterDeps): Router {
   router.use(BASE, bearerAuth(deps.verifier));
 
   router.post(`${BASE}/by/city-district`, (req, res) => {
-    const body = req.body as CityDistrictBody;
+    const body = req.body as components['schemas']['CityDistrictQuery'];
     const query = { city: body.city, district: body.district, limit: body.limit ?? DEFAULT_CITY_DISTRICT_LIMIT };
     sendJson(res, findStationsByCityDistrict(requireStationIndex(deps.stations), query));
   });
