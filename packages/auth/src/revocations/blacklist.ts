@@ -1,4 +1,5 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient as Redis } from './redis-client.ts';
 import { revocationExpiry } from '../token-lifetime.ts';
 import { luaScript } from './lua.ts';
 import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError } from './mirror.ts';

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-client.ts';
 import { luaFile, luaScript } from './lua.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-client.ts';
 import { luaFile, luaScript } from './lua.ts';
 import { REVOCATION_MIRROR_KEY } from './mirror.ts';
 

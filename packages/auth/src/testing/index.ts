@@ -1,7 +1,7 @@
 import { type KeyObject, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../revocations/redis-client.ts';
 import jwt from 'jsonwebtoken';
 import type { Jwks } from '../key-source.ts';
 import { REVOCATION_MIRROR_KEY } from '../revocations/mirror.ts';
