@@ -359,8 +359,9 @@ describe('createTokenVerifier', () => {
       await assert.rejects(guarded.verify(second), { status: 401 });
       assert.equal((await guarded.verify(elsewhere)).tokenId.length > 0, true, 'other sessions are untouched');
       assert.equal(await testRedis.redis.expiretime(sessionRevocationKey(sid)), latestExp + 2 * TOKEN_CLOCK_TOLERANCE_S);
-      await blacklist.endSessions([randomUUID()], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
-      assert.equal((await testRedis.redis.keys(`${testRedis.keyPrefix}auth:{rv:*}:session:*`)).length, 1, 'a past time writes nothing');
+      const past = randomUUID();
+      await blacklist.endSessions([past], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
+      assert.equal(await testRedis.redis.exists(sessionRevocationKey(past)), 0, 'a past time writes nothing');
     });
 
     describe('when Redis lost its data (CONTRACT.md part 13)', () => {

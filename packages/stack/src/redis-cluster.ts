@@ -62,7 +62,9 @@ export async function startLocalRedisCluster(options: { masters?: number } = {})
         [
           '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-port', String(busPort),
           '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
-          '--dir', dir, '--save', '', '--appendonly', 'no',
+          '--dir', dir, '--save', '', '--appendonly', 'no', '--logfile', join(dir, `redis-${port}.log`),
+          // A replica must have synced before its master may fail: no 5 s wait before the first transfer.
+          '--repl-diskless-sync-delay', '0',
         ],
         { stdio: 'ignore' },
       );
@@ -73,6 +75,7 @@ export async function startLocalRedisCluster(options: { masters?: number } = {})
     await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => n.address), '--cluster-replicas', '1', '--cluster-yes']);
     const cluster = clusterOf(nodes, cli, children, stop);
     await cluster.waitUntilOk(20_000);
+    await untilReplicasSynced(nodes, cli);
     return cluster;
   } catch (err) {
     await stop();
@@ -139,6 +142,18 @@ async function untilAnswers(ask: () => Promise<string>): Promise<void> {
     if ((await ask().catch(() => '')).includes('PONG')) return;
     if (Date.now() > deadline) throw new Error('a redis-server of the local cluster did not start');
     await sleep(50);
+  }
+}
+
+/** Waits until every replica's link to its master is up: only a replica that synced can be promoted. */
+async function untilReplicasSynced(nodes: ClusterNode[], cli: LocalRedisCluster['cli']): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const infos = await Promise.all(nodes.map((node) => cli(node.port, 'INFO', 'replication')));
+    const replicas = infos.filter((info) => info.includes('role:slave'));
+    if (replicas.length > 0 && replicas.every((info) => info.includes('master_link_status:up'))) return;
+    if (Date.now() > deadline) throw new Error('the replicas of the local Redis cluster did not sync');
+    await sleep(100);
   }
 }
 
