@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { revocationSlotKeys } from '@platform/auth';
-import { isCluster } from '@platform/service-kit';
+import { createTokenVerifier, redisBlacklist, revocationSlotKeys, staticKeySource } from '@platform/auth';
+import { closeRedis, createLogger, createRedis, isCluster, waitForRedis } from '@platform/service-kit';
 import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack';
 import request from 'supertest';
-import { createLogger } from '@platform/service-kit';
 import { type IdentityHarness, startIdentity, startRevocationKeeper } from '../../services/identity/test/support/identity-harness.ts';
 
 interface Holder {
@@ -88,6 +87,23 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     const shards = new Set(await Promise.all(holders.map(masterOf)));
     assert.ok(shards.size >= 2, 'the sessions landed on one shard only');
     await ride(5000);
+  });
+
+  it('two more verifiers (as two risk replicas), each on its own cluster connection, refuse a token the moment identity logs it out', async () => {
+    const logger = createLogger({ service: 'risk', level: 'silent' });
+    const clients = [0, 1].map(() => createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: identity.redis.options.keyPrefix ?? '', logger }));
+    try {
+      for (const client of clients) assert.ok(await waitForRedis(client, 10_000));
+      const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));
+      const verifiers = clients.map((client) => createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, blacklist: redisBlacklist(client) }));
+      const user = await identity.createUser();
+      const token = (await identity.login(user)).accessToken;
+      for (const verifier of verifiers) assert.equal((await verifier.verify(token)).userId, user.id);
+      assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
+      for (const verifier of verifiers) await assert.rejects(verifier.verify(token), { status: 401 });
+    } finally {
+      await Promise.all(clients.map((client) => closeRedis(client)));
+    }
   });
 
   it('a master flushed: only its buckets wait (503) while the others are served, and all are back within 5 s, with two identity keepers at it', async () => {
