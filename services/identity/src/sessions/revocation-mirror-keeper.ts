@@ -54,6 +54,18 @@ export interface RevocationMirrorKeeperOptions {
   reminderMs?: number;
 }
 
+/**
+ * Some buckets' shard does not answer, every other bucket is whole: their sessions' requests fail closed
+ * on their own (the shard is down), the rest are served, so identity stays ready (a failover of one shard
+ * must not take every identity replica out of its Service). Logged like any failed check.
+ */
+class ShardsUnreachable extends Error {
+  constructor(unreachable: number) {
+    super(`${unreachable} revocation buckets unreachable (a Redis shard down or failing over?); the others are whole`);
+    this.name = 'ShardsUnreachable';
+  }
+}
+
 /** Starts the keeper (its timer does not hold the process open); `stop` on shutdown. */
 export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptions): RevocationMirrorKeeper {
   const { db, redis, logger } = options;
@@ -114,11 +126,13 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     const states = bucketReads.flatMap((read) => (read.status === 'fulfilled' ? [read.value] : []));
     const unreachable = bucketReads.length - states.length;
     const global = globalRead?.status === 'fulfilled' ? globalRead.value : undefined;
+    // Nothing answered: Redis is down (the reason is the first bucket's).
+    if (states.length === 0) throw bucketReads.find((read) => read.status === 'rejected')?.reason;
     const lost = states.filter((state) => !state.ready);
     if (global !== undefined) born = global.born;
     if (lost.length === 0 && global?.ready === true) {
-      if (unreachable > 0) throw new Error(`${unreachable} revocation buckets unreachable (a Redis shard down?)`);
       whole = true;
+      if (unreachable > 0) throw new ShardsUnreachable(unreachable);
       const back = recovered();
       if (back !== undefined) logger.info(back, 'revocation mirror checked again; bearer requests accepted again');
       return;
@@ -134,7 +148,11 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     const sessions = await reseed(new Set(targets.map((state) => state.bucket)));
     const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state.born) ?? false));
     if (reopened.includes(false)) throw new Error('a Redis shard lost its data again during the re-seed');
-    if (unreachable > 0 || global === undefined) throw new Error(`re-seeded ${lost.length} revocation buckets; ${unreachable} unreachable (a Redis shard down?)`);
+    if (global === undefined) throw new Error(`re-seeded ${lost.length} revocation buckets; the whole-Redis mirror is unreachable`);
+    if (unreachable > 0) {
+      whole = true;
+      throw new ShardsUnreachable(unreachable);
+    }
     if (!(await wholeRedis.markReady(born))) throw new Error('Redis lost its data again during the re-seed');
     whole = true;
     const wentBack = lost.filter((state) => state.wentBack).length;
@@ -145,7 +163,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   const checkNow = (): Promise<void> => {
     running ??= check()
       .catch((err: unknown) => {
-        whole = false;
+        if (!(err instanceof ShardsUnreachable)) whole = false;
         // One line when the checks start failing, with the reason (not the stack: it is always the client's
         // own); then a reminder at most every `reminderMs`, not one per check.
         const now = Date.now();
