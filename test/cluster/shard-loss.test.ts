@@ -127,6 +127,30 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     await second.stop();
   });
 
+  it('slots moved between masters under traffic (a resharding: ASK, then MOVED): followed by the clients, never a 500', async () => {
+    const slotOf = async (holder: Holder) =>
+      Number(await cluster.cli(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', `${identity.redis.options.keyPrefix ?? ''}${revocationSlotKeys(holder).mirror}`));
+    const slots = [...new Set(await Promise.all(holders.map(slotOf)))];
+    const masters = (await cluster.masters()).map((m) => m.port);
+    let moving = true;
+    const traffic = (async () => {
+      while (moving) await ride(15_000);
+    })();
+    try {
+      // Every bucket of the test's sessions moves to the next master, keys and all.
+      for (const slot of slots) {
+        const from = await cluster.masterOfSlot(slot);
+        await cluster.moveSlot(slot, masters[(masters.indexOf(from) + 1) % masters.length]!);
+      }
+    } finally {
+      moving = false;
+      await traffic;
+    }
+    for (const slot of slots) assert.ok(masters.includes(await cluster.masterOfSlot(slot)));
+    const { tookMs } = await ride(5000);
+    assert.ok(tookMs < 5000);
+  });
+
   it('a master killed under traffic: its replica is promoted and followed, 503 for a few seconds at most, never a 500', async () => {
     const victim = await masterOf(holders.find((h) => !h.revoked)!);
     await cluster.kill(victim);

@@ -30,6 +30,12 @@ export interface LocalRedisCluster {
   masters(): Promise<Array<{ port: number; replicaPort: number | undefined; slots: string[] }>>;
   /** The port of the master serving `slot` now. */
   masterOfSlot(slot: number): Promise<number>;
+  /**
+   * Moves `slot` with its keys to the master on `toPort`, as a resharding does (`CLUSTER SETSLOT …
+   * IMPORTING/MIGRATING`, `MIGRATE`, then `SETSLOT … NODE` on every master): clients meet ASK while it
+   * moves and MOVED after.
+   */
+  moveSlot(slot: number, toPort: number): Promise<void>;
   /** SIGKILL one node and wait until it is gone (its replica takes over after cluster-node-timeout). */
   kill(port: number): Promise<void>;
   /** Resolves once every node reports `cluster_state:ok` (after a failover, say), or rejects after `timeoutMs`. */
@@ -97,19 +103,34 @@ function clusterOf(nodes: ClusterNode[], cli: LocalRedisCluster['cli'], children
         slots: row.slice(8),
       }));
   };
+  const masterOfSlot = async (slot: number): Promise<number> => {
+    for (const master of await masters()) {
+      for (const range of master.slots) {
+        const [from, to = from] = range.split('-').map(Number);
+        if (from !== undefined && to !== undefined && slot >= from && slot <= to) return master.port;
+      }
+    }
+    throw new Error(`no master serves slot ${slot}`);
+  };
+  const idOf = async (port: number) => (await cli(port, 'CLUSTER', 'MYID')).trim();
   return {
     nodes,
     seeds: nodes.map((n) => n.address).join(','),
     cli,
     masters,
-    async masterOfSlot(slot) {
-      for (const master of await masters()) {
-        for (const range of master.slots) {
-          const [from, to = from] = range.split('-').map(Number);
-          if (from !== undefined && to !== undefined && slot >= from && slot <= to) return master.port;
-        }
+    masterOfSlot,
+    async moveSlot(slot, toPort) {
+      const fromPort = await masterOfSlot(slot);
+      if (fromPort === toPort) return;
+      const [fromId, toId] = [await idOf(fromPort), await idOf(toPort)];
+      await cli(toPort, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId);
+      await cli(fromPort, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId);
+      for (;;) {
+        const keys = (await cli(fromPort, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')).split('\n').filter((k) => k !== '');
+        if (keys.length === 0) break;
+        await cli(fromPort, 'MIGRATE', '127.0.0.1', String(toPort), '', '0', '5000', 'KEYS', ...keys);
       }
-      throw new Error(`no master serves slot ${slot}`);
+      for (const master of await masters()) await cli(master.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
     },
     async kill(port) {
       const child = children.get(port);

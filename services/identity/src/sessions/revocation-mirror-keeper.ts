@@ -60,8 +60,8 @@ export interface RevocationMirrorKeeperOptions {
  * must not take every identity replica out of its Service). Logged like any failed check.
  */
 class ShardsUnreachable extends Error {
-  constructor(unreachable: number) {
-    super(`${unreachable} revocation buckets unreachable (a Redis shard down or failing over?); the others are whole`);
+  constructor(unreachable: number, wholeRedisToo: boolean) {
+    super(`${unreachable} revocation buckets${wholeRedisToo ? ' and the whole-Redis mirror' : ''} unreachable (a Redis shard down or failing over?); the others are whole`);
     this.name = 'ShardsUnreachable';
   }
 }
@@ -130,9 +130,9 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     if (states.length === 0) throw bucketReads.find((read) => read.status === 'rejected')?.reason;
     const lost = states.filter((state) => !state.ready);
     if (global !== undefined) born = global.born;
-    if (lost.length === 0 && global?.ready === true) {
+    if (lost.length === 0 && global?.ready !== false) {
       whole = true;
-      if (unreachable > 0) throw new ShardsUnreachable(unreachable);
+      if (unreachable > 0 || global === undefined) throw new ShardsUnreachable(unreachable, global === undefined);
       const back = recovered();
       if (back !== undefined) logger.info(back, 'revocation mirror checked again; bearer requests accepted again');
       return;
@@ -148,10 +148,9 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     const sessions = await reseed(new Set(targets.map((state) => state.bucket)));
     const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state.born) ?? false));
     if (reopened.includes(false)) throw new Error('a Redis shard lost its data again during the re-seed');
-    if (global === undefined) throw new Error(`re-seeded ${lost.length} revocation buckets; the whole-Redis mirror is unreachable`);
-    if (unreachable > 0) {
+    if (unreachable > 0 || global === undefined) {
       whole = true;
-      throw new ShardsUnreachable(unreachable);
+      throw new ShardsUnreachable(unreachable, global === undefined);
     }
     if (!(await wholeRedis.markReady(born))) throw new Error('Redis lost its data again during the re-seed');
     whole = true;
