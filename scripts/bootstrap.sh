@@ -63,6 +63,13 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 fi
 for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null
+# `pnpm test` also starts local Redis Clusters of its own (packages/stack: redis-server in cluster mode on
+# free ports, then `redis-cli --cluster create`): Debian's redis-server package brings both, Redis 7.
+if ! redis-cli --cluster help 2>&1 | grep -q 'create'; then
+  log "redis-cli has no --cluster create (Redis 5 or later is needed by the cluster tests); upgrading Redis"
+  apt_install redis-server redis-tools
+  redis-cli --cluster help 2>&1 | grep -q 'create'
+fi
 
 # --- promtool -----------------------------------------------------------------------------------
 # Prometheus's own checker validates and unit-tests the alerting rules and the dashboards' queries in

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type ConfigOf, env, httpLimitsSpec, internalAssertionSpec, packageRoot, tracingSpec } from '@platform/service-kit';
+import { type ConfigOf, env, httpLimitsSpec, internalAssertionSpec, packageRoot, redisConfigSpec, tracingSpec } from '@platform/service-kit';
 import { DEFAULT_RATE_LIMITS_JSON, parseRateLimits } from './rate-limit/rate-limits.ts';
 import { LOCAL_CLIENT_KEYS, parseClientKeys } from './signing/client-keys.ts';
 
@@ -18,11 +18,7 @@ export const gatewayConfigSpec = {
   GATEWAY_MANAGEMENT_PORT: env.port('Internal port serving /metrics and /health/* (never exposed publicly)', { default: 9080 }),
   HOST: env.string('Interface to bind; 0.0.0.0 in containers', { default: '127.0.0.1' }),
   LOG_LEVEL: env.oneOf(LOG_LEVELS, 'Lowest level written to the log', { default: 'info' }),
-  REDIS_URL: env.url('Redis URL (nonces, idempotency keys, token blacklist)', ['redis:', 'rediss:'], {
-    localDefault: 'redis://127.0.0.1:6379/0',
-    secret: true,
-  }),
-  REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
+  ...redisConfigSpec('nonces, idempotency keys, token blacklist'),
   IDENTITY_URL: env.url('Base URL of the identity service upstream', ['http:', 'https:'], { localDefault: 'http://127.0.0.1:8081' }),
   RISK_URL: env.url('Base URL of the risk service upstream', ['http:', 'https:'], { localDefault: 'http://127.0.0.1:8082' }),
   IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {

@@ -1,6 +1,6 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
-import { type Host, type OpenApiDocument, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, serveUntilStopped, stopTracing } from '@platform/service-kit';
+import { type Host, type OpenApiDocument, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, redisConnectionName, redisConnectionOf, serveUntilStopped, stopTracing } from '@platform/service-kit';
 import { createGateway } from './app.ts';
 import { gatewayConfigProblems, gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
@@ -29,7 +29,7 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
   const lifecycle = { draining: false };
   // No auto-pipelining: with a frozen Redis it queues each claim behind the previous one's timeout, past
   // the 1 s in which the gateway must fail closed (CONTRACT.md part 3).
-  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, connectionName: 'gateway', logger, autoPipelining: false });
+  const redis = (host.createRedis ?? createRedis)({ ...redisConnectionOf(config), connectionName: 'gateway', logger, autoPipelining: false });
   const metrics = createMetrics('gateway', { collectDefault: true });
 
   // CONTRACT.md part 12: keys from a file replace GATEWAY_CLIENT_KEYS and change without a restart.
@@ -62,7 +62,7 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
     appEnv: config.APP_ENV,
     exit: host.exit,
     connections: {
-      redis: config.REDIS_URL,
+      redis: redisConnectionName(config),
       identity: config.IDENTITY_URL,
       risk: config.RISK_URL,
       jwks: config.IDENTITY_JWKS_URL,

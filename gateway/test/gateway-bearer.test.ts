@@ -46,9 +46,9 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
   });
 
   it('when the token was revoked at logout, answers 401 and keeps the idempotency key', async () => {
-    const jti = `jti-${newNonce()}`;
-    const token = gw.issuer.sign({ jti });
-    await redisBlacklist(testRedis.redis).revoke(jti, Math.floor(Date.now() / 1000) + 900);
+    const [jti, sid] = [`jti-${newNonce()}`, `sid-${newNonce()}`];
+    const token = gw.issuer.sign({ jti, sid });
+    await redisBlacklist(testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 900);
     const idempotencyKey = newIdempotencyKey();
     await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token, idempotencyKey }));
     const retry = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign(), idempotencyKey }));

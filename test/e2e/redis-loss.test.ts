@@ -322,8 +322,8 @@ describe('end to end: Redis loses its data (CONTRACT.md part 13)', function () {
     // What a replica that lagged behind identity's last writes holds: the revocations gone, identity's
     // count of them not yet compared (it compares on its own reconnect, or when its stamp is checked).
     const revocationKeys = [
-      ...(await raw.keys(`${stack.redis.prefix}auth:revoked-session:*`)),
-      ...(await raw.keys(`${stack.redis.prefix}auth:blacklist:*`)),
+      ...(await raw.keys(`${stack.redis.prefix}auth:{rv:*}:session:*`)),
+      ...(await raw.keys(`${stack.redis.prefix}auth:{rv:*}:token:*`)),
     ];
     assert.ok(revocationKeys.length > 0);
     await raw.unlink(...revocationKeys);
@@ -336,6 +336,6 @@ describe('end to end: Redis loses its data (CONTRACT.md part 13)', function () {
     assert.ok(tookMs <= RECOVERY_MS, `recovered after ${tookMs} ms`);
     assert.ok(seen.has(503), 'bearer requests were not held after the reconnect');
     await assertRefused(revoked);
-    assert.ok((await raw.keys(`${stack.redis.prefix}auth:revoked-session:*`)).length > 0, 'identity did not re-seed');
+    assert.ok((await raw.keys(`${stack.redis.prefix}auth:{rv:*}:session:*`)).length > 0, 'identity did not re-seed');
   });
 });

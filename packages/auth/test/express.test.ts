@@ -126,9 +126,9 @@ describe('bearerAuth', () => {
     const forger = createTestIssuer(issuer.issuer, issuer.audience);
     const forged = forger.sign({ roles: ['ADMIN'] }).split('.');
     const genuineHeader = issuer.sign().split('.')[0];
-    const revokedJti = randomUUID();
-    const revoked = issuer.sign({ jti: revokedJti, roles: ['ADMIN'] });
-    await redisBlacklist(testRedis.redis).revoke(revokedJti, Math.floor(Date.now() / 1000) + 900);
+    const [revokedJti, revokedSid] = [randomUUID(), randomUUID()];
+    const revoked = issuer.sign({ jti: revokedJti, sid: revokedSid, roles: ['ADMIN'] });
+    await redisBlacklist(testRedis.redis).revoke({ tokenId: revokedJti, sessionId: revokedSid }, Math.floor(Date.now() / 1000) + 900);
 
     const answers = await Promise.all([
       request(app).get('/admin/things'),

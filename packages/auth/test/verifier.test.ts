@@ -3,8 +3,9 @@ import { type KeyObject, createHmac, createPublicKey, generateKeyPairSync, rando
 import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import jwt, { type Algorithm } from 'jsonwebtoken';
-import { blacklistKey, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
-import { REVOCATION_MIRROR_KEY, revocationMirror } from '../src/revocations/mirror.ts';
+import { blacklistKey, mirrorKeyOfSession, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
+import { REVOCATION_BUCKETS, revocationBucket, revocationSlotKeys } from '../src/revocations/buckets.ts';
+import { revocationMirror } from '../src/revocations/mirror.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
@@ -273,59 +274,59 @@ describe('createTokenVerifier', () => {
     it('when the token was revoked, rejects with 401', async () => {
       const blacklist = redisBlacklist(testRedis.redis);
       const guarded = verifierFor(issuer, { blacklist });
-      const jti = randomUUID();
-      const token = issuer.sign({ jti });
+      const [jti, sid] = [randomUUID(), randomUUID()];
+      const token = issuer.sign({ jti, sid });
       assert.equal((await guarded.verify(token)).tokenId, jti);
-      await blacklist.revoke(jti, now() + 900);
+      await blacklist.revoke({ tokenId: jti, sessionId: sid }, now() + 900);
       await assertBadCredentials(guarded.verify(token));
     });
 
     it('when the token was revoked and ignoreRevocation is set, resolves the principal', async () => {
       const blacklist = redisBlacklist(testRedis.redis);
       const guarded = verifierFor(issuer, { blacklist });
-      const jti = randomUUID();
-      const token = issuer.sign({ jti });
-      await blacklist.revoke(jti, now() + 900);
+      const [jti, sid] = [randomUUID(), randomUUID()];
+      const token = issuer.sign({ jti, sid });
+      await blacklist.revoke({ tokenId: jti, sessionId: sid }, now() + 900);
       assert.equal((await guarded.verify(token, { ignoreRevocation: true })).tokenId, jti);
     });
 
     it('when another token was revoked, resolves the principal', async () => {
       const blacklist = redisBlacklist(testRedis.redis);
-      await blacklist.revoke(randomUUID(), now() + 900);
+      await blacklist.revoke({ tokenId: randomUUID(), sessionId: randomUUID() }, now() + 900);
       const jti = randomUUID();
       assert.equal((await verifierFor(issuer, { blacklist }).verify(issuer.sign({ jti }))).tokenId, jti);
     });
 
     it('when a token is revoked, keeps the Redis key until the token expires, and twice the clock tolerance after', async () => {
-      const jti = randomUUID();
+      const token = { tokenId: randomUUID(), sessionId: randomUUID() };
       const exp = now() + 120;
-      await redisBlacklist(testRedis.redis).revoke(jti, exp);
-      assert.equal(await testRedis.redis.expiretime(blacklistKey(jti)), exp + 2 * TOKEN_CLOCK_TOLERANCE_S);
-      assert.equal(await testRedis.redis.get(blacklistKey(jti)), '1');
+      await redisBlacklist(testRedis.redis).revoke(token, exp);
+      assert.equal(await testRedis.redis.expiretime(blacklistKey(token)), exp + 2 * TOKEN_CLOCK_TOLERANCE_S);
+      assert.equal(await testRedis.redis.get(blacklistKey(token)), '1');
     });
 
     it('when the expiry has a fraction of a second, revokes from the next whole second on', async () => {
-      const jti = randomUUID();
+      const token = { tokenId: randomUUID(), sessionId: randomUUID() };
       const blacklist = redisBlacklist(testRedis.redis);
       const exp = now() + 60;
-      await blacklist.revoke(jti, exp + 0.5);
-      assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), true);
-      assert.equal(await testRedis.redis.expiretime(blacklistKey(jti)), exp + 1 + 2 * TOKEN_CLOCK_TOLERANCE_S);
+      await blacklist.revoke(token, exp + 0.5);
+      assert.equal(await blacklist.isRevoked(token), true);
+      assert.equal(await testRedis.redis.expiretime(blacklistKey(token)), exp + 1 + 2 * TOKEN_CLOCK_TOLERANCE_S);
     });
 
     it('when the token expired but a verifier may still accept it, revoke writes the key', async () => {
-      const jti = randomUUID();
+      const token = { tokenId: randomUUID(), sessionId: randomUUID() };
       const blacklist = redisBlacklist(testRedis.redis);
-      await blacklist.revoke(jti, now() - TOKEN_CLOCK_TOLERANCE_S + 1);
-      assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), true);
+      await blacklist.revoke(token, now() - TOKEN_CLOCK_TOLERANCE_S + 1);
+      assert.equal(await blacklist.isRevoked(token), true);
     });
 
     it('when no verifier accepts the token any more (even by a clock the tolerance behind), revoke writes nothing', async () => {
-      const jti = randomUUID();
+      const token = { tokenId: randomUUID(), sessionId: randomUUID() };
       const blacklist = redisBlacklist(testRedis.redis);
-      await blacklist.revoke(jti, now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
-      assert.equal(await testRedis.redis.exists(blacklistKey(jti)), 0);
-      assert.equal(await blacklist.isRevoked({ tokenId: jti, sessionId: randomUUID() }), false);
+      await blacklist.revoke(token, now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
+      assert.equal(await testRedis.redis.exists(blacklistKey(token)), 0);
+      assert.equal(await blacklist.isRevoked(token), false);
     });
 
     it('a revocation outlives the last moment any verifier accepts its token, by a verifier clock up to the tolerance behind Redis', async () => {
@@ -344,8 +345,17 @@ describe('createTokenVerifier', () => {
       await assertBadCredentials(verifier.verify(signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { exp: now() - TOKEN_CLOCK_TOLERANCE_S }))));
     });
 
-    it('names the key after the jti under the shared prefix', () => {
-      assert.equal(blacklistKey('abc-123'), 'auth:blacklist:abc-123');
+    it('names the key after the jti, in the hash tag of its session\'s bucket, beside that bucket\'s mirror', () => {
+      const token = { tokenId: 'abc-123', sessionId: 'sid-1' };
+      const bucket = revocationBucket('sid-1');
+      assert.equal(blacklistKey(token), `auth:{rv:${bucket}}:token:abc-123`);
+      assert.deepEqual(revocationSlotKeys(token), { mirror: `auth:{rv:${bucket}}:mirror`, token: `auth:{rv:${bucket}}:token:abc-123`, session: `auth:{rv:${bucket}}:session:sid-1` });
+    });
+
+    it('spreads sessions over every bucket, none with much more than its share', () => {
+      const counts = new Array<number>(REVOCATION_BUCKETS).fill(0);
+      for (let i = 0; i < 64_000; i += 1) counts[revocationBucket(randomUUID())]! += 1;
+      assert.ok(Math.min(...counts) > 800 && Math.max(...counts) < 1200, `bucket sizes ${Math.min(...counts)}…${Math.max(...counts)}`);
     });
 
     it('when the session of a token was ended, rejects that token and every other of the session, until the given time', async () => {
@@ -361,19 +371,21 @@ describe('createTokenVerifier', () => {
       await assert.rejects(guarded.verify(second), { status: 401 });
       assert.equal((await guarded.verify(elsewhere)).tokenId.length > 0, true, 'other sessions are untouched');
       assert.equal(await testRedis.redis.expiretime(sessionRevocationKey(sid)), latestExp + 2 * TOKEN_CLOCK_TOLERANCE_S);
-      await blacklist.endSessions([randomUUID()], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
-      assert.equal((await testRedis.redis.keys(`${testRedis.keyPrefix}auth:revoked-session:*`)).length, 1, 'a past time writes nothing');
+      const past = randomUUID();
+      await blacklist.endSessions([past], now() - 2 * TOKEN_CLOCK_TOLERANCE_S);
+      assert.equal(await testRedis.redis.exists(sessionRevocationKey(past)), 0, 'a past time writes nothing');
     });
 
     describe('when Redis lost its data (CONTRACT.md part 13)', () => {
-      it('when the mirror is missing, rejects every token with 503 and marks the mirror not ready, until it is marked ready', async () => {
+      it('when the mirror of the token\'s bucket is missing, rejects its tokens with 503 and marks that mirror not ready, until it is marked ready', async () => {
         const lost = await createTestRedis('auth_verifier_lost');
         try {
           const blacklist = redisBlacklist(lost.redis);
           const guarded = verifierFor(issuer, { blacklist });
-          const token = issuer.sign();
+          const sid = randomUUID();
+          const token = issuer.sign({ sid });
           await assert.rejects(guarded.verify(token), (err: { status?: number; message?: string }) => err.status === 503 && err.message === REVOCATIONS_RESTORING_MESSAGE);
-          const mirror = revocationMirror(lost.redis);
+          const mirror = revocationMirror(lost.redis, mirrorKeyOfSession(sid));
           const state = await mirror.state();
           assert.equal(state.ready, false);
           assert.ok(Math.abs(state.born - Date.now()) < 5000, `born ${state.born}`);
@@ -382,7 +394,7 @@ describe('createTokenVerifier', () => {
           assert.equal(await mirror.markReady(state.born), true);
           assert.equal((await guarded.verify(token)).tokenId.length > 0, true);
           // Lost again: the hash is gone with everything else.
-          await lost.redis.del(REVOCATION_MIRROR_KEY);
+          await lost.redis.del(mirrorKeyOfSession(sid));
           await assert.rejects(guarded.verify(token), { status: 503 });
           assert.equal(await mirror.markNotReady() > 0, true);
         } finally {

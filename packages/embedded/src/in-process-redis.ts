@@ -1,11 +1,12 @@
 import type { Redis, RedisOptions } from '@platform/service-kit';
+import type * as IORedis from 'ioredis';
 import RedisMock from 'ioredis-mock';
 
 // Every client of this process names the same pretend server, so ioredis-mock gives them one key space:
 // a logout at identity is seen by the gateway, as with a real shared Redis.
 const SHARED_SERVER = { host: 'in-process', port: 6379, db: 0 };
 
-type RedisStatus = Redis['status'];
+type RedisStatus = IORedis.Redis['status'];
 type CommandDefinition = Parameters<Redis['defineCommand']>[1];
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
+import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError, blacklistKey, mirrorKeyOfSession, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
@@ -92,15 +92,15 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
     // A fresh key space is a Redis that lost its data: not whole until identity's keeper says so.
     await assert.rejects(blacklist.isRevoked(token), RevocationsUnavailableError);
-    const mirror = revocationMirror(redis);
+    const mirror = revocationMirror(redis, mirrorKeyOfSession(token.sessionId));
     const { born, ready } = await mirror.state();
     assert.equal(ready, false);
     assert.equal(await mirror.markReady(born), true);
     assert.equal(await blacklist.isRevoked(token), false);
-    await blacklist.revoke(token.tokenId, Math.floor(Date.now() / 1000) + 60);
+    await blacklist.revoke(token, Math.floor(Date.now() / 1000) + 60);
     assert.equal(await blacklist.isRevoked(token), true);
     // Kept past the token's exp by twice the verifiers' clock tolerance (token-lifetime.ts).
-    const ttl = await redis.ttl(`auth:blacklist:${token.tokenId}`);
+    const ttl = await redis.ttl(blacklistKey(token));
     assert.ok(ttl > 60 && ttl <= 61 + 2 * TOKEN_CLOCK_TOLERANCE_S, `ttl ${ttl}`);
   });
 

@@ -14,12 +14,15 @@ export interface ConfigField<T> {
   localDefault?: T;
   /** Never printed; `describeConfig` shows it as `[redacted]`. */
   secret?: boolean;
+  /** Not required (and left unset) when this other key is set: one of two ways to name a thing. */
+  unlessSet?: string;
 }
 
 interface FieldOptions<T> {
   default?: T;
   localDefault?: T;
   secret?: boolean;
+  unlessSet?: string;
 }
 
 function field<T>(doc: string, parse: (raw: string) => T, options: FieldOptions<T> = {}): ConfigField<T> {
@@ -126,6 +129,8 @@ export function loadConfig<S extends ConfigSpec>(spec: S, source: Readonly<Recor
         // A secret's raw text is never echoed back, even when it is malformed.
         problems.push(`${name} ${spec_.secret ? why.replaceAll(raw.trim(), '[redacted]') : why}`);
       }
+    } else if (spec_.unlessSet !== undefined && (source[spec_.unlessSet]?.trim() ?? '') !== '') {
+      values[name] = undefined;
     } else if (appEnv === 'local' && spec_.localDefault !== undefined) {
       values[name] = spec_.localDefault;
     } else if (spec_.default !== undefined) {

@@ -1,17 +1,83 @@
 import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
+import { type ConfigField, env } from './config.ts';
 import type { ReadinessCheck } from './health.ts';
 import type { Logger } from './logger.ts';
 
-export type Redis = IORedis.Redis;
+/**
+ * The environment's Redis: one server (`REDIS_URL`) or a Redis Cluster (`REDIS_CLUSTER_NODES`, CONTRACT.md
+ * part 14). Both answer the same commands, scripts (`defineCommand`), `multi`, `status` and `ready`; on a
+ * cluster every script and transaction must touch keys of one slot (one hash tag), and a pipeline keys of
+ * one master: callers that span slots send one command per slot group (`Promise.all`, auto-pipelined).
+ */
+export type Redis = IORedis.Redis | IORedis.Cluster;
 
 // Required, not imported: OpenTelemetry's ioredis instrumentation (tracing.ts) hooks require(), and an
 // ESM import of this CommonJS package would bypass the hook, leaving Redis calls out of the traces.
-const IORedisClient = (createRequire(import.meta.url)('ioredis') as typeof IORedis).Redis;
+const ioredis = createRequire(import.meta.url)('ioredis') as typeof IORedis;
+
+function parseSeeds(raw: string): readonly string[] {
+  const seeds = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const seed of seeds) {
+    const port = Number(seed.slice(seed.lastIndexOf(':') + 1));
+    if (!/^[^\s:/]+:\d+$/.test(seed) || port < 1 || port > 65535) throw new Error(`must be comma-separated host:port seeds, got "${seed}"`);
+  }
+  if (seeds.length === 0) throw new Error('must name at least one host:port seed');
+  return seeds;
+}
+
+/**
+ * The Redis keys of every deployable (CONTRACT.md part 14): one Redis by `REDIS_URL`, or a Redis Cluster by
+ * `REDIS_CLUSTER_NODES`, which then wins (and REDIS_URL is not required). `what` says what this deployable keeps there.
+ */
+export function redisConfigSpec(what: string) {
+  return {
+    REDIS_URL: env.url(`Redis URL (${what}); not needed with REDIS_CLUSTER_NODES`, ['redis:', 'rediss:'], {
+      localDefault: 'redis://127.0.0.1:6379/0',
+      secret: true,
+      unlessSet: 'REDIS_CLUSTER_NODES',
+    }) as ConfigField<string | undefined>,
+    REDIS_CLUSTER_NODES: env.custom('Redis Cluster seeds, comma-separated host:port (any few nodes; the client finds the rest); unset: one Redis at REDIS_URL', parseSeeds, {
+      default: [],
+    }),
+    REDIS_PASSWORD: env.string('Password of the Redis Cluster nodes (REDIS_CLUSTER_NODES); one Redis takes its password in REDIS_URL', {
+      default: '',
+      secret: true,
+    }),
+    REDIS_KEY_PREFIX: env.custom(
+      'Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)',
+      (raw) => {
+        // A brace in the prefix would become every key's hash tag: the whole environment on one cluster slot.
+        if (/[{}]/.test(raw)) throw new Error('must not contain { or } (they would make every key one Redis Cluster slot)');
+        return raw;
+      },
+      { default: 'platform:' },
+    ),
+  };
+}
+
+/** The parsed keys of `redisConfigSpec` as `createRedis` takes them. */
+export function redisConnectionOf(config: { REDIS_URL?: string | undefined; REDIS_CLUSTER_NODES: readonly string[]; REDIS_PASSWORD: string; REDIS_KEY_PREFIX: string }) {
+  return {
+    url: config.REDIS_URL,
+    clusterNodes: config.REDIS_CLUSTER_NODES,
+    password: config.REDIS_PASSWORD === '' ? undefined : config.REDIS_PASSWORD,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+  };
+}
+
+/** What the start-up log line names as the Redis connection: the URL (its password hidden later) or the seeds. */
+export function redisConnectionName(config: { REDIS_URL?: string | undefined; REDIS_CLUSTER_NODES: readonly string[] }): string {
+  return config.REDIS_CLUSTER_NODES.length > 0 ? `redis-cluster://${config.REDIS_CLUSTER_NODES.join(',')}` : (config.REDIS_URL ?? '');
+}
 
 export interface RedisOptions {
-  /** `redis://[:password@]host:port[/db]` */
-  url: string;
+  /** `redis://[:password@]host:port[/db]`: one Redis; ignored when `clusterNodes` names any. */
+  url?: string | undefined;
+  /** `host:port` seeds of a Redis Cluster (REDIS_CLUSTER_NODES): the client discovers the rest and follows MOVED/ASK. */
+  clusterNodes?: readonly string[] | undefined;
+  /** The cluster's password (REDIS_PASSWORD); a single Redis takes it in its URL. */
+  password?: string | undefined;
   /** Prepended to every key, so services and environments sharing a Redis never collide. */
   keyPrefix: string;
   logger: Logger;
@@ -33,21 +99,45 @@ export interface RedisOptions {
  * readiness says so; the client reconnects by itself. Connection changes are logged once each.
  */
 export function createRedis(options: RedisOptions): Redis {
-  const redis = new IORedisClient(options.url, {
-    keyPrefix: options.keyPrefix,
+  const connection = {
     connectionName: options.connectionName,
-    enableOfflineQueue: false,
-    // Commands issued in one event-loop turn (the blacklist checks of concurrent requests) leave in one
-    // write: a socket write costs more than the command itself (a third of a station lookup, measured).
-    enableAutoPipelining: options.autoPipelining ?? true,
     maxRetriesPerRequest: 1,
     // Half the gateway's 1 s fail-closed promise (CONTRACT.md part 3). Shorter fails healthy commands
     // whenever the event loop lags: the timer fires before the reply already waiting is read (a 300 ms
     // timeout gave a soak on a busy machine a false 503).
     commandTimeout: options.commandTimeoutMs ?? 500,
     connectTimeout: 1000,
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
-  });
+  };
+  // Commands issued in one event-loop turn (the blacklist checks of concurrent requests) leave in one
+  // write: a socket write costs more than the command itself (a third of a station lookup, measured).
+  // On a cluster, one write per master.
+  const enableAutoPipelining = options.autoPipelining ?? true;
+  const reconnectDelay = (attempt: number) => Math.min(attempt * 100, 2000);
+  const redis: Redis =
+    options.clusterNodes !== undefined && options.clusterNodes.length > 0
+      ? new ioredis.Cluster(options.clusterNodes.map(seedOf), {
+          keyPrefix: options.keyPrefix,
+          enableOfflineQueue: false,
+          enableAutoPipelining,
+          clusterRetryStrategy: reconnectDelay,
+          // A failover or a resharding is followed, not waited for: a command on a moved slot retries a few
+          // times within the fail-closed budget, then fails (a 503 upstream), while the client refreshes
+          // its slot map in the background. Never a command queued for seconds.
+          retryDelayOnFailover: 100,
+          retryDelayOnClusterDown: 100,
+          retryDelayOnTryAgain: 100,
+          maxRedirections: 6,
+          slotsRefreshTimeout: 1000,
+          slotsRefreshInterval: 5000,
+          redisOptions: { ...connection, password: options.password },
+        })
+      : new ioredis.Redis(options.url ?? 'redis://127.0.0.1:6379/0', {
+          ...connection,
+          keyPrefix: options.keyPrefix,
+          enableOfflineQueue: false,
+          enableAutoPipelining,
+          retryStrategy: reconnectDelay,
+        });
   let down = false;
   redis.on('error', (err: Error) => {
     if (down) return;
@@ -59,6 +149,17 @@ export function createRedis(options: RedisOptions): Redis {
     down = false;
   });
   return redis;
+}
+
+/** `host:port` (REDIS_CLUSTER_NODES' form) as ioredis' cluster takes it. */
+function seedOf(address: string): { host: string; port: number } {
+  const at = address.lastIndexOf(':');
+  return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+}
+
+/** Whether `redis` is a Redis Cluster client (its pipelines must stay on one master, its scripts on one slot). */
+export function isCluster(redis: Redis): redis is IORedis.Cluster {
+  return redis instanceof ioredis.Cluster;
 }
 
 /** Closes the client politely, or at once when it is not connected. */

@@ -72,7 +72,8 @@ const IDENTITY_REQUIRED = [
 // GATEWAY_CLIENT_KEYS or GATEWAY_CLIENT_KEYS_FILE: one of the two, a rule across keys (gateway-config.test.ts).
 const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'INTERNAL_ASSERTION_KEY'];
 /** Secrets that may be absent outside local: optional by nature, or required by a rule across keys. */
-const OPTIONAL_SECRETS = ['SMS_HTTP_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'GATEWAY_CLIENT_KEYS'];
+// REDIS_PASSWORD: a cluster without AUTH needs none; one Redis takes its password in REDIS_URL.
+const OPTIONAL_SECRETS = ['SMS_HTTP_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'GATEWAY_CLIENT_KEYS', 'REDIS_PASSWORD'];
 
 describe('loadConfig', () => {
   describe('with APP_ENV=local', () => {
@@ -152,6 +153,19 @@ describe('loadConfig', () => {
         for (const key of GATEWAY_REQUIRED) assert.ok(caught.message.includes(`- ${key} is required in APP_ENV=${appEnv}`), `${key} missing`);
       });
     }
+
+    it('with REDIS_CLUSTER_NODES, REDIS_URL is not required, and the seeds and password are read', () => {
+      const { REDIS_URL: _unused, ...source } = identityProdEnv();
+      const config = loadConfig(identityConfigSpec, { ...source, REDIS_CLUSTER_NODES: 'redis-0.internal:6379, redis-1.internal:6379', REDIS_PASSWORD: 'cluster-pass-1' });
+      assert.equal(config.REDIS_URL, undefined);
+      assert.deepEqual(config.REDIS_CLUSTER_NODES, ['redis-0.internal:6379', 'redis-1.internal:6379']);
+      assert.equal(config.REDIS_PASSWORD, 'cluster-pass-1');
+      assert.deepEqual(problemsOf(identityConfigSpec, { ...source, REDIS_CLUSTER_NODES: 'redis-0.internal' }), ['REDIS_CLUSTER_NODES must be comma-separated host:port seeds, got "redis-0.internal"']);
+    });
+
+    it('refuses a REDIS_KEY_PREFIX with a brace: it would be the hash tag of every key, one cluster slot for all', () => {
+      assert.deepEqual(problemsOf(identityConfigSpec, { ...identityProdEnv(), REDIS_KEY_PREFIX: '{prod}:' }), ['REDIS_KEY_PREFIX must not contain { or } (they would make every key one Redis Cluster slot)']);
+    });
 
     it('every secret of both services must be set outside local, except the optional SMS token and collector headers', () => {
       for (const [spec, required] of [
@@ -329,7 +343,7 @@ describe('describeConfig', () => {
     const source = identityProdEnv();
     const config = loadConfig(identityConfigSpec, source);
     const described = describeConfig(identityConfigSpec, config);
-    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY', 'INTERNAL_ASSERTION_KEY', 'OTEL_EXPORTER_OTLP_HEADERS'];
+    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'REDIS_PASSWORD', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY', 'INTERNAL_ASSERTION_KEY', 'OTEL_EXPORTER_OTLP_HEADERS'];
     assert.deepEqual(Object.keys(described).sort(), ['APP_ENV', ...Object.keys(identityConfigSpec)].sort());
     assert.equal(described.APP_ENV, 'prod');
     for (const [key, value] of Object.entries(described)) {

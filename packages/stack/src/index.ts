@@ -4,6 +4,7 @@
 export { type EnvValue, type DockerInstruction, imageEnv, imageNodeOptions, parseDockerfile, readDockerfile, stageEnv } from './dockerfile.ts';
 export { freePort } from './ports.ts';
 export { type PrivateRedis, startPrivateRedis } from './redis-server.ts';
+export { type ClusterNode, type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster.ts';
 export { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.ts';
 export { type Output, type ProcessOptions, REPO_ROOT, type StartedProcess, startProcess, untilOk } from './process.ts';
 export {

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, tracingSpec } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, redisConfigSpec, tracingSpec } from '@platform/service-kit';
 import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
@@ -18,11 +18,7 @@ export const identityConfigSpec = {
     localDefault: 'postgres://postgres@127.0.0.1:5432/identity',
     secret: true,
   }),
-  REDIS_URL: env.url('Redis URL (token blacklist, login throttling, SMS cooldowns)', ['redis:', 'rediss:'], {
-    localDefault: 'redis://127.0.0.1:6379/0',
-    secret: true,
-  }),
-  REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
+  ...redisConfigSpec('token blacklist, login throttling, SMS cooldowns'),
   DRAIN_TIMEOUT_MS: env.integer('How long in-flight requests may finish on shutdown', { min: 0, max: 120_000 }, { default: 10_000 }),
   OPENAPI_VALIDATE_RESPONSES: env.boolean('Check every response against openapi.yaml (tests)', { default: false }),
   // Below the gateway's UPSTREAM_TIMEOUT_MS (10 s), so the client reads this service's 503, not a 504.

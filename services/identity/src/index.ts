@@ -9,6 +9,8 @@ import {
   createMetrics,
   createMetricsApp,
   createRedis,
+  redisConnectionName,
+  redisConnectionOf,
   loadConfigOrExit,
   stopTracing,
   packageRoot,
@@ -48,7 +50,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
   });
-  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, connectionName: 'identity', logger });
+  const redis = (host.createRedis ?? createRedis)({ ...redisConnectionOf(config), connectionName: 'identity', logger });
   const metrics = createMetrics('identity', { collectDefault: true });
   const mailer = createMailer(
     config.MAIL_PROVIDER === 'http' ? { provider: 'http', url: config.MAIL_HTTP_URL, timeoutMs: config.NOTIFY_HTTP_TIMEOUT_MS } : { provider: 'log' },
@@ -86,7 +88,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
     appEnv: config.APP_ENV,
     exit: host.exit,
-    connections: { postgres: config.IDENTITY_DATABASE_URL, redis: config.REDIS_URL },
+    connections: { postgres: config.IDENTITY_DATABASE_URL, redis: redisConnectionName(config) },
     closers: [
       { name: 'audit pruning', close: () => auditPruning.stop() },
       { name: 'revocation mirror keeper', close: () => revocations.stop() },

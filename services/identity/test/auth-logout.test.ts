@@ -37,7 +37,7 @@ describe('POST /v1/auth/logout', () => {
 
     const claims = jwt.decode(tokens.accessToken) as jwt.JwtPayload;
     // Until every verifier stops accepting the token (its exp and the clock tolerance), and that tolerance again for Redis's clock.
-    assert.equal(await identity.redis.expiretime(blacklistKey(claims.jti!)), claims.exp! + 2 * TOKEN_CLOCK_TOLERANCE_S, 'blacklist entry outlives the token');
+    assert.equal(await identity.redis.expiretime(blacklistKey({ tokenId: claims.jti!, sessionId: claims.sid as string })), claims.exp! + 2 * TOKEN_CLOCK_TOLERANCE_S, 'blacklist entry outlives the token');
   });
 
   it('when the same token logs out twice, answers 200 both times', async () => {

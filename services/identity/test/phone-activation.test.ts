@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
 import { type IdentityHarness, type TestUser, startIdentity } from './support/identity-harness.ts';
+import { smsCooldownKey } from '../src/phone-activation/sms-limits.ts';
 
 const PAGE = 'http://localhost:3000/activate-phone';
 
@@ -119,7 +120,7 @@ describe('phone activation', () => {
       const statuses = [];
       for (let i = 0; i < 5; i += 1) {
         assert.equal((await changeNumber(token, accountId, uniquePhone())).status, 200);
-        await identity.redis.del(`identity:phone-activation:cooldown:${accountId}`);
+        await identity.redis.del(smsCooldownKey(accountId));
         const res = await askForCode(token, user, accountId);
         statuses.push(res.status);
         if (res.status === 429) assert.equal(res.body.message, 'Daily SMS limit reached for this account');
@@ -132,11 +133,11 @@ describe('phone activation', () => {
       const capped = await owner(uniquePhone());
       for (let i = 0; i < 4; i += 1) {
         await changeNumber(capped.token, capped.accountId, uniquePhone());
-        await identity.redis.del(`identity:phone-activation:cooldown:${capped.accountId}`);
+        await identity.redis.del(smsCooldownKey(capped.accountId));
         assert.equal((await askForCode(capped.token, capped.user, capped.accountId)).status, 200);
       }
       await changeNumber(capped.token, capped.accountId, phone);
-      await identity.redis.del(`identity:phone-activation:cooldown:${capped.accountId}`);
+      await identity.redis.del(smsCooldownKey(capped.accountId));
       assert.equal((await askForCode(capped.token, capped.user, capped.accountId)).status, 429);
       for (let i = 0; i < 3; i += 1) {
         const other = await owner(phone);
@@ -244,7 +245,7 @@ describe('phone activation', () => {
       const { user, accountId, token } = await owner(phone);
       await askForCode(token, user, accountId);
       const first = await codeSentTo(phone);
-      await identity.redis.del(`identity:phone-activation:cooldown:${accountId}`);
+      await identity.redis.del(smsCooldownKey(accountId));
       await askForCode(token, user, accountId);
       const second = await codeSentTo(phone);
       if (first !== second) assert.equal((await activate(token, accountId, first)).status, 400);
@@ -280,7 +281,7 @@ describe('phone activation', () => {
       assert.equal(res.body.message, 'No activation code is pending; request a new one');
       assert.equal((await verifiedState(accountId)).mobile_phone_number_verified, false);
       // The same holds for a change made by any other path (an ADMIN's SQL, a later endpoint): the database voids it.
-      await identity.redis.del(`identity:phone-activation:cooldown:${accountId}`);
+      await identity.redis.del(smsCooldownKey(accountId));
       await askForCode(token, user, accountId);
       const second = await codeSentTo(phone);
       await identity.db('accounts').where({ id: accountId }).update({ mobile_phone_number: uniquePhone() });
@@ -323,7 +324,7 @@ describe('phone activation', () => {
         // An open code to void: the request replaces it while the change's trigger voids it.
         assert.equal((await askForCode(token, user, accountId)).status, 200);
         await codeSentTo(phone);
-        await identity.redis.del(`identity:phone-activation:cooldown:${accountId}`);
+        await identity.redis.del(smsCooldownKey(accountId));
         const other = uniquePhone();
         const [asked, changed] = await Promise.all([askForCode(token, user, accountId), changeNumber(token, accountId, other)]);
         assert.equal(changed.status, 200, `try ${i}: ${JSON.stringify(changed.body)}`);

@@ -1,4 +1,4 @@
-import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, tracingSpec } from '@platform/service-kit';
+import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, redisConfigSpec, tracingSpec } from '@platform/service-kit';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -15,11 +15,7 @@ export const riskConfigSpec = {
     localDefault: 'postgres://postgres@127.0.0.1:5432/risk',
     secret: true,
   }),
-  REDIS_URL: env.url('Redis URL (access token blacklist)', ['redis:', 'rediss:'], {
-    localDefault: 'redis://127.0.0.1:6379/0',
-    secret: true,
-  }),
-  REDIS_KEY_PREFIX: env.string('Namespace of this environment in a shared Redis; the same in every deployable (they share the token blacklist)', { default: 'platform:' }),
+  ...redisConfigSpec('access token blacklist'),
   IDENTITY_JWKS_URL: env.url('Where the identity service publishes its token keys', ['http:', 'https:'], {
     localDefault: 'http://127.0.0.1:8081/.well-known/jwks.json',
   }),

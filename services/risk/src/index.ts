@@ -9,6 +9,8 @@ import {
   createMetrics,
   createMetricsApp,
   createRedis,
+  redisConnectionName,
+  redisConnectionOf,
   databaseCheck,
   loadConfigOrExit,
   stopTracing,
@@ -40,7 +42,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   });
   // CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
   if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
-  const redis = (host.createRedis ?? createRedis)({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, connectionName: 'risk', logger });
+  const redis = (host.createRedis ?? createRedis)({ ...redisConnectionOf(config), connectionName: 'risk', logger });
   // CONTRACT.md part 13: after a reconnect (perhaps to a replica that lagged) bearer requests wait until
   // identity has re-seeded the revocations.
   const mirrorClose = closeMirrorOnReconnect(redis, (err) => logger.debug({ err }, 'could not close the revocation mirror after a reconnect'));
@@ -67,7 +69,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
     appEnv: config.APP_ENV,
     exit: host.exit,
-    connections: { postgres: config.RISK_DATABASE_URL, redis: config.REDIS_URL },
+    connections: { postgres: config.RISK_DATABASE_URL, redis: redisConnectionName(config) },
     closers: [
       { name: 'token keys', close: async () => risk.close() },
       { name: 'station index', close: () => stations.stop() },

@@ -64,10 +64,10 @@ describe('bearer token on the station operations', () => {
 
   it('when the token is on the shared blacklist (logged out), answers 401 Bad Credentials', async () => {
     const exp = Math.floor(Date.now() / 1000) + 600;
-    const jti = `logout-${Date.now()}`;
-    const token = `Bearer ${ctx.issuer.sign({ jti, expiresInS: 600 })}`;
+    const [jti, sid] = [`logout-${Date.now()}`, `session-${Date.now()}`];
+    const token = `Bearer ${ctx.issuer.sign({ jti, sid, expiresInS: 600 })}`;
     assert.equal((await call('get', '/v1/weather-stations/get-cities', token)).status, 200);
-    await redisBlacklist(ctx.testRedis.redis).revoke(jti, exp);
+    await redisBlacklist(ctx.testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, exp);
     assertBadCredentials(await call('get', '/v1/weather-stations/get-cities', token), '/v1/weather-stations/get-cities');
   });
 });

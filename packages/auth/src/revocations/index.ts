@@ -4,7 +4,15 @@
  * *mirror* of those records (the blacklist) that the gateway, identity and risk read on every bearer
  * request, in the same script as everything else they ask Redis.
  *
- * The mirror's life, one hash in Redis (`auth:mirror`, mirror.ts):
+ * The mirror is kept per *bucket* (buckets.ts): sessions are spread over 64 buckets by a hash of the session
+ * id, and each bucket is one Redis Cluster hash tag holding its sessions' revocation keys, its tokens'
+ * blacklist entries, its own mirror hash (`auth:{rv:<b>}:mirror`) and identity's stamp for it. A bearer check
+ * is one script on one slot; a shard that loses its data loses only its buckets, found and re-seeded alone.
+ * One more hash, `auth:mirror`, stands for the whole Redis: the gateway's admission script reads it (its
+ * `born` refuses pre-loss signatures) until that script is split by slot; identity keeps it closed while any
+ * bucket is lost and born no earlier than the latest bucket loss.
+ *
+ * The life of each mirror hash (mirror.ts):
  *
  *          re-seeded by identity's keeper
  *     ┌─────────────── re-seeding ◄──────────────┐
@@ -21,33 +29,50 @@
  *   refused at the gateway: its nonce may have been lost with the data.
  * - *lost*: the hash is missing (created again not ready, born now) or was marked not ready: by a
  *   process that reconnected (closeMirrorOnReconnect: a failover may have lost writes), or by a *stamp*.
- * - *stamp* (write-stamp.ts): a writer's count of its writes that must survive (identity's revocations,
- *   the gateway's nonces), INCR'd with each write; the writer remembers the highest count it has *seen*.
+ * - *stamp* (write-stamp.ts): a writer's count of its writes that must survive (identity's revocations, one
+ *   per bucket; the gateway's nonces, one against `auth:mirror`), INCR'd with each write; the writer
+ *   remembers the highest count it has *seen*.
  *   Redis holding less went back in time: a replica that lagged was promoted though the hash survived.
  * - *dirty*: identity's keeper was told a revocation could not be published; it re-seeds once Redis answers.
- * - *re-seed*: identity writes every session ended within a token lifetime back from Postgres, then marks
- *   the mirror ready, unless it was lost again meanwhile (`born` changed): then once more.
+ * - *re-seed*: identity writes every session ended within a token lifetime (of the lost buckets only) back
+ *   from Postgres, then marks each re-seeded mirror ready, unless it was lost again meanwhile (`born` changed): then once more.
  *
- * Files: blacklist.ts (the revocation keys, and the per-request check), mirror.ts (the hash; reconnects),
+ * Files: buckets.ts (the key layout), blacklist.ts (the revocation writes, and the per-request check), mirror.ts (the hash; reconnects),
  * write-stamp.ts (stamps), lua/ (every script, loaded once by lua.ts, each function in a file of its own).
  * Identity's keeper (services/identity, revocation mirror keeper) is the one writer of `ready = 1`.
  */
 export {
-  BLACKLIST_KEY_PREFIX,
-  SESSION_REVOCATION_KEY_PREFIX,
-  type TokenBlacklist,
+  ALL_REVOCATION_BUCKETS,
+  REVOCATION_BUCKETS,
   blacklistKey,
-  redisBlacklist,
-  revocationKeys,
+  bucketStampKey,
+  bucketTag,
+  revocationBucket,
+  revocationMirrorKey,
+  revocationSlotKeys,
   sessionRevocationKey,
-} from './blacklist.ts';
+} from './buckets.ts';
+export { type TokenBlacklist, mirrorKeyOfSession, redisBlacklist, revocationKeys } from './blacklist.ts';
 export {
   MIRROR_STATE_LUA,
   REVOCATION_MIRROR_KEY,
   type RevocationMirror,
   RevocationsUnavailableError,
+  bucketMirrors,
   closeMirrorOnReconnect,
+  mirrorCloser,
   onReconnect,
   revocationMirror,
 } from './mirror.ts';
-export { STAMP_LUA, STAMP_TTL_MS, type WriteStamp, watchWriteStamp, writeStamp } from './write-stamp.ts';
+export type { RedisClient } from './redis-client.ts';
+export {
+  type BucketStamps,
+  type BucketState,
+  STAMP_LUA,
+  STAMP_TTL_MS,
+  type StampCount,
+  type WriteStamp,
+  bucketStamps,
+  watchWriteStamp,
+  writeStamp,
+} from './write-stamp.ts';

@@ -1,8 +1,13 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-client.ts';
+import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
 
 /**
- * The mirror's state hash (module head: index.ts). Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
+ * The whole-Redis mirror: since the buckets (buckets.ts) each have their own, this one is kept for the
+ * gateway's admission script until that is split by slot: whole only while every bucket is, born at the
+ * latest loss found in any bucket (identity's keeper keeps it so). Module head: index.ts.
+ *
+ * Each mirror's state hash. Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
  * says whether the mirror is whole: `born` is when the platform found Redis without it (ms, the clock of
  * the process that noticed), `ready` is `1` once identity has re-seeded every revocation that may still be live. A Redis
  * that lost its data has no hash; whoever notices first creates it not ready, and from then on every
@@ -14,6 +19,7 @@ interface MirrorCommands {
   revocationMirrorState(key: string, now: string): Promise<string>;
   revocationMirrorNotReady(key: string, now: string): Promise<number>;
   revocationMirrorReady(key: string, born: string): Promise<number>;
+  revocationMirrorNotReadyAt(key: string, now: string, born: string): Promise<number>;
 }
 
 /** The mirror's state as identity's keeper reads and changes it. */
@@ -24,26 +30,60 @@ export interface RevocationMirror {
   markNotReady(): Promise<number>;
   /** Opens again after a re-seed of the mirror born at `born`; false when Redis lost it meanwhile (re-seed again). */
   markReady(born: number): Promise<boolean>;
+  /** `markNotReady`, and born no earlier than `lostAt` (a loss found in a bucket); returns `born`. */
+  markLostAt(lostAt: number): Promise<number>;
 }
 
-/** The mirror on `redis` (whose key prefix is the environment's). */
-export function revocationMirror(redis: Redis): RevocationMirror {
-  redis.defineCommand('revocationMirrorState', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-read') });
-  redis.defineCommand('revocationMirrorNotReady', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-close') });
-  redis.defineCommand('revocationMirrorReady', { numberOfKeys: 1, lua: luaScript('mirror-open') });
+/** Defines the mirror scripts on `redis` once (defineCommand again would load them again). */
+function mirrorCommands(redis: Redis): MirrorCommands {
+  const commands = redis as unknown as Partial<MirrorCommands>;
+  if (commands.revocationMirrorNotReadyAt === undefined) {
+    redis.defineCommand('revocationMirrorState', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-read') });
+    redis.defineCommand('revocationMirrorNotReady', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-close') });
+    redis.defineCommand('revocationMirrorReady', { numberOfKeys: 1, lua: luaScript('mirror-open') });
+    redis.defineCommand('revocationMirrorNotReadyAt', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-close-at') });
+  }
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
-  const commands = redis as unknown as MirrorCommands;
+  return redis as unknown as MirrorCommands;
+}
+
+/**
+ * A mirror on `redis` (whose key prefix is the environment's): the whole-Redis one by default, or a
+ * bucket's (`revocationMirrorKey(b)`).
+ */
+export function revocationMirror(redis: Redis, key: string = REVOCATION_MIRROR_KEY): RevocationMirror {
+  const commands = mirrorCommands(redis);
   return {
     async state() {
-      const [born, ready] = String(await commands.revocationMirrorState(REVOCATION_MIRROR_KEY, String(Date.now()))).split(':');
+      const [born, ready] = String(await commands.revocationMirrorState(key, String(Date.now()))).split(':');
       return { born: Number(born), ready: ready === '1' };
     },
     async markNotReady() {
-      return Number(await commands.revocationMirrorNotReady(REVOCATION_MIRROR_KEY, String(Date.now())));
+      return Number(await commands.revocationMirrorNotReady(key, String(Date.now())));
     },
     async markReady(born) {
-      return Number(await commands.revocationMirrorReady(REVOCATION_MIRROR_KEY, String(born))) === 1;
+      return Number(await commands.revocationMirrorReady(key, String(born))) === 1;
     },
+    async markLostAt(lostAt) {
+      return Number(await commands.revocationMirrorNotReadyAt(key, String(Date.now()), String(lostAt)));
+    },
+  };
+}
+
+/** Every bucket's mirror on `redis`, in bucket order. */
+export function bucketMirrors(redis: Redis): RevocationMirror[] {
+  return ALL_REVOCATION_BUCKETS.map((bucket) => revocationMirror(redis, revocationMirrorKey(bucket)));
+}
+
+/**
+ * Closes the whole-Redis mirror and every bucket's (not ready, births kept), one command per slot, in
+ * parallel. Its scripts are defined when this is called, not when the returned function runs: ioredis'
+ * auto-pipeline of a turn already under way knows only the commands defined before it began.
+ */
+export function mirrorCloser(redis: Redis): () => Promise<void> {
+  const mirrors = [revocationMirror(redis), ...bucketMirrors(redis)];
+  return async () => {
+    await Promise.all(mirrors.map((mirror) => mirror.markNotReady()));
   };
 }
 
@@ -78,9 +118,9 @@ export function onReconnect(redis: Redis, handler: () => void): { stop: () => vo
  * Postgres: about a second. The price of a mere network blip is the same second of 503s.
  */
 export function closeMirrorOnReconnect(redis: Redis, onError: (err: unknown) => void): { stop: () => void } {
-  const mirror = revocationMirror(redis);
+  const closeAll = mirrorCloser(redis);
   return onReconnect(redis, () => {
-    mirror.markNotReady().catch(onError);
+    closeAll().catch(onError);
   });
 }
 

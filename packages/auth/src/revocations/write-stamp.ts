@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { periodic } from '@platform/service-kit';
+import type { RedisClient as Redis } from './redis-client.ts';
+import { ALL_REVOCATION_BUCKETS, bucketStampKey, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
 import { REVOCATION_MIRROR_KEY } from './mirror.ts';
 
@@ -21,7 +22,7 @@ interface StampCommands {
 }
 
 /** One process's count of its writes that must survive, and what it last read back of it. */
-export interface WriteStamp {
+export interface StampCount {
   /** The stamp's Redis key (below the client's prefix), unique to this process. */
   readonly key: string;
   /** The highest count Redis answered, as a script argument. */
@@ -30,6 +31,10 @@ export interface WriteStamp {
   lastWrite(): string;
   /** Takes a count Redis answered after a write. */
   observe(count: number): void;
+}
+
+/** A stamp that checks itself against the whole-Redis mirror (the gateway's nonces). */
+export interface WriteStamp extends StampCount {
   /**
    * Compares the count in Redis with `seen`: when Redis holds less, marks the revocation mirror lost
    * (CONTRACT.md part 13) and resolves true. Also keeps the stamp from expiring. Rejects when Redis is
@@ -58,6 +63,75 @@ export function writeStamp(redis: Redis, writer: string): WriteStamp {
     },
     async check() {
       return Number(await commands.writeStampCheck(REVOCATION_MIRROR_KEY, key, String(seen), String(last), String(Date.now()), String(STAMP_TTL_MS))) === 1;
+    },
+  };
+}
+
+interface BucketCheckCommands {
+  revocationBucketCheck(mirrorKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<string>;
+}
+
+/** A bucket's state as identity's keeper reads it (`BucketStamps.check`). */
+export interface BucketState {
+  bucket: number;
+  /** When this bucket's shard was last found without its data (ms). */
+  born: number;
+  /** Whether the bucket's mirror is whole. */
+  ready: boolean;
+  /** Whether this check found the writer's stamp gone back (a lagging replica promoted) and marked the bucket lost. */
+  wentBack: boolean;
+}
+
+/**
+ * One writer's stamps, one per revocation bucket (buckets.ts): a revocation counts on its bucket's stamp in
+ * the transaction that writes it (one slot), so a shard that goes back in time is found out bucket by bucket.
+ */
+export interface BucketStamps {
+  /** The stamp of `bucket`, for that bucket's revocation transactions. */
+  stamp(bucket: number): StampCount;
+  /**
+   * The bucket's stamp compared with what this writer saw (gone back: the bucket is marked lost), then
+   * the bucket mirror's state (created not ready when missing). One script on the bucket's slot.
+   */
+  check(bucket: number): Promise<BucketState>;
+}
+
+/** A new set of bucket stamps for a writer (`identity`) on `redis`. */
+export function bucketStamps(redis: Redis, writer: string): BucketStamps {
+  redis.defineCommand('revocationBucketCheck', { numberOfKeys: 2, lua: luaScript('mirror-state', 'stamp-check', 'bucket-check') });
+  // defineCommand adds methods TypeScript cannot see; this is their exact shape.
+  const commands = redis as unknown as BucketCheckCommands;
+  const id = randomUUID();
+  const stamps = ALL_REVOCATION_BUCKETS.map((bucket) => counter(bucketStampKey(bucket, writer, id)));
+  const stampOf = (bucket: number): StampCount => {
+    const stamp = stamps[bucket];
+    if (stamp === undefined) throw new RangeError(`no revocation bucket ${bucket}`);
+    return stamp;
+  };
+  return {
+    stamp: stampOf,
+    async check(bucket) {
+      const stamp = stampOf(bucket);
+      const answer = await commands.revocationBucketCheck(revocationMirrorKey(bucket), stamp.key, stamp.seen(), stamp.lastWrite(), String(Date.now()), String(STAMP_TTL_MS));
+      const [born, ready, wentBack] = String(answer).split(':');
+      return { bucket, born: Number(born), ready: ready === '1', wentBack: wentBack === '1' };
+    },
+  };
+}
+
+/** A stamp's count as its writer remembers it. */
+function counter(key: string): StampCount {
+  let seen = 0;
+  let last = 0;
+  return {
+    key,
+    seen: () => String(seen),
+    lastWrite: () => String(last),
+    observe(count) {
+      if (count > seen) {
+        seen = count;
+        last = Date.now();
+      }
     },
   };
 }

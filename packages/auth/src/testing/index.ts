@@ -1,9 +1,10 @@
 import { type KeyObject, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../revocations/redis-client.ts';
 import jwt from 'jsonwebtoken';
 import type { Jwks } from '../key-source.ts';
+import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from '../revocations/buckets.ts';
 import { REVOCATION_MIRROR_KEY } from '../revocations/mirror.ts';
 import type { Role } from '../roles.ts';
 
@@ -80,9 +81,11 @@ export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:t
 }
 
 /**
- * Marks the revocation mirror of `redis` whole and born at the epoch, as identity's keeper does once it
- * has re-seeded (CONTRACT.md part 13): for tests of token consumers that run without an identity process.
+ * Marks the revocation mirrors of `redis` (the whole-Redis one and every bucket's) whole and born at the
+ * epoch, as identity's keeper does once it has re-seeded (CONTRACT.md part 13): for tests of token
+ * consumers that run without an identity process.
  */
 export async function markRevocationsRestored(redis: Redis): Promise<void> {
-  await redis.hset(REVOCATION_MIRROR_KEY, 'born', '0', 'ready', '1');
+  const keys = [REVOCATION_MIRROR_KEY, ...ALL_REVOCATION_BUCKETS.map(revocationMirrorKey)];
+  await Promise.all(keys.map((key) => redis.hset(key, 'born', '0', 'ready', '1')));
 }

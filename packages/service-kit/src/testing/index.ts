@@ -2,12 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { type Knex, type Migration, createDatabase, dropDatabase, ensureDatabaseExists, migrateToLatest } from '../database.ts';
 import { type Logger, createLogger } from '../logger.ts';
-import { type Redis, closeRedis, createRedis, waitForRedis } from '../redis.ts';
+import { type Redis, closeRedis, createRedis, isCluster, waitForRedis } from '../redis.ts';
 
 /** The Postgres server tests create their databases on (trust auth on this machine and in CI). */
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The Redis tests use; every test app gets its own key prefix on it. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+
+/**
+ * The Redis Cluster the tests use instead, when set (comma-separated host:port seeds): read when a test
+ * Redis is made, so a root hook that starts a local cluster (test/cluster/hooks.ts) can set it first.
+ */
+export function testRedisClusterNodes(): string[] | undefined {
+  const seeds = process.env.TEST_REDIS_CLUSTER_NODES?.split(',').filter((s) => s !== '');
+  return seeds === undefined || seeds.length === 0 ? undefined : seeds;
+}
 
 /** A database made for one test run. */
 export interface TestDatabase {
@@ -80,13 +89,18 @@ export function captureLogger(service: string, level = 'debug'): CapturedLogger 
  */
 async function keysUnder(redis: Redis, match: string): Promise<string[]> {
   const own = redis.options.keyPrefix ?? '';
-  return (await redis.keys(`${match}*`)).map((key) => key.slice(own.length));
+  // A cluster's keys are spread over its masters: each is asked for its own.
+  const found = isCluster(redis) ? (await Promise.all(redis.nodes('master').map((node) => node.keys(`${match}*`)))).flat() : await redis.keys(`${match}*`);
+  return found.map((key) => key.slice(own.length));
 }
 
 /** Deletes every key whose full name starts with `match`: what an environment sees of a Redis that lost its data. Returns how many. */
 export async function flushKeys(redis: Redis, match: string): Promise<number> {
   const names = await keysUnder(redis, match);
-  return names.length === 0 ? 0 : redis.del(...names);
+  if (names.length === 0) return 0;
+  // One DEL per key on a cluster: a DEL of many keys spans slots.
+  if (isCluster(redis)) return (await Promise.all(names.map((name) => redis.del(name)))).reduce((a, b) => a + b, 0);
+  return redis.del(...names);
 }
 
 /**
@@ -119,11 +133,15 @@ export interface TestRedis {
   close: () => Promise<void>;
 }
 
-/** Connects to the test Redis with a unique key prefix and waits until the client is ready. */
-export async function createTestRedis(prefix: string, url = TEST_REDIS_URL): Promise<TestRedis> {
+/**
+ * Connects to the test Redis (or the test cluster, TEST_REDIS_CLUSTER_NODES, unless a `url` is given)
+ * with a unique key prefix and waits until the client is ready.
+ */
+export async function createTestRedis(prefix: string, url?: string): Promise<TestRedis> {
   const keyPrefix = `${uniqueName(prefix)}:`;
-  const redis = createRedis({ url, keyPrefix, logger: createLogger({ service: 'test', level: 'silent' }) });
-  if (!(await waitForRedis(redis, 5000))) throw new Error(`test Redis at ${url} is not reachable`);
+  const clusterNodes = url === undefined ? testRedisClusterNodes() : undefined;
+  const redis = createRedis({ url: url ?? TEST_REDIS_URL, clusterNodes, keyPrefix, logger: createLogger({ service: 'test', level: 'silent' }) });
+  if (!(await waitForRedis(redis, 5000))) throw new Error(`test Redis at ${clusterNodes?.join(',') ?? url ?? TEST_REDIS_URL} is not reachable`);
   const flush = async () => {
     await flushKeys(redis, keyPrefix);
   };

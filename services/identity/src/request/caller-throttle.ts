@@ -47,7 +47,11 @@ export function callerOf(req: Request): Caller {
 }
 
 
-/** Fixed windows in Redis: one MGET before the action, one pipeline to count it. */
+/**
+ * Fixed windows in Redis: one GET per counter before the action, one transaction per counter to count it,
+ * all in parallel. Each counter is a key of its own subject (the address, the client key), so on a Redis
+ * Cluster the two live on different shards and no command spans slots (CONTRACT.md part 14).
+ */
 export function createCallerThrottle(redis: Redis, options: CallerThrottleOptions): CallerThrottle {
   const windowOf = () => {
     const now = Math.floor(Date.now() / 1000);
@@ -62,26 +66,29 @@ export function createCallerThrottle(redis: Redis, options: CallerThrottleOption
     if (caller.clientKeyId !== undefined) keys.push(`identity:${options.name}:client:${caller.clientKeyId}:${window}`);
     return keys;
   };
+  /** Counts one event on each counter (INCR and EXPIRE in one transaction per key); resolves with the counts. */
+  const count = (keys: readonly string[]): Promise<number[]> =>
+    Promise.all(
+      keys.map(async (key) => {
+        const results = ((await redis.multi().incr(key).expire(key, options.windowS * 2).exec()) ?? []) as Array<[Error | null, unknown]>;
+        const failed = results.find(([err]) => err !== null);
+        if (failed !== undefined) throw failed[0];
+        return Number(results[0]?.[1]);
+      }),
+    ).catch(redisFault);
   return {
     async assertAllowed(caller) {
       const { window, secondsLeft } = windowOf();
-      const counts = await redis.mget(...keysOf(caller, window)).catch(redisFault);
+      const counts = await Promise.all(keysOf(caller, window).map((key) => redis.get(key))).catch(redisFault);
       if (counts.some((count) => Number(count ?? 0) >= options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
     },
     async record(caller) {
-      const { window } = windowOf();
-      const pipeline = redis.multi();
-      for (const key of keysOf(caller, window)) pipeline.incr(key).expire(key, options.windowS * 2);
-      await pipeline.exec().catch(redisFault);
+      await count(keysOf(caller, windowOf().window));
     },
     async consume(caller) {
       const { window, secondsLeft } = windowOf();
-      const pipeline = redis.multi();
-      for (const key of keysOf(caller, window)) pipeline.incr(key).expire(key, options.windowS * 2);
-      const results = ((await pipeline.exec().catch(redisFault)) ?? []) as Array<[Error | null, unknown]>;
-      // Results alternate INCR, EXPIRE: the counts are at the even places.
-      const counts = results.filter((_, i) => i % 2 === 0).map(([, count]) => Number(count));
-      if (counts.some((count) => count > options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
+      const counts = await count(keysOf(caller, window));
+      if (counts.some((n) => n > options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { type TokenBlacklist, onReconnect, redisBlacklist, revocationMirror, writeStamp } from '@platform/auth';
+import { ALL_REVOCATION_BUCKETS, type BucketState, type TokenBlacklist, bucketMirrors, bucketStamps, mirrorCloser, onReconnect, redisBlacklist, revocationBucket, revocationMirror } from '@platform/auth';
 import { type Knex, type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
@@ -14,7 +14,12 @@ const BATCH = 1000;
 const MARGIN_S = 60;
 
 /**
- * Keeps Redis's mirror of the revocations whole (CONTRACT.md part 13). Revocations are recorded in
+ * Keeps Redis's mirror of the revocations whole (CONTRACT.md parts 13 and 14), bucket by bucket (each
+ * bucket one slot, @platform/auth buckets.ts): every check reads every bucket's mirror and stamp, one
+ * script per bucket, all at once; only the buckets found lost are re-seeded, each as soon as its shard
+ * answers, whatever the other shards do. The whole-Redis mirror (the gateway's, until its admission is
+ * split by slot) is closed while any bucket is lost, born no earlier than the latest bucket loss, and
+ * opened once every bucket is whole; lost itself, every bucket is re-seeded. Revocations are recorded in
  * Postgres (every ended session, with when); when the mirror in Redis is missing (Redis lost its data)
  * or was marked not ready, every bearer request fails closed until this re-seeds every session ended
  * within the access-token lifetime and marks the mirror ready again. Also when a revocation could not be
@@ -49,20 +54,34 @@ export interface RevocationMirrorKeeperOptions {
   reminderMs?: number;
 }
 
+/**
+ * Some buckets' shard does not answer, every other bucket is whole: their sessions' requests fail closed
+ * on their own (the shard is down), the rest are served, so identity stays ready (a failover of one shard
+ * must not take every identity replica out of its Service). Logged like any failed check.
+ */
+class ShardsUnreachable extends Error {
+  constructor(unreachable: number, wholeRedisToo: boolean) {
+    super(`${unreachable} revocation buckets${wholeRedisToo ? ' and the whole-Redis mirror' : ''} unreachable (a Redis shard down or failing over?); the others are whole`);
+    this.name = 'ShardsUnreachable';
+  }
+}
+
 /** Starts the keeper (its timer does not hold the process open); `stop` on shutdown. */
 export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptions): RevocationMirrorKeeper {
   const { db, redis, logger } = options;
-  const stamp = writeStamp(redis, 'identity');
-  const mirror = revocationMirror(redis);
-  const blacklist = redisBlacklist(redis, { stamp });
+  const stamps = bucketStamps(redis, 'identity');
+  const wholeRedis = revocationMirror(redis);
+  const buckets = bucketMirrors(redis);
+  const blacklist = redisBlacklist(redis, { stamps });
+  const closeAllMirrors = mirrorCloser(redis);
   let dirty = false;
-  // Whether the last check found (or left) the mirror whole; false until the first one succeeds.
+  // Whether the last check found (or left) every mirror whole; false until the first one succeeds.
   let whole = false;
-  // The mirror's birth (ms): signatures created in its second or before are refused at the gateway.
+  // The whole-Redis mirror's birth (ms): signatures created in its second or before are refused at the gateway.
   let born = 0;
 
-  /** Writes every revocation that may still be live, then opens the mirror born at `of` (unless Redis lost it again). */
-  const reseed = async (of: number): Promise<number> => {
+  /** Writes every revocation of `targets` that may still be live; resolves with how many. */
+  const reseed = async (targets: ReadonlySet<number>): Promise<number> => {
     const since = new Date(Date.now() - (options.accessTokenTtlS + MARGIN_S) * 1000);
     let count = 0;
     let after: Position | undefined;
@@ -70,12 +89,12 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       const page = await sessionsEndedSince(db, since, BATCH, after);
       // Each key lives as long as the session's tokens could: from its end, one token lifetime and the margin
       // (and the blacklist adds the verifiers' clock tolerance).
-      await blacklist.restoreEndedSessions(page.map((session) => ({ sessionId: session.id, latestExp: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
-      count += page.length;
+      const mine = page.filter((session) => targets.has(revocationBucket(session.id)));
+      await blacklist.restoreEndedSessions(mine.map((session) => ({ sessionId: session.id, latestExp: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
+      count += mine.length;
       if (page.length < BATCH) break;
       after = page.at(-1)?.position;
     }
-    if (!(await mirror.markReady(of))) throw new Error('Redis lost its data again during the re-seed');
     return count;
   };
 
@@ -93,35 +112,57 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   };
 
   const check = async (): Promise<void> => {
-    // A Redis that went back in time is marked lost (born now, not ready) by the stamp's own script.
-    const wentBack = await stamp.check();
-    const state = await mirror.state();
-    born = state.born;
-    if (state.ready && !dirty) {
+    const wasDirty = dirty;
+    if (wasDirty) {
+      // A revocation missed Redis, in a bucket nobody knows: every mirror closes until all are re-seeded.
+      await closeAllMirrors();
+      // Cleared before the re-seed: a revocation that misses Redis while it runs is re-seeded next time.
+      dirty = false;
+    }
+    // Every bucket at once (one script per slot, auto-pipelined per shard): a shard that does not answer
+    // leaves its buckets for the next check, and does not hold up the others.
+    const [globalRead, ...bucketReads] = await Promise.allSettled([wholeRedis.state(), ...ALL_REVOCATION_BUCKETS.map((bucket) => stamps.check(bucket))]);
+    const states = bucketReads.flatMap((read) => (read.status === 'fulfilled' ? [read.value] : []));
+    const unreachable = bucketReads.length - states.length;
+    const global = globalRead?.status === 'fulfilled' ? globalRead.value : undefined;
+    // Nothing answered: Redis is down (the reason is the first bucket's).
+    if (states.length === 0) throw bucketReads.find((read) => read.status === 'rejected')?.reason;
+    const lost = states.filter((state) => !state.ready);
+    if (global !== undefined) born = global.born;
+    if (lost.length === 0 && global?.ready !== false) {
       whole = true;
+      if (unreachable > 0 || global === undefined) throw new ShardsUnreachable(unreachable, global === undefined);
       const back = recovered();
       if (back !== undefined) logger.info(back, 'revocation mirror checked again; bearer requests accepted again');
       return;
     }
     whole = false;
-    const wasDirty = dirty;
-    if (wasDirty) {
-      born = await mirror.markNotReady();
-      // Cleared before the re-seed: a revocation that misses Redis while it runs is re-seeded next time.
-      dirty = false;
-    }
     const started = Date.now();
-    const sessions = await reseed(born);
+    // The whole-Redis mirror lost (or closed): every bucket is re-seeded, since what it stood for is unknown.
+    const targets: BucketState[] = global?.ready === false ? states : lost;
+    if (global?.ready === true) {
+      // A bucket lost: the gateway's whole-Redis mirror closes too, born at that loss (its nonces may be gone).
+      born = await wholeRedis.markLostAt(Math.max(...lost.map((state) => state.born)));
+    }
+    const sessions = await reseed(new Set(targets.map((state) => state.bucket)));
+    const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state.born) ?? false));
+    if (reopened.includes(false)) throw new Error('a Redis shard lost its data again during the re-seed');
+    if (unreachable > 0 || global === undefined) {
+      whole = true;
+      throw new ShardsUnreachable(unreachable, global === undefined);
+    }
+    if (!(await wholeRedis.markReady(born))) throw new Error('Redis lost its data again during the re-seed');
     whole = true;
-    const cause = wasDirty ? 'a revocation missed Redis' : wentBack ? 'Redis holds fewer revocations than identity wrote (a lagging replica promoted?)' : 'Redis lost its data';
-    logger.warn({ sessions, tookMs: Date.now() - started, cause, ...recovered() }, 'revocation mirror re-seeded; bearer requests accepted again');
+    const wentBack = lost.filter((state) => state.wentBack).length;
+    const cause = wasDirty ? 'a revocation missed Redis' : wentBack > 0 ? 'Redis holds fewer revocations than identity wrote (a lagging replica promoted?)' : 'Redis lost its data';
+    logger.warn({ sessions, buckets: lost.length, tookMs: Date.now() - started, cause, ...recovered() }, 'revocation mirror re-seeded; bearer requests accepted again');
   };
 
   // One check at a time; one asked for during a check (a reconnect's) runs right after it.
   const checks = periodic(check, {
     intervalMs: options.intervalMs,
     onError: (err: unknown) => {
-      whole = false;
+      if (!(err instanceof ShardsUnreachable)) whole = false;
       // One line when the checks start failing, with the reason (not the stack: it is always the client's
       // own); then a reminder at most every `reminderMs`, not one per check.
       const now = Date.now();
@@ -144,7 +185,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   // every replica's revocations) before it opens again.
   const reconnects = onReconnect(redis, () => {
     dirty = true;
-    mirror.markNotReady().catch(() => undefined);
+    closeAllMirrors().catch(() => undefined);
     void checkNow();
   });
   void checkNow();
