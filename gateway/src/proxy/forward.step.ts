@@ -41,6 +41,8 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       bodyLength: request.body.length,
       assertionKey: options.assertionKey,
       traceparent: trace.fromSdk ? undefined : formatTraceparent(trace),
+      // Admission read the token's revocation keys and found none (else this request would not be here).
+      checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
     });
     const timer = options.metrics.upstreamTimer(upstream.name);
     try {
