@@ -1,5 +1,4 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream';
 import { BadGatewayError, GatewayTimeoutError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, parseUpstreamError } from '@platform/errors';
 import { clientResponseHeaders } from './forwarded-headers.ts';
 
@@ -56,7 +55,7 @@ const JSON_TYPE = /^application\/(.+\+)?json\b/i;
  */
 function answerForeignError(upstream: IncomingMessage, path: string, res: ServerResponse, alwaysMessages: boolean): void {
   upstream.resume();
-  upstream.on('error', () => undefined);
+  upstream.on('error', ignore);
   const status = upstream.statusCode ?? 502;
   const body = parseUpstreamError(status, undefined, path);
   if (alwaysMessages) body.messages ??= [body.message];
@@ -64,6 +63,25 @@ function answerForeignError(upstream: IncomingMessage, path: string, res: Server
   // Every 503 says when to retry (CONTRACT.md part 13): the upstream's delay in seconds, else the gateway's.
   if (status === 503) headers['retry-after'] = /^\d{1,6}$/.test(String(upstream.headers['retry-after'])) ? String(upstream.headers['retry-after']) : String(SERVICE_UNAVAILABLE_RETRY_AFTER_S);
   res.writeHead(status, headers).end(JSON.stringify(body));
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * Streams an answer to the client. An answer that breaks off midway cannot be finished: the client's
+ * connection is cut rather than left waiting for the rest; a client that is gone frees the upstream
+ * socket. (`pipe`, not `stream.pipeline`: the latter makes an AbortController per call and aborts it with
+ * a DOMException at the end, ~3% of the gateway's CPU in the issue-27 profile.)
+ */
+function relay(upstream: IncomingMessage, res: ServerResponse): void {
+  upstream.on('error', ignore);
+  upstream.once('close', () => {
+    if (!upstream.complete && !res.writableEnded) res.destroy();
+  });
+  res.once('close', () => {
+    if (!upstream.complete) upstream.destroy();
+  });
+  upstream.pipe(res);
 }
 
 /**
@@ -102,15 +120,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           if (res.headersSent || res.destroyed) {
             // Someone answered already (the request deadline) or the client is gone: drain the answer to
             // free its pooled socket.
-            upstream.on('error', () => undefined);
+            upstream.on('error', ignore);
             upstream.resume();
           } else if (status >= 400 && !JSON_TYPE.test(String(upstream.headers['content-type'] ?? ''))) {
             answerForeignError(upstream, exchange.path, res, alwaysMessages);
           } else {
             res.writeHead(status, clientResponseHeaders(upstream.headers));
-            // An answer that breaks off midway cannot be finished: pipeline cuts the client's connection
-            // rather than leave it waiting for the rest.
-            pipeline(upstream, res, () => undefined);
+            relay(upstream, res);
           }
           resolve(status);
         });
