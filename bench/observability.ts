@@ -8,8 +8,7 @@ import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, t
 import { freePort, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
 import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
-import { createAdmissionStore } from '../gateway/src/admission/admission.ts';
-import { rateLimitHeaders } from '../gateway/src/rate-limit/rate-limit-headers.ts';
+import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, needStack, signedTarget } from './context.ts';
 import { type LoadResult, quantile } from './load.ts';
 import { cpuMs } from './processes.ts';
