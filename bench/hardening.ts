@@ -15,9 +15,7 @@
 import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import { inSequence, openApiValidator, rejectMalformedText, strictNumericParameters } from '@platform/service-kit';
-import { loadApiDocument } from '../gateway/src/docs/load-api-document.ts';
-import { operationTable } from '../gateway/src/proxy/operation-table.ts';
-import { upstreamRoutes } from '../gateway/src/proxy/routes.ts';
+import { loadApiDocument, operationTable, upstreamRoutes } from '@platform/gateway/engine';
 import { ROOT } from './config.ts';
 import type { RunContext } from './context.ts';
 import { type Serve, inProcessApp, inSequenceBeforeIssue16, prefixRoutesBeforeIssue16, validatorWithoutRunNow } from './in-process.ts';

@@ -8,8 +8,7 @@ import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, t
 import { freePort, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
 import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
-import { createReplayGuard } from '../gateway/src/idempotency/replay-guard.ts';
-import { rateLimitHeaders } from '../gateway/src/rate-limit/rate-limit-headers.ts';
+import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, needStack, signedTarget } from './context.ts';
 import { type LoadResult, quantile } from './load.ts';
 import { cpuMs } from './processes.ts';
@@ -57,11 +56,11 @@ async function redisLoop(call: () => Promise<string>, connections: number, durat
 
 /** A fresh nonce and idempotency key per call: the gateway's round trip, with or without the rate limit, as the gateway's client makes it. */
 function claimCall(redis: Redis, rate: { limit: number; windowS: number } | undefined): () => Promise<string> {
-  const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600 });
+  const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600 });
   const run = randomUUID().slice(0, 8);
   let n = 0;
   return async () =>
-    (await guard.claim({ keyId: 'bench', nonce: `${run}-${++n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, bearing: false, created: Math.floor(Date.now() / 1000) + 1, owner: run, rate })).outcome;
+    (await guard.admit({ keyId: 'bench', nonce: `${run}-${++n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, bearing: false, created: Math.floor(Date.now() / 1000) + 1, owner: run, rate })).outcome;
 }
 
 /**

@@ -2,14 +2,14 @@ import type { Express, Request } from 'express';
 import { closeMirrorOnReconnect, createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
+import { createAdmissionStore } from './admission/admission.ts';
 import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
-import { createReplayGuard } from './idempotency/replay-guard.ts';
 import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
 import { operationTable } from './proxy/operation-table.ts';
 import { type UpstreamRoute, isUnder, upstreamRoutes } from './proxy/routes.ts';
-import { createUpstreamProxy } from './proxy/upstream-proxy.ts';
+import { createUpstreamClient } from './proxy/upstream-client.ts';
 import { type KeyLookup, verificationKeys } from './signing/verification-keys.ts';
 
 /** The paths of the docs router (case-insensitive, as Express routes by default). */
@@ -63,8 +63,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL });
   // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
   const proxyTo = (route: UpstreamRoute) =>
-    createUpstreamProxy({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS, alwaysMessages: route === routes.risk });
-  const proxies = { identity: proxyTo(routes.identity), risk: proxyTo(routes.risk) };
+    createUpstreamClient({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS, alwaysMessages: route === routes.risk });
+  const upstreams = { identity: proxyTo(routes.identity), risk: proxyTo(routes.risk) };
   // Re-validated every JWKS_REFRESH_MS from the first bearer request on: a key identity withdrew (a leaked
   // one) stops verifying here within seconds, not when the cached set ages out.
   const tokenKeys = jwksKeySource({
@@ -77,14 +77,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
-  const guard = createReplayGuard(deps.redis, {
+  const admission = createAdmissionStore(deps.redis, {
     nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
     safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
     unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
   });
   // CONTRACT.md part 13: a Redis that came back with less than this gateway wrote (a lagging replica
   // promoted) is marked lost at once, not at this replica's next request: another may be replayed to.
-  const stampWatch = watchWriteStamp(deps.redis, guard.stamp, {
+  const stampWatch = watchWriteStamp(deps.redis, admission.stamp, {
     onLoss: () => logger.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss'),
     onError: (err) => logger.debug({ err }, 'could not check the write stamp (Redis unreachable); checked again on reconnect'),
   });
@@ -95,12 +95,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
   app.use(
     apiRouter({
       operations: operationTable(deps.apiDocument, Object.values(routes)),
-      proxies,
+      upstreams,
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
       signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
       rateLimits: config.GATEWAY_RATE_LIMITS,
       tokens,
-      guard,
+      admission,
       metrics: createGatewayMetrics(deps.metrics),
       logger,
       trustedProxyHops: config.TRUSTED_PROXY_HOPS,
@@ -114,8 +114,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
       tokenKeys.close();
       stampWatch.stop();
       mirrorClose.stop();
-      proxies.identity.close();
-      proxies.risk.close();
+      upstreams.identity.close();
+      upstreams.risk.close();
     },
   };
 }

@@ -1,5 +1,7 @@
-// Imported first by index.ts: OpenTelemetry must hook node:http, express, pg and ioredis before the
-// modules after it load them (CONTRACT.md part 12). Does nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+// Imported first by index.ts: OpenTelemetry must hook node:http and ioredis before the modules after it
+// load them (CONTRACT.md part 12). Does nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set. No Express
+// spans: the gateway routes in its own middleware (pipeline/api.router.ts names the server span by the
+// operation), so Express's instrumentation would only add its per-layer work to every request.
 import { startTracing } from '@platform/service-kit/tracing';
 
-startTracing('gateway', process.env);
+startTracing('gateway', process.env, { express: false });

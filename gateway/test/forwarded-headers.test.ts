@@ -6,6 +6,16 @@ describe('forwarded headers', () => {
   const assertionKey = 'test-internal-assertion-key-0123456789abcdef';
   const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', target: '/v1/x?y=1', bodyLength: 0, assertionKey, traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
 
+  it('when admission checked the bearer token, the assertion (v3) vouches for it and covers the Authorization header sent', () => {
+    const out = upstreamRequestHeaders({ authorization: 'Bearer t', host: 'api.example.com' }, { ...facts, checkedBearer: true });
+    const assertion = out['x-internal-assertion'] ?? '';
+    const t = Number(/^v3;t=(\d+);/.exec(assertion)?.[1]);
+    const vouched = { method: 'GET', target: '/v1/x?y=1', forwardedFor: '10.0.0.7', forwardedProto: 'https', clientKeyId: 'k1', requestId: 'r1' };
+    assert.equal(assertion, assertForwarding(assertionKey, { ...vouched, checkedAuthorization: 'Bearer t' }, t));
+    // Without the check it vouches for no token.
+    assert.match(upstreamRequestHeaders({ authorization: 'Bearer t' }, facts)['x-internal-assertion'] ?? '', /^v2;/);
+  });
+
   it('sends the upstream only allow-listed client headers plus the gateway\'s own', () => {
     const out = upstreamRequestHeaders(
       {

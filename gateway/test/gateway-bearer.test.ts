@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { redisBlacklist } from '@platform/auth';
 import { createTestIssuer } from '@platform/auth/testing';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
-import { idempotencyRedisKey } from '../src/idempotency/replay-guard.ts';
+import { idempotencyRedisKey } from '../src/admission/admission.ts';
 import { deadUrl } from './support/fake-upstream.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';

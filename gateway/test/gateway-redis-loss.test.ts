@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { REVOCATION_MIRROR_KEY, REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
-import { idempotencyRedisKey, nonceKey } from '../src/idempotency/replay-guard.ts';
-import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../src/pipeline/api-request.ts';
+import { idempotencyRedisKey, nonceKey } from '../src/admission/admission.ts';
+import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../src/admission/admit.step.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
 

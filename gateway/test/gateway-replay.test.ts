@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { closeRedis } from '@platform/service-kit';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
-import { idempotencyRedisKey, nonceKey } from '../src/idempotency/replay-guard.ts';
+import { idempotencyRedisKey, nonceKey } from '../src/admission/admission.ts';
 import { startUpstream } from './support/fake-upstream.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';

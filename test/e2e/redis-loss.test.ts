@@ -7,7 +7,7 @@ import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts
 import { type TestSigningKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { type CaptureServer, startCaptureServer } from '../../services/identity/test/support/capture-server.ts';
 import { type PrivateRedis, startPrivateRedis } from '@platform/stack';
-import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../../gateway/src/pipeline/api-request.ts';
+import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../../gateway/src/admission/admit.step.ts';
 import { type Stack, startStack } from './support/stack.ts';
 
 /** CONTRACT.md part 13: detection and recovery within 5 s of Redis answering again. */

@@ -1,18 +1,38 @@
-import express, { type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
+import type { TokenVerifier } from '@platform/auth';
 import { MethodNotAllowedError } from '@platform/errors';
-import { inSequence, nameServerSpan, setRouteLabel } from '@platform/service-kit';
-import { idempotencyKeyOf } from '../idempotency/idempotency-key.ts';
-import type { OperationTable } from '../proxy/operation-table.ts';
+import { type Logger, nameServerSpan, requestLog, setRouteLabel } from '@platform/service-kit';
+import { admit } from '../admission/admit.step.ts';
+import type { AdmissionStore } from '../admission/admission.ts';
+import { requireBearer, verifyBearer } from '../bearer/bearer.steps.ts';
+import { idempotencyHeader } from '../idempotency/idempotency-header.step.ts';
+import { forward } from '../proxy/forward.step.ts';
+import type { GatewayOperation, OperationTable } from '../proxy/operation-table.ts';
 import type { UpstreamName } from '../proxy/routes.ts';
-import type { UpstreamProxy } from '../proxy/upstream-proxy.ts';
-import { type ApiRequestDeps, apiRequest } from './api-request.ts';
+import type { UpstreamClient } from '../proxy/upstream-client.ts';
+import type { RateLimits } from '../rate-limit/rate-limits.ts';
+import { verifySignature } from '../signing/signature.step.ts';
+import type { SignatureVerifierOptions } from '../signing/verify-request.ts';
+import { chain } from './chain.ts';
+import type { GatewayMetrics } from './gateway-metrics.ts';
+import { readBody } from './read-body.step.ts';
 
-export interface ApiRouterOptions extends ApiRequestDeps {
+export interface ApiRouterOptions {
   /** The allow-list: the operations of the merged API document. */
   operations: OperationTable;
-  /** One proxy per upstream. */
-  proxies: Readonly<Record<UpstreamName, UpstreamProxy>>;
+  /** One client per upstream. */
+  upstreams: Readonly<Record<UpstreamName, UpstreamClient>>;
   bodyLimitBytes: number;
+  signatures: SignatureVerifierOptions;
+  /** GATEWAY_RATE_LIMITS (CONTRACT.md part 12). */
+  rateLimits: RateLimits;
+  tokens: TokenVerifier;
+  admission: AdmissionStore;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  trustedProxyHops: number;
+  /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
+  assertionKey: string;
 }
 
 function pathOf(url: string): string {
@@ -21,41 +41,34 @@ function pathOf(url: string): string {
 }
 
 /**
- * The documented operations (CONTRACT.md part 8), each through: idempotency header present → body read →
- * the checks of `apiRequest` → proxy to its upstream. A documented path with another method answers 405
- * with `Allow`; any other path is left to the 404 handler. Neither is ever proxied, and whether a bearer
- * token is needed is the operation's own setting, not its path's.
+ * The documented operations (CONTRACT.md part 8). Every one goes through the same chain, in CONTRACT.md
+ * part 3 and 12 order; the first step that refuses answers:
+ *
+ *   idempotencyHeader → readBody → verifySignature → verifyBearer → admit → requireBearer → forward
+ *
+ * `admit` is the one Redis round trip (admission/admission.ts): the 429, the 409s, the Redis-loss answers.
+ * The idempotency key is released in one place, by one rule (chain.ts, `keepsIdempotencyKey`). A
+ * documented path with another method answers 405 with `Allow`; any other path is left to the 404
+ * handler. Neither is ever proxied.
  */
 export function apiRouter(options: ApiRouterOptions): RequestHandler {
-  const requireIdempotencyKey: RequestHandler = (req, _res, next) => {
-    try {
-      idempotencyKeyOf(req.headers['x-idempotency-key']);
-    } catch (err) {
-      options.metrics.rejected('idempotency-key-missing');
-      throw err;
-    }
-    next();
-  };
-  // The digest must be checked against the bytes received, so the body is read whole (up to the
-  // limit, else 413) and later forwarded from that buffer. `inflate: false`: a compressed body would
-  // be verified and forwarded as something other than what was signed, so it is refused (415).
-  const raw = express.raw({ type: () => true, limit: options.bodyLimitBytes, inflate: false });
-  const readBody: RequestHandler = (req, res, next) => {
-    raw(req, res, (err?: unknown) => {
-      if ((err as { type?: unknown } | undefined)?.type === 'entity.too.large') options.metrics.rejected('body-too-large');
-      next(err);
-    });
-  };
-  const pipelines = new Map(
-    options.operations.operations.map((operation) => [
-      operation,
-      inSequence([requireIdempotencyKey, readBody, apiRequest(options, options.proxies[operation.upstream], operation)]),
-    ]),
-  );
+  const { metrics, logger } = options;
+  const steps = [
+    idempotencyHeader(metrics),
+    readBody(options.bodyLimitBytes, metrics),
+    verifySignature(options.signatures, options.rateLimits, metrics, logger),
+    verifyBearer(options.tokens),
+    admit(options.admission, metrics, logger),
+    requireBearer(metrics),
+  ];
+  const forwardTo = (operation: GatewayOperation) =>
+    forward(options.upstreams[operation.upstream], { metrics, trustedProxyHops: options.trustedProxyHops, assertionKey: options.assertionKey });
+  const release = chainRelease(options);
+  const chains = new Map(options.operations.operations.map((operation) => [operation, chain(operation, steps, forwardTo(operation), release)]));
   return (req, res, next) => {
     const match = options.operations.match(req.method, pathOf(req.originalUrl));
     if (match === undefined) {
-      if (req.originalUrl.startsWith('/v1/')) options.metrics.rejected('unknown-operation');
+      if (req.originalUrl.startsWith('/v1/')) metrics.rejected('unknown-operation');
       next();
       return;
     }
@@ -63,12 +76,21 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
     // Trace views tell operations apart by the documented route, as the services' spans are named.
     nameServerSpan(req.method, match.template);
     if (match.operation === undefined) {
-      options.metrics.rejected('method-not-allowed');
+      metrics.rejected('method-not-allowed');
       next(new MethodNotAllowedError(req.method, match.allow));
       return;
     }
-    const pipeline = pipelines.get(match.operation);
-    if (pipeline === undefined) throw new Error(`no pipeline for ${match.operation.method} ${match.operation.template}`);
-    pipeline(req, res, next);
+    const handle = chains.get(match.operation);
+    if (handle === undefined) throw new Error(`no chain for ${match.operation.method} ${match.operation.template}`);
+    handle(req, res, next);
+  };
+}
+
+/** Frees a request's idempotency key (chain.ts decides when); a failure to do so is logged, the answer stands. */
+function chainRelease(options: ApiRouterOptions): Parameters<typeof chain>[3] {
+  return (request) => {
+    options.admission.release({ keyId: request.keyId, idempotencyKey: request.idempotencyKey, owner: request.owner }).catch((err: unknown) => {
+      requestLog(request.req, options.logger).warn({ err, keyId: request.keyId }, 'could not release the idempotency key after a 5xx');
+    });
   };
 }

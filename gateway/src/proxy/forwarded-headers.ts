@@ -54,6 +54,11 @@ export interface ForwardingFacts {
    * Not under the assertion: a trace id vouches for nothing.
    */
   traceparent: string | undefined;
+  /**
+   * The gateway checked the request's bearer token against the revocations in its admission round trip:
+   * the assertion then covers the `Authorization` header and says so (`v3`, CONTRACT.md part 10).
+   */
+  checkedBearer?: boolean;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -78,6 +83,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
     forwardedProto: facts.proto,
     clientKeyId: facts.keyId,
     requestId: facts.requestId,
+    checkedAuthorization: facts.checkedBearer === true ? out.authorization : undefined,
   });
   if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
   if (facts.traceparent !== undefined) out.traceparent = facts.traceparent;

@@ -12,15 +12,27 @@ export function bearerTokenOf(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+export interface BearerAuthOptions {
+  /**
+   * True when someone this service trusts checked this request's token against the revocations a moment
+   * ago (the gateway's `v3` assertion, CONTRACT.md part 10: service-kit's `gatewayCheckedRevocations`);
+   * the token is then verified without a second revocation read. Without it every token is checked fully.
+   */
+  revocationsChecked?: (req: Request) => boolean;
+}
+
+const CHECKED = { ignoreRevocation: true } as const;
+
 /** Middleware: the request needs a valid bearer token; its principal is then available through `principalOf`. */
-export function bearerAuth(verifier: TokenVerifier): RequestHandler {
+export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions = {}): RequestHandler {
+  const { revocationsChecked } = options;
   return (req, _res, next) => {
     const token = bearerTokenOf(req.headers.authorization);
     if (token === undefined) {
       next(new UnauthorizedError('Bad Credentials', { cause: new Error('no bearer token') }));
       return;
     }
-    verifier.verify(token).then(
+    verifier.verify(token, revocationsChecked?.(req) === true ? CHECKED : undefined).then(
       (principal) => {
         principals.set(req, principal);
         next();

@@ -30,7 +30,7 @@ export {
   watchWriteStamp,
   writeStamp,
 } from './revocations/index.ts';
-export { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
+export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type TokenAlgorithm, algorithmOf } from './key-algorithm.ts';
 export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
 export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';

@@ -4,7 +4,7 @@ import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError, blacklistKey, mirro
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
-import { createReplayGuard, nonceKey } from '../../../gateway/src/idempotency/replay-guard.ts';
+import { createAdmissionStore, nonceKey } from '../../../gateway/src/admission/admission.ts';
 import { inProcessRedis } from '../src/in-process-redis.ts';
 
 // Every test names its own prefix, as the deployables of one environment share REDIS_KEY_PREFIX.
@@ -30,9 +30,9 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
 
   it('runs the gateway claim script with its per-call key count: the mirror, nonce, idempotency key, then revoked token', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
-    const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
+    const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
     const now = Math.floor(Date.now() / 1000);
-    const request: Parameters<typeof guard.claim>[0] = {
+    const request: Parameters<typeof guard.admit>[0] = {
       keyId: 'k',
       nonce: 'n1',
       idempotencyKey: 'i1',
@@ -43,7 +43,7 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
       owner: 'a',
       rate: { limit: 100, windowS: 60 },
     };
-    const outcome = async (r: Parameters<typeof guard.claim>[0]) => (await guard.claim(r)).outcome;
+    const outcome = async (r: Parameters<typeof guard.admit>[0]) => (await guard.admit(r)).outcome;
     // A fresh key space is a Redis that lost its data: a token request signed after it waits for the
     // re-seed, one signed before (or in the second it was found) is refused.
     assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
@@ -73,10 +73,10 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
 
   it('runs the rate limit of the claim script on its clock: the limit admitted, then 429 without a claim', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
-    const guard = createReplayGuard(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
+    const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
     await markRevocationsRestored(redis);
     const created = Math.floor(Date.now() / 1000);
-    const claim = (i: number) => guard.claim({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, bearing: false, created, owner: 'a', rate: { limit: 3, windowS: 60 } });
+    const claim = (i: number) => guard.admit({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, bearing: false, created, owner: 'a', rate: { limit: 3, windowS: 60 } });
     const claims = [await claim(1), await claim(2), await claim(3), await claim(4)];
     assert.deepEqual(claims.map((c) => c.outcome), ['claimed', 'claimed', 'claimed', 'rate-limited']);
     assert.deepEqual(claims.map((c) => c.quota?.remaining), [2, 1, 0, 0]);

@@ -15,10 +15,11 @@ export const ASSERTION_VALIDITY_S = 30;
 /**
  * `v2` covers the request id as well; `v1` (gateways before it) does not, so under a `v1` assertion the
  * forwarded address and client key are believed but the request id is not. Services accept both so that
- * they can be deployed before the gateway; `v1` can go once no gateway sends it.
+ * they can be deployed before the gateway; `v1` can go once no gateway sends it. `v3` is `v2` that also
+ * covers the `Authorization` header and says the gateway checked that bearer token against the
+ * revocations (CONTRACT.md part 10): a service may then skip its own revocation read.
  */
-type Version = 'v1' | 'v2';
-const VERSION: Version = 'v2';
+type Version = 'v1' | 'v2' | 'v3';
 
 /** What the gateway vouches for: the request it forwards and who sent it. */
 export interface ForwardedFacts {
@@ -33,6 +34,11 @@ export interface ForwardedFacts {
   clientKeyId: string;
   /** X-Request-Id: the id the gateway gave the request (never the client's); absent when none is sent. */
   requestId?: string;
+  /**
+   * The `Authorization` header whose bearer token the gateway checked against the revocations for this
+   * request (and found neither it nor its session revoked); undefined when it checked none.
+   */
+  checkedAuthorization?: string;
 }
 
 /** The configuration key shared by the three processes. */
@@ -49,16 +55,21 @@ export const internalAssertionSpec = {
 
 function mac(key: string, version: Version, issuedAtS: number, facts: ForwardedFacts): Buffer {
   const fields = [version, String(issuedAtS), facts.method, facts.target, facts.forwardedFor, facts.forwardedProto, facts.clientKeyId];
-  if (version === 'v2') fields.push(facts.requestId ?? '');
+  if (version !== 'v1') fields.push(facts.requestId ?? '');
+  if (version === 'v3') fields.push(facts.checkedAuthorization ?? '');
   return createHmac('sha256', key).update(fields.join('\n'), 'utf8').digest();
 }
 
-/** The assertion header's value: `v2;t=<unix seconds>;mac=<base64url HMAC-SHA256>` over the facts and the time. */
+/**
+ * The assertion header's value: `v2;t=<unix seconds>;mac=<base64url HMAC-SHA256>` over the facts and the
+ * time; `v3` when it also vouches for the bearer token in `checkedAuthorization`.
+ */
 export function assertForwarding(key: string, facts: ForwardedFacts, nowS = Math.floor(Date.now() / 1000)): string {
-  return `${VERSION};t=${nowS};mac=${mac(key, VERSION, nowS, facts).toString('base64url')}`;
+  const version: Version = facts.checkedAuthorization === undefined ? 'v2' : 'v3';
+  return `${version};t=${nowS};mac=${mac(key, version, nowS, facts).toString('base64url')}`;
 }
 
-const ASSERTION = /^(v1|v2);t=(\d{1,12});mac=([A-Za-z0-9_-]{43})$/;
+const ASSERTION = /^(v1|v2|v3);t=(\d{1,12});mac=([A-Za-z0-9_-]{43})$/;
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
@@ -69,7 +80,7 @@ function header(req: IncomingMessage, name: string): string | undefined {
  * What a service makes of a request's assertion: believed (and whether it covers the request id), or not
  * believed, with why (`fault` undefined: there was none, the normal case of a direct call).
  */
-type Verdict = { believed: true; coversRequestId: boolean } | { believed: false; fault: string | undefined };
+type Verdict = { believed: true; coversRequestId: boolean; checkedBearer: boolean } | { believed: false; fault: string | undefined };
 
 function judge(req: IncomingMessage, key: string, nowS: number): Verdict {
   const value = req.headers[INTERNAL_ASSERTION_HEADER];
@@ -87,11 +98,12 @@ function judge(req: IncomingMessage, key: string, nowS: number): Verdict {
     forwardedProto: header(req, 'x-forwarded-proto') ?? '',
     clientKeyId: header(req, CLIENT_KEY_ID_HEADER) ?? '',
     requestId: header(req, 'x-request-id') ?? '',
+    checkedAuthorization: header(req, 'authorization') ?? '',
   };
   const expected = mac(key, version, issuedAtS, facts);
   const given = Buffer.from(match[3] ?? '', 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { believed: false, fault: 'wrong mac' };
-  return { believed: true, coversRequestId: version !== 'v1' };
+  return { believed: true, coversRequestId: version !== 'v1', checkedBearer: version === 'v3' };
 }
 
 const VERDICT = Symbol('internal assertion verdict');
@@ -111,6 +123,18 @@ export function gatewayRequestId(key: string): RequestIdSource {
   return (req) => {
     const verdict = verdictOf(req, key);
     return verdict.believed && verdict.coversRequestId ? header(req, 'x-request-id') : undefined;
+  };
+}
+
+/**
+ * For a service's bearer check: true when a valid `v3` gateway assertion says the gateway checked this
+ * request's `Authorization` (covered by the assertion) against the revocations a moment ago, so the
+ * service need not read them again (CONTRACT.md part 10). A direct call, or any other assertion: false.
+ */
+export function gatewayCheckedRevocations(key: string): (req: IncomingMessage) => boolean {
+  return (req) => {
+    const verdict = verdictOf(req, key);
+    return verdict.believed && verdict.checkedBearer;
   };
 }
 

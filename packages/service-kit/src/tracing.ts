@@ -52,6 +52,16 @@ export const tracingSpec = {
 
 export type TracingConfig = ConfigOf<typeof tracingSpec>;
 
+/** What a deployable's spans leave out. */
+export interface TracingOptions {
+  /**
+   * Spans of Express's route handlers (default true). A process that routes in a middleware of its own
+   * (the gateway: its operation table names the server span itself) has no handler span that tells an
+   * operator anything, and the instrumentation's per-layer bookkeeping runs on every request regardless.
+   */
+  express?: boolean;
+}
+
 /** A started SDK: flushes and stops the exporter on shutdown. */
 export interface Tracing {
   shutdown(): Promise<void>;
@@ -79,7 +89,7 @@ function samplerOf(config: TracingConfig) {
  * (ioredis), batched to the collector by OTLP/HTTP. At most once per process; undefined when off, or when
  * the variables do not parse (the composition root then refuses to start and says why).
  */
-export function startTracing(service: string, source: Readonly<Record<string, string | undefined>>): Tracing | undefined {
+export function startTracing(service: string, source: Readonly<Record<string, string | undefined>>, options: TracingOptions = {}): Tracing | undefined {
   if (started !== undefined || source.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return started;
   let config: TracingConfig;
   try {
@@ -117,7 +127,7 @@ export function startTracing(service: string, source: Readonly<Record<string, st
       // Probes and scrapes would be most of the spans and say nothing about a request.
       new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health\/|metrics)/.test(req.url ?? '') }),
       // Express's request handlers only (which name the route); a span per middleware cost more than the rest together.
-      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] }),
+      ...(options.express === false ? [] : [new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] })]),
       new PgInstrumentation(),
       new IORedisInstrumentation(),
     ],

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import request from 'supertest';
 import { redisBlacklist } from '@platform/auth';
 import { createTestIssuer } from '@platform/auth/testing';
+import { type ForwardedFacts, assertForwarding } from '@platform/service-kit';
 import { type RiskTestContext, startRiskTestContext } from './support/risk-test-context.ts';
 
 const OPERATIONS = [
@@ -69,5 +70,35 @@ describe('bearer token on the station operations', () => {
     assert.equal((await call('get', '/v1/weather-stations/get-cities', token)).status, 200);
     await redisBlacklist(ctx.testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, exp);
     assertBadCredentials(await call('get', '/v1/weather-stations/get-cities', token), '/v1/weather-stations/get-cities');
+  });
+  describe('when the gateway vouches that it checked the token against the revocations (CONTRACT.md part 10)', () => {
+    const path = '/v1/weather-stations/get-cities';
+    /** A logged-out token: the gateway never vouches for one, so an answer of 200 shows risk did not read the blacklist. */
+    async function revokedToken() {
+      const jti = `vouched-${Date.now()}-${Math.random()}`;
+      const sid = `sid-${jti}`;
+      const token = `Bearer ${ctx.issuer.sign({ jti, sid, expiresInS: 600 })}`;
+      await redisBlacklist(ctx.testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 600);
+      return token;
+    }
+    const facts: ForwardedFacts = { method: 'GET', target: path, forwardedFor: '203.0.113.9', forwardedProto: 'https', clientKeyId: 'partner-1', requestId: 'gw-1' };
+    const viaGateway = (authorization: string, assertion: string) =>
+      request(ctx.url)
+        .get(path)
+        .set({ authorization, 'x-forwarded-for': facts.forwardedFor, 'x-forwarded-proto': facts.forwardedProto, 'x-client-key-id': facts.clientKeyId, 'x-request-id': 'gw-1', 'x-internal-assertion': assertion });
+
+    it('under its v3 assertion over that Authorization header, does not read the revocations again', async () => {
+      const token = await revokedToken();
+      const res = await viaGateway(token, assertForwarding(ctx.config.INTERNAL_ASSERTION_KEY, { ...facts, checkedAuthorization: token }));
+      assert.equal(res.status, 200);
+    });
+
+    it('under an assertion that vouches for nothing (v2), or for another Authorization header, checks the token fully', async () => {
+      const token = await revokedToken();
+      assertBadCredentials(await viaGateway(token, assertForwarding(ctx.config.INTERNAL_ASSERTION_KEY, facts)), path);
+      const other = `Bearer ${ctx.issuer.sign()}`;
+      assertBadCredentials(await viaGateway(token, assertForwarding(ctx.config.INTERNAL_ASSERTION_KEY, { ...facts, checkedAuthorization: other })), path);
+      assertBadCredentials(await viaGateway(token, assertForwarding('another-internal-assertion-key-0123456789', { ...facts, checkedAuthorization: token })), path);
+    });
   });
 });

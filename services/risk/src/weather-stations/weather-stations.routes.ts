@@ -1,4 +1,4 @@
-import express, { type Response, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import { type TokenVerifier, bearerAuth } from '@platform/auth';
 import type { components } from '@platform/client/openapi/risk';
 import { DEFAULT_NEAREST_LIMIT, findNearestStations } from './find-nearest-stations.ts';
@@ -12,6 +12,8 @@ const BASE = '/v1/weather-stations';
 export interface WeatherStationsRouterDeps {
   stations: StationIndexSource;
   verifier: TokenVerifier;
+  /** True when the gateway's assertion vouches that it checked the request's token against the revocations (CONTRACT.md part 10). */
+  revocationsChecked: (req: Request) => boolean;
 }
 
 /** Answers serialised at index build go out as they are: no per-request JSON.stringify. */
@@ -25,7 +27,9 @@ function sendJson(res: Response, body: Buffer | string): void {
  */
 export function weatherStationsRouter(deps: WeatherStationsRouterDeps): Router {
   const router = express.Router();
-  router.use(BASE, bearerAuth(deps.verifier));
+  // Through the gateway the token was checked against the revocations a moment ago, in its one Redis round
+  // trip; a direct call (no valid assertion) is checked fully here.
+  router.use(BASE, bearerAuth(deps.verifier, { revocationsChecked: deps.revocationsChecked }));
 
   router.post(`${BASE}/by/city-district`, (req, res) => {
     const body = req.body as components['schemas']['CityDistrictQuery'];

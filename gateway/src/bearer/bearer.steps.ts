@@ -1,0 +1,30 @@
+import type { TokenVerifier } from '@platform/auth';
+import { UnauthorizedError } from '@platform/errors';
+import type { Step } from '../pipeline/chain.ts';
+import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
+import { checkBearer } from './bearer-check.ts';
+
+/**
+ * Step 4, before admission: the bearer token of an operation that needs one, verified on the CPU (keys,
+ * `iss`, `aud`, `exp`), so that its revocation keys join admission's one round trip. A bad token is kept as
+ * the verdict, not thrown: a replayed nonce still answers 409 first (CONTRACT.md part 3 order).
+ */
+export function verifyBearer(tokens: TokenVerifier): Step {
+  return async (request) => {
+    if (request.operation.needsBearer) request.bearer = await checkBearer(tokens, request.req.headers.authorization);
+  };
+}
+
+/** Step 6, after admission: the bearer verdict, then the revocation admission read (a revoked token keeps its idempotency key: a 401 is not a 5xx). */
+export function requireBearer(metrics: GatewayMetrics): Step {
+  return (request) => {
+    if (request.bearer.fault !== undefined) {
+      metrics.rejected('bearer');
+      throw request.bearer.fault;
+    }
+    if (request.admission?.outcome === 'token-revoked') {
+      metrics.rejected('bearer');
+      throw new UnauthorizedError('Bad Credentials', { cause: new Error('token is revoked') });
+    }
+  };
+}

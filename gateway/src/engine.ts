@@ -1,0 +1,7 @@
+// The gateway's parts that tools outside it measure on their own (bench/observability.ts, bench/hardening.ts):
+// `@platform/gateway/engine`. The running gateway is index.ts; nothing here starts anything.
+export { type AdmissionStore, createAdmissionStore, idempotencyRedisKey, nonceKey, rateKey } from './admission/admission.ts';
+export { loadApiDocument } from './docs/load-api-document.ts';
+export { operationTable } from './proxy/operation-table.ts';
+export { upstreamRoutes } from './proxy/routes.ts';
+export { rateLimitHeaders } from './rate-limit/rate-limit-headers.ts';

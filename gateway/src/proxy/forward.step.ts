@@ -1,0 +1,57 @@
+import type { TLSSocket } from 'node:tls';
+import { formatTraceparent, requestTrace } from '@platform/service-kit';
+import type { Forward } from '../pipeline/chain.ts';
+import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
+import { clientOrigin, upstreamRequestHeaders } from './forwarded-headers.ts';
+import type { UpstreamClient } from './upstream-client.ts';
+
+export interface ForwardOptions {
+  metrics: GatewayMetrics;
+  trustedProxyHops: number;
+  /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
+  assertionKey: string;
+}
+
+function pathOf(url: string): string {
+  const at = url.indexOf('?');
+  return at === -1 ? url : url.slice(0, at);
+}
+
+/**
+ * Step 7: the admitted request to its upstream, with the allow-listed client headers and the gateway's own
+ * (X-Request-Id, X-Forwarded-*, the client key id under the internal assertion, the trace context).
+ * Resolves with the status the client gets: the upstream's, or the one already sent when the request
+ * deadline answered first.
+ */
+export function forward(upstream: UpstreamClient, options: ForwardOptions): Forward {
+  return async (request) => {
+    const { req, res } = request;
+    // Without the SDK the gateway continues the trace itself; with it, the HTTP instrumentation does.
+    const trace = requestTrace(req);
+    const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, options.trustedProxyHops);
+    const headers = upstreamRequestHeaders(req.headers, {
+      // The gateway's own (it never takes a client's), as its answer and its log line carry it.
+      requestId: String(res.getHeader('x-request-id') ?? ''),
+      keyId: request.keyId,
+      clientAddress: origin.address,
+      proto: origin.proto,
+      host: req.headers.host,
+      method: req.method,
+      target: req.originalUrl,
+      bodyLength: request.body.length,
+      assertionKey: options.assertionKey,
+      traceparent: trace.fromSdk ? undefined : formatTraceparent(trace),
+      // Admission read the token's revocation keys and found none (else this request would not be here).
+      checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
+    });
+    const timer = options.metrics.upstreamTimer(upstream.name);
+    try {
+      const status = await upstream.send({ method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) }, res, (outcome) => timer(String(outcome)));
+      return res.headersSent && res.statusCode !== status ? res.statusCode : status;
+    } catch (err) {
+      // The deadline's answer went out first: the client has it, and it decides.
+      if (res.headersSent) return res.statusCode;
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import request from 'supertest';
+import { ConflictError, ServiceUnavailableError, errorHandler } from '@platform/errors';
+import { ADMISSION_ARGS, ADMISSION_KEYS } from '../src/admission/admission.ts';
+import { type Forward, type Step, chain, keepsIdempotencyKey } from '../src/pipeline/chain.ts';
+import type { GatewayRequest } from '../src/pipeline/gateway-request.ts';
+import type { GatewayOperation } from '../src/proxy/operation-table.ts';
+
+const OPERATION: GatewayOperation = { method: 'POST', template: '/v1/x', upstream: 'identity', needsBearer: false };
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** An app whose one route is `chain(steps, forward)`, recording the requests whose key it released. */
+function appOf(steps: Step[], forward: Forward, options: { deadlineMs?: number } = {}) {
+  const released: string[] = [];
+  const app = express();
+  if (options.deadlineMs !== undefined) {
+    const deadlineMs = options.deadlineMs;
+    app.use((_req: Request, res: Response, next: NextFunction) => {
+      const timer = setTimeout(() => res.headersSent || res.status(503).json({ status: 503 }), deadlineMs);
+      res.once('close', () => clearTimeout(timer));
+      next();
+    });
+  }
+  app.post('/v1/x', chain(OPERATION, steps, forward, (r: GatewayRequest) => released.push(r.idempotencyKey)));
+  app.use(errorHandler());
+  return { app, released };
+}
+
+const holdKey: Step = (r) => {
+  r.idempotencyKey = 'k';
+  r.mayHoldKey = true;
+};
+const answer =
+  (status: number): Forward =>
+  (r) => {
+    r.res.status(status).json({});
+    return Promise.resolve(status);
+  };
+
+describe('the gateway chain (pipeline/chain.ts)', () => {
+  it('keeps the idempotency key for every answer below 500, and only then', () => {
+    for (const status of [200, 201, 400, 401, 404, 409, 429, 499]) assert.equal(keepsIdempotencyKey(status), true, String(status));
+    for (const status of [500, 502, 503, 504]) assert.equal(keepsIdempotencyKey(status), false, String(status));
+    assert.equal(keepsIdempotencyKey(undefined), false, 'no answer came');
+  });
+
+  it('when a step throws, answers its error, runs no later step, and keeps a key it held for a 4xx', async () => {
+    let forwarded = false;
+    const { app, released } = appOf(
+      [
+        holdKey,
+        () => {
+          throw new ConflictError('no');
+        },
+      ],
+      () => ((forwarded = true), Promise.resolve(200)),
+    );
+    assert.equal((await request(app).post('/v1/x')).status, 409);
+    assert.equal(forwarded, false);
+    assert.deepEqual(released, []);
+  });
+
+  it('when a step rejects with a 5xx, answers it and releases the key it held', async () => {
+    const { app, released } = appOf([holdKey, () => Promise.reject(new ServiceUnavailableError())], answer(200));
+    assert.equal((await request(app).post('/v1/x')).status, 503);
+    assert.deepEqual(released, ['k']);
+  });
+
+  it('when a step throws something that is no HttpError (a fault of the gateway), answers 500 and releases the key', async () => {
+    const { app, released } = appOf(
+      [
+        holdKey,
+        () => {
+          throw new TypeError('bug');
+        },
+      ],
+      answer(200),
+    );
+    assert.equal((await request(app).post('/v1/x')).status, 500);
+    assert.deepEqual(released, ['k']);
+  });
+
+  it('never releases a key the request did not hold', async () => {
+    const { app, released } = appOf([() => Promise.reject(new ServiceUnavailableError())], answer(200));
+    assert.equal((await request(app).post('/v1/x')).status, 503);
+    assert.deepEqual(released, []);
+  });
+
+  it('releases on a 5xx the forward step resolved, keeps on a 2xx', async () => {
+    const failed = appOf([holdKey], answer(502));
+    assert.equal((await request(failed.app).post('/v1/x')).status, 502);
+    assert.deepEqual(failed.released, ['k']);
+    const ok = appOf([holdKey], answer(200));
+    assert.equal((await request(ok.app).post('/v1/x')).status, 200);
+    assert.deepEqual(ok.released, []);
+  });
+
+  it('when no answer came (the forward step resolved none), releases the key', async () => {
+    const { app, released } = appOf([holdKey], (r) => {
+      r.res.destroy();
+      return Promise.resolve(undefined);
+    });
+    await assert.rejects(request(app).post('/v1/x'));
+    await sleep(20);
+    assert.deepEqual(released, ['k']);
+  });
+
+  it('when the deadline answered while a step was waiting, runs nothing after it, keeps the deadline\'s answer and releases the key', async () => {
+    let forwarded = false;
+    const { app, released } = appOf([holdKey, () => sleep(100)], () => ((forwarded = true), Promise.resolve(200)), { deadlineMs: 20 });
+    assert.equal((await request(app).post('/v1/x')).status, 503);
+    await sleep(150);
+    assert.equal(forwarded, false);
+    assert.deepEqual(released, ['k']);
+  });
+
+  it('when a step rejects after the deadline answered, keeps that answer (no second one) and releases the key', async () => {
+    const { app, released } = appOf([holdKey, () => sleep(60).then(() => Promise.reject(new ConflictError('late')))], answer(200), { deadlineMs: 20 });
+    assert.equal((await request(app).post('/v1/x')).status, 503);
+    await sleep(100);
+    assert.deepEqual(released, ['k']);
+  });
+
+  it('when the client hangs up while a step waits, still settles the key by the answer the chain reaches', async () => {
+    const { app, released } = appOf([holdKey, () => sleep(80)], answer(500));
+    const server = app.listen(0);
+    try {
+      const { port } = server.address() as { port: number };
+      const http = await import('node:http');
+      const req = http.request({ port, method: 'POST', path: '/v1/x' });
+      req.on('error', () => undefined);
+      req.end();
+      await sleep(20);
+      req.destroy();
+      await sleep(150);
+      assert.deepEqual(released, ['k']);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('the admission script (admission/lua/admit.lua)', () => {
+  const lua = readFileSync(new URL('../src/admission/lua/admit.lua', import.meta.url), 'utf8');
+  it('names its KEYS and ARGV in the order admission.ts sends them', () => {
+    const table = (name: string) => {
+      const body = new RegExp(`local ${name} = \\{([^}]*)\\}`).exec(lua)?.[1] ?? '';
+      return [...body.matchAll(/(\w+) = (?:tonumber\()?(KEYS|ARGV)\[(\d+)\]/g)].map((m) => [m[1], Number(m[3])] as const);
+    };
+    assert.deepEqual(table('key'), ADMISSION_KEYS.map((name, i) => [name, i + 1]));
+    assert.deepEqual(table('arg'), ADMISSION_ARGS.map((name, i) => [name, i + 1]));
+  });
+});
