@@ -1,13 +1,13 @@
-// Group `hardening` of pnpm bench (issue 16, "No request may stop a process"): what its four fixes cost per
-// request, timed in the harness on the real code with the requests they see most: a station by id, a
+// Group `hardening` of pnpm bench (issue 16, "No request may stop a process"): what the request checks
+// cost, timed in the harness on the shipped code with the requests they see most: a station by id, a
 // nearest query with three numeric parameters, and an unknown path.
 // - A service's request checks as createApiApp sequences them (JSON body parser, NUL guard, the patched
-//   validator, the strict numeric parameter check) in four variants: as shipped; with inSequence as it was
-//   before (no try/catch per step); with the validator patch as it was before (no runNow); without the
-//   numeric check. Each difference to the shipped checks is that fix's cost on a whole request's checks.
+//   validator, the strict numeric parameter check), with and without the numeric check.
 // - The parts alone, where they can be: inSequence's dispatch through as many no-op middlewares as a
-//   service request passes (with and without the try/catch), the numeric check, the allow-list lookup.
-// - The gateway's routing step in an Express app: the allow-list against the prefix routes it replaced.
+//   service request passes, the numeric check, the allow-list lookup.
+// - The gateway's routing step in an Express app, the allow-list.
+// Code as it was before a change is measured from a git worktree of that commit (`git worktree add`), with
+// this same harness, not from copies kept here; bench/README.md has issue 16's before/after figures.
 // Many short rounds, variants taking turns, timed by the wall clock (Node's CPU-time clocks tick in 4 ms
 // steps here, too coarse for rounds this short). The fastest round is the code's own cost: other programs
 // on a shared machine only ever add time, at random, and on these two vCPUs whole rounds run up to twice
@@ -18,7 +18,7 @@ import { inSequence, openApiValidator, rejectMalformedText, strictNumericParamet
 import { loadApiDocument, operationTable, upstreamRoutes } from '@platform/gateway/engine';
 import { ROOT } from './config.ts';
 import type { RunContext } from './context.ts';
-import { type Serve, inProcessApp, inSequenceBeforeIssue16, prefixRoutesBeforeIssue16, validatorWithoutRunNow } from './in-process.ts';
+import { type Serve, inProcessApp } from './in-process.ts';
 
 const RISK_SPEC = join(ROOT, 'services/risk/openapi.yaml');
 const IDENTITY_SPEC = join(ROOT, 'services/identity/openapi.yaml');
@@ -115,21 +115,19 @@ async function warm(serve: Serve, statusOf: (input: Input) => number): Promise<v
   }
 }
 
-/** The service side: the request checks in four variants, and the parts alone. */
+/** The service side: the request checks with and without the numeric check, and the parts alone. */
 async function serviceFigures(ctx: RunContext): Promise<void> {
   const validator = () => openApiValidator({ apiSpec: RISK_SPEC, validateResponses: false });
   const shipped = serviceChecks(inSequence, validator(), true);
   const variants: Record<string, Serve> = {
     'service checks, shipped': shipped,
-    'service checks, inSequence without try/catch (before)': serviceChecks(inSequenceBeforeIssue16, validator(), true),
-    'service checks, validator without runNow (before)': serviceChecks(inSequence, await validatorWithoutRunNow(RISK_SPEC), true),
     'service checks, without the numeric check': serviceChecks(inSequence, validator(), false),
   };
   for (const serve of Object.values(variants)) await warm(serve, (input) => input.status);
   // The shipped checks refuse what the validator alone lets through (issue 16, item 4): the variants differ.
   const refused = await shipped('GET', '/v1/weather-stations/nearest?latitude=Infinity&longitude=32.8637&limit=5');
   if (refused !== 400) throw new Error(`the shipped checks answered a non-finite latitude ${refused}, not 400`);
-  ctx.progress(`hardening: a service's request checks, 4 variants × ${INPUTS.length} requests, ${ROUNDS} rounds of ${REQUEST_CALLS}`);
+  ctx.progress(`hardening: a service's request checks, 2 variants × ${INPUTS.length} requests, ${ROUNDS} rounds of ${REQUEST_CALLS}`);
   await measure(ctx, Object.fromEntries(Object.entries(variants).map(([row, serve]) => [row, (input: Input) => timeServe(serve, input.target, input.status, REQUEST_CALLS)])), INPUTS);
 
   // inSequence's own dispatch, through as many no-op middlewares as a service request passes.
@@ -138,7 +136,7 @@ async function serviceFigures(ctx: RunContext): Promise<void> {
     ended += 1;
   };
   const noOps = Array.from({ length: SERVICE_STEPS }, (): RequestHandler => (_req, _res, next) => next());
-  const dispatch = { shipped: inSequence(noOps), before: inSequenceBeforeIssue16(noOps) };
+  const dispatch = inSequence(noOps);
   const dispatchOnce = (run: RequestHandler) => () => {
     const before = ended;
     void run({} as never, {} as never, end);
@@ -162,8 +160,7 @@ async function serviceFigures(ctx: RunContext): Promise<void> {
   await measure(
     ctx,
     {
-      [`inSequence dispatch, ${SERVICE_STEPS} no-op steps, shipped`]: () => timeCalls(LOOKUP_CALLS, 1, dispatchOnce(dispatch.shipped)),
-      [`inSequence dispatch, ${SERVICE_STEPS} no-op steps, without try/catch (before)`]: () => timeCalls(LOOKUP_CALLS, 1, dispatchOnce(dispatch.before)),
+      [`inSequence dispatch, ${SERVICE_STEPS} no-op steps`]: () => timeCalls(LOOKUP_CALLS, 1, dispatchOnce(dispatch)),
     },
     [{ ...INPUTS[0], column: 'any' }],
   );
@@ -181,7 +178,7 @@ async function serviceFigures(ctx: RunContext): Promise<void> {
   );
 }
 
-/** The gateway side: the allow-list lookup alone, and the routing step against the prefix routes it replaced. */
+/** The gateway side: the allow-list lookup alone, and the routing step that asks it. */
 async function gatewayFigures(ctx: RunContext): Promise<void> {
   const document = await loadApiDocument({ identityPath: IDENTITY_SPEC, riskPath: RISK_SPEC }, { maxSkewS: 300, safeTtlS: 600, unsafeTtlS: 86_400, bodyLimitBytes: 102_400 });
   const routes = Object.values(upstreamRoutes({ identity: 'http://127.0.0.1:1', risk: 'http://127.0.0.1:2' }));
@@ -200,20 +197,14 @@ async function gatewayFigures(ctx: RunContext): Promise<void> {
   const allowList: RequestHandler = (req, _res, next) => {
     next(lookup(req.originalUrl) === 1 ? undefined : Object.assign(new Error('no route'), { status: 404 }));
   };
-  const routing = {
-    allowList: inProcessApp((app) => app.use(allowList)),
-    prefixes: inProcessApp((app) => app.use(prefixRoutesBeforeIssue16(routes.flatMap((route) => route.prefixes), (_req, _res, next) => next()))),
-  };
-  // The prefix routes sent an unknown path under a prefix upstream, as any other: it reached the end (200).
-  await warm(routing.allowList, (input) => input.status);
-  await warm(routing.prefixes, () => 200);
+  const routing = inProcessApp((app) => app.use(allowList));
+  await warm(routing, (input) => input.status);
   ctx.progress(`hardening: the gateway's routing, ${ROUNDS} rounds of ${LOOKUP_CALLS} lookups and ${REQUEST_CALLS * 4} routed requests`);
   await measure(
     ctx,
     {
       'gateway allow-list lookup alone': (input) => timeCalls(LOOKUP_CALLS, found[input.name], () => lookup(input.target)),
-      'gateway routing step, allow-list': (input) => timeServe(routing.allowList, input.target, input.status, REQUEST_CALLS * 4),
-      'gateway routing step, prefix routes (before)': (input) => timeServe(routing.prefixes, input.target, 200, REQUEST_CALLS * 4),
+      'gateway routing step, allow-list': (input) => timeServe(routing, input.target, input.status, REQUEST_CALLS * 4),
     },
     INPUTS,
   );
