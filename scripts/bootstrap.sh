@@ -65,10 +65,13 @@ for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && 
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null
 # `pnpm test` also starts local Redis Clusters of its own (packages/stack: redis-server in cluster mode on
 # free ports, then `redis-cli --cluster create`): Debian's redis-server package brings both, Redis 7.
-if ! redis-cli --cluster help 2>&1 | grep -q 'create'; then
+# The help text is read whole before it is searched: `grep -q` stops at the first match, redis-cli then dies
+# of SIGPIPE, and under `pipefail` that failure would read as "no cluster support".
+cluster_help() { redis-cli --cluster help 2>&1 || true; }
+if [[ "$(cluster_help)" != *create* ]]; then
   log "redis-cli has no --cluster create (Redis 5 or later is needed by the cluster tests); upgrading Redis"
   apt_install redis-server redis-tools
-  redis-cli --cluster help 2>&1 | grep -q 'create'
+  [[ "$(cluster_help)" == *create* ]]
 fi
 
 # --- promtool -----------------------------------------------------------------------------------
