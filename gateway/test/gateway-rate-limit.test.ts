@@ -32,7 +32,7 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
   });
   // Every test starts with fresh quotas: the counters are the only state they share.
   beforeEach(async () => {
-    const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:*`);
+    const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:{ck:*}:rate:*`);
     if (keys.length > 0) await testRedis.redis.del(...keys.map((k) => k.slice(testRedis.keyPrefix.length)));
   });
 
@@ -64,7 +64,7 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
     assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0);
     assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0);
     // Room again (the counters emptied as a window passing would): the very same signed request goes through.
-    const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:*`);
+    const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:{ck:*}:rate:*`);
     await testRedis.redis.del(...keys.map((k) => k.slice(testRedis.keyPrefix.length)));
     assert.equal((await send(gw.url, 'GET', CITIES, headers)).status, 200);
   });
@@ -172,7 +172,7 @@ describe('gateway rate limits: a sliding window, not a fixed one', function () {
       assert.equal(res.status, 200);
       await sleep(100);
     }
-    const [key] = (await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:test-ed25519:*`)).map((k) => k.slice(testRedis.keyPrefix.length));
+    const [key] = (await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:{ck:test-ed25519}:rate:*`)).map((k) => k.slice(testRedis.keyPrefix.length));
     assert.ok(key !== undefined);
     const fields = await testRedis.redis.hlen(key);
     assert.ok(fields >= 5 && fields <= 11, `${fields} sub-windows kept`);

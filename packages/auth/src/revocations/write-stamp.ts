@@ -147,7 +147,7 @@ const STAMP_CHECK_MS = 60_000;
  */
 export function watchWriteStamp(
   redis: Redis,
-  stamp: WriteStamp,
+  stamp: Pick<WriteStamp, 'check'>,
   options: { intervalMs?: number; onLoss: () => void; onError: (err: unknown) => void },
 ): { stop: () => void } {
   const checks = periodic(
