@@ -138,7 +138,7 @@ export interface AdmissionOptions {
 
 /** The scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
 interface AdmissionCommands {
-  gatewayAdmit(numKeys: number, ...keysAndArgs: string[]): Promise<[string, number, number, number, number]>;
+  gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
   gatewayStampWatch(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
 }
@@ -181,7 +181,9 @@ interface Stamp {
 
 /** The admission store over the gateway's Redis client (whose keyPrefix ioredis also applies to script keys). */
 export function createAdmissionStore(redis: Redis, options: AdmissionOptions): AdmissionStore {
-  redis.defineCommand('gatewayAdmit', { lua: ADMIT_SCRIPT });
+  // A fixed key count: ioredis' auto-pipeline on a cluster picks a command's node by its first argument,
+  // which must be a key (the client key's slot), not the count.
+  redis.defineCommand('gatewayAdmit', { numberOfKeys: ADMISSION_KEYS.length, lua: ADMIT_SCRIPT });
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: luaFile('idempotency/lua/release.lua') });
   redis.defineCommand('gatewayStampWatch', { numberOfKeys: 2, lua: STAMP_WATCH_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
@@ -252,7 +254,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         stamp_seen: String(stamp.seen),
         stamp_last: String(stamp.last),
       });
-      const [outcome, remaining, waitMs, count, wentBack] = await commands.gatewayAdmit(keys.length, ...keys, ...args);
+      const [outcome, remaining, waitMs, count, wentBack] = await commands.gatewayAdmit(...keys, ...args);
       if (Number(count) > stamp.seen) {
         stamp.seen = Number(count);
         stamp.last = Date.now();
