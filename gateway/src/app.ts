@@ -2,7 +2,7 @@ import type { Express, Request } from 'express';
 import { closeMirrorOnReconnect, createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
-import { createAdmissionStore } from './admission/admission.ts';
+import { createAdmissionStore, replayStoreCheck } from './admission/admission.ts';
 import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
 import { apiRouter } from './pipeline/api.router.ts';
@@ -26,6 +26,8 @@ export interface GatewayDeps {
   apiDocument: OpenApiDocument;
   /** The live keys of GATEWAY_CLIENT_KEYS_FILE; GATEWAY_CLIENT_KEYS' when omitted. */
   clientKeys?: KeyLookup;
+  /** The key ids of `clientKeys` (GATEWAY_CLIENT_KEYS_FILE's, as they change); GATEWAY_CLIENT_KEYS's when omitted. */
+  clientKeyIds?: () => readonly string[];
 }
 
 /** The gateway app and what must be closed with it. */
@@ -50,7 +52,15 @@ function pathOf(req: Request): string {
  */
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
-  const checks = [redisCheck(deps.redis)];
+  const admission = createAdmissionStore(deps.redis, {
+    nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
+    safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
+    unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+  });
+  const keyIds = deps.clientKeyIds ?? (() => config.GATEWAY_CLIENT_KEYS.map((key) => key.keyId));
+  // Each client key's replay store dated now where it has no birth yet (a new key, or a slot that lost its
+  // data), and ready once that second is over, so that a key's first request does not meet it (part 13).
+  const checks = [redisCheck(deps.redis), replayStoreCheck(deps.redis, admission, keyIds)];
   const app = createBaseApp({
     logger,
     metrics: deps.metrics,
@@ -77,12 +87,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
-  const admission = createAdmissionStore(deps.redis, {
-    nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
-    safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
-    unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
-  });
-  // CONTRACT.md part 13: a Redis that came back with less than this gateway wrote (a lagging replica
+  // CONTRACT.md part 13: a slot that came back with fewer nonces than this gateway wrote (a lagging replica
   // promoted) is marked lost at once, not at this replica's next request: another may be replayed to.
   const stampWatch = watchWriteStamp(deps.redis, admission.stamp, {
     onLoss: () => logger.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss'),

@@ -47,7 +47,7 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
     }
   }
 
-  const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument, clientKeys: keysFile?.keys });
+  const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument, clientKeys: keysFile?.keys, clientKeyIds: keysFile?.keyIds });
 
   await serveUntilStopped({
     service: 'gateway',

@@ -5,6 +5,7 @@ import { type TestRedis, captureLogger, createTestRedis, unreachableRedis } from
 import { createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocumentFor } from '../src/docs/load-api-document.ts';
+import { markReplayStoreWhole } from './support/gateway-harness.ts';
 
 describe('gateway app', () => {
   let testRedis: TestRedis;
@@ -12,6 +13,8 @@ describe('gateway app', () => {
 
   before(async () => {
     testRedis = await createTestRedis('gateway');
+    // A new environment, not a Redis that lost its data: the local key's replay store is whole from the start.
+    await markReplayStoreWhole(testRedis.redis, ['local-dev']);
     apiDocument = await loadApiDocumentFor(loadConfig(gatewayConfigSpec, {}));
   });
   after(async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { closeRedis } from '@platform/service-kit';
-import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
-import { idempotencyRedisKey, nonceKey } from '../src/admission/admission.ts';
+import { type TestRedis, createTestRedis, flushKeys, unreachableRedis } from '@platform/service-kit/testing';
+import { idempotencyRedisKey, nonceKey, rateKey } from '../src/admission/admission.ts';
 import { type Answer, type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
 
@@ -32,8 +32,7 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
   });
   // Every test starts with fresh quotas: the counters are the only state they share.
   beforeEach(async () => {
-    const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:*`);
-    if (keys.length > 0) await testRedis.redis.del(...keys.map((k) => k.slice(testRedis.keyPrefix.length)));
+    await flushKeys(testRedis.redis, `${testRedis.keyPrefix}gateway:{ck:*}:rate:`);
   });
 
   const token = () => gw.issuer.sign();
@@ -64,8 +63,7 @@ describe('gateway rate limits per client key (CONTRACT.md part 12)', () => {
     assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0);
     assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0);
     // Room again (the counters emptied as a window passing would): the very same signed request goes through.
-    const keys = await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:*`);
-    await testRedis.redis.del(...keys.map((k) => k.slice(testRedis.keyPrefix.length)));
+    await flushKeys(testRedis.redis, `${testRedis.keyPrefix}gateway:{ck:*}:rate:`);
     assert.equal((await send(gw.url, 'GET', CITIES, headers)).status, 200);
   });
 
@@ -172,8 +170,8 @@ describe('gateway rate limits: a sliding window, not a fixed one', function () {
       assert.equal(res.status, 200);
       await sleep(100);
     }
-    const [key] = (await testRedis.redis.keys(`${testRedis.keyPrefix}gateway:rate:test-ed25519:*`)).map((k) => k.slice(testRedis.keyPrefix.length));
-    assert.ok(key !== undefined);
+    const key = rateKey('test-ed25519', 1);
+    assert.equal(await testRedis.redis.exists(key), 1);
     const fields = await testRedis.redis.hlen(key);
     assert.ok(fields >= 5 && fields <= 11, `${fields} sub-windows kept`);
     assert.ok((await testRedis.redis.pttl(key)) <= 1100);

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REVOCATION_MIRROR_KEY, REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
+import { ALL_REVOCATION_BUCKETS, REVOCATIONS_RESTORING_MESSAGE, revocationMirrorKey } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
-import { idempotencyRedisKey, nonceKey } from '../src/admission/admission.ts';
+import { idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
 import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../src/admission/admit.step.ts';
-import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { type TestGateway, markReplayStoreWhole, send, startGateway } from './support/gateway-harness.ts';
 import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
 
 // CONTRACT.md part 13 at the gateway: a Redis found without the revocation mirror (it lost its data) fails
@@ -23,6 +23,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   });
   afterEach(async () => {
     await markRevocationsRestored(testRedis.redis);
+    await markReplayStoreWhole(testRedis.redis, [gw.keys.hmac.keyId, gw.keys.ed25519.keyId]);
   });
   after(async () => {
     await gw.close();
@@ -42,7 +43,19 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   const proxied = () => gw.identity.received.length + gw.risk.received.length;
   /** What Redis lost: every key of the environment, the mirror with them. */
   const loseData = () => testRedis.flush();
-  const mirror = async () => testRedis.redis.hgetall(REVOCATION_MIRROR_KEY);
+  /**
+   * What the gateway reads of Redis's past: since when the client key's slot holds its nonces (`born`, ms),
+   * and whether the revocation mirror is whole (`ready`: every bucket's, as identity's re-seed leaves them).
+   */
+  const mirror = async () => {
+    const born = await testRedis.redis.hget(replayBornKey(gw.keys.hmac.keyId), 'born');
+    const ready = await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.hget(revocationMirrorKey(b), 'ready')));
+    return { born: born ?? undefined, ready: ready.every((r) => r === '1') ? '1' : '0' };
+  };
+  /** Identity's re-seed: every bucket's mirror whole again. */
+  const reseeded = () => markRevocationsRestored(testRedis.redis);
+  /** A loss found at `born` (ms) in the client key's slot. */
+  const lostAt = (born: number) => testRedis.redis.hset(replayBornKey(gw.keys.hmac.keyId), 'born', String(born));
   const rejections = async (reason: string) => {
     const text = await (await fetch(`${gw.managementUrl}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('gateway_rejected_requests_total{') && l.includes(`reason="${reason}"`));
@@ -79,7 +92,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(state.ready, '0');
     assert.ok(Math.abs(Number(state.born) - Date.now()) < 5000, JSON.stringify(state));
     // The same request, once identity has re-seeded, goes through: the refusal did not spend its nonce.
-    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'ready', '1');
+    await reseeded();
     assert.equal((await stationsCall({ nonce, created })).status, 200);
   });
 
@@ -98,7 +111,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     const signedBefore = nowS() - 2;
     await loseData();
     await stationsCall(); // notices the loss: the mirror is born now
-    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'ready', '1');
+    await reseeded();
     const before = proxied();
     const signatureRejections = await rejections('signature');
     for (const call of [() => stationsCall({ created: signedBefore }), () => loginCall({ created: signedBefore })]) {
@@ -119,7 +132,8 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     await loseData();
     // The loss in the middle of the current second, as the first script after it would have marked it.
     const second = nowS();
-    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'born', String(second * 1000 + 500), 'ready', '1');
+    await lostAt(second * 1000 + 500);
+    await reseeded();
     const before = proxied();
     const asked = await rejections('signed-in-loss-second');
     const nonce = newNonce();
@@ -149,7 +163,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   it('a request signed before the loss is refused while the mirror is still missing (401 before 503)', async () => {
     const signedBefore = nowS() - 2;
     await loseData();
-    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'born', String(Date.now()), 'ready', '0');
+    await lostAt(Date.now());
     const res = await stationsCall({ created: signedBefore });
     assert.equal(res.status, 401);
     assert.equal(res.json().message, 'Invalid request signature');
@@ -160,7 +174,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     await sleep(5);
     // Another replica found the loss, after this gateway's last write.
     const first = Date.now();
-    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'born', String(first), 'ready', '0');
+    await lostAt(first);
     await stationsCall({ created: afterLoss() });
     assert.deepEqual(await mirror(), { born: String(first), ready: '0' });
   });
@@ -176,7 +190,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.deepEqual(await mirror(), { born: '0', ready: '0' });
     assert.equal((await stationsCall()).status, 503);
     assert.equal((await loginCall()).status, 200);
-    await testRedis.redis.hset(REVOCATION_MIRROR_KEY, 'ready', '1');
+    await reseeded();
     assert.equal((await stationsCall()).status, 200);
   });
 

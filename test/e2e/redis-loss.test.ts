@@ -7,6 +7,7 @@ import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts
 import { type TestSigningKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { type CaptureServer, startCaptureServer } from '../../services/identity/test/support/capture-server.ts';
 import { type PrivateRedis, startPrivateRedis } from '@platform/stack';
+import { replayBornKey } from '../../gateway/src/admission/admission.ts';
 import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../../gateway/src/admission/admit.step.ts';
 import { type Stack, startStack } from './support/stack.ts';
 
@@ -63,8 +64,8 @@ describe('end to end: Redis loses its data (CONTRACT.md part 13)', function () {
   const get = (target: string, token: string, created = nowS()): Promise<Answer> =>
     send(stack.gatewayUrl, 'GET', target, signedHeaders('GET', target, { key: LOCAL_KEY, bearer: token, created }));
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  /** When the environment's Redis last lost its data, as the platform marked it (ms). */
-  const born = async () => Number(await raw.hget(`${stack.redis.prefix}auth:mirror`, 'born'));
+  /** When the Redis slot of the client key's nonces last lost its data, as the gateway marked it (ms). */
+  const born = async () => Number(await raw.hget(`${stack.redis.prefix}${replayBornKey(LOCAL_KEY.keyId)}`, 'born'));
 
   /** Every key of the run's environment gone, as after a flush or a failover to an empty replica. */
   const flushEnvironment = () => flushKeys(raw, stack.redis.prefix);

@@ -1,25 +1,30 @@
-import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA, STAMP_TTL_MS, type WriteStamp, revocationKeys, writeStamp } from '@platform/auth';
-import type { Redis } from '@platform/service-kit';
+import { randomUUID } from 'node:crypto';
+import { RevocationsUnavailableError, STAMP_LUA, STAMP_TTL_MS, mirrorCloser, redisBlacklist } from '@platform/auth';
+import type { ReadinessCheck, Redis } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
 
 /**
- * The one Redis round trip of a signed request (README, "What one request costs in Redis"): Redis's past,
- * the replay, the rate window, the nonce, the idempotency key and the token's revocation, as named Lua
- * functions in one script (lua/admit.lua is their order). On a Redis Cluster the per-client-key functions
- * (rate_window, nonce_*, idempotency_claim, replay_store_loss) and the per-session one (token_revoked with
- * mirror_state) can be split by slot into two scripts; on one Redis they run as one.
+ * A signed request's admission in Redis (README, "What one request costs in Redis"), as scripts of one slot
+ * each, so that it runs on a Redis Cluster as on one Redis (CONTRACT.md part 14):
+ * - the revocation check, only for a request that carries or needs a bearer token: @platform/auth's one
+ *   script on the token's bucket (`revocationSlotKeys`: the bucket's mirror state, one EXISTS of the token's
+ *   and session's keys), sent first, so that a 503 while the bucket is re-seeded claims nothing;
+ * - the client key's admission (lua/admit.lua orders its named functions): the slot's past, the replay,
+ *   the rate window, the nonce and the idempotency key, every key tagged `{ck:<keyId>}`, with the key's own
+ *   `born` hash and this gateway's write stamp in that tag (a signature is judged against the loss of the
+ *   shard that held its nonces).
  */
 const ADMIT_SCRIPT = [
   `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
-  MIRROR_STATE_LUA,
   STAMP_LUA,
   luaFile('admission/lua/replay-store-loss.lua'),
   luaFile('rate-limit/lua/rate-window.lua'),
   luaFile('idempotency/lua/nonce.lua'),
   luaFile('idempotency/lua/idempotency-key.lua'),
-  luaFile('bearer/lua/revocation.lua'),
   luaFile('admission/lua/admit.lua'),
 ].join('\n');
+
+const STAMP_WATCH_SCRIPT = [STAMP_LUA, luaFile('admission/lua/stamp-watch.lua')].join('\n');
 
 /** The first check that refused the request, or `claimed`: the outcome names lua/admit.lua returns. */
 export const ADMISSION_OUTCOMES = [
@@ -34,17 +39,15 @@ export const ADMISSION_OUTCOMES = [
 ] as const;
 export type AdmissionOutcome = (typeof ADMISSION_OUTCOMES)[number];
 
-/** The script's keys by name, in the order of its `key` table (KEYS[1..]). */
+/** The client key script's keys by name, in the order of its `key` table (KEYS[1..]): all of one slot. */
 interface AdmissionKeys {
   rate: string;
   nonce: string;
   idempotency: string;
-  mirror: string;
+  born: string;
   stamp: string;
-  token?: string;
-  session?: string;
 }
-export const ADMISSION_KEYS = ['rate', 'nonce', 'idempotency', 'mirror', 'stamp', 'token', 'session'] as const satisfies ReadonlyArray<keyof AdmissionKeys>;
+export const ADMISSION_KEYS = ['rate', 'nonce', 'idempotency', 'born', 'stamp'] as const satisfies ReadonlyArray<keyof AdmissionKeys>;
 
 /** The script's arguments by name, in the order of its `arg` table (ARGV[1..]). */
 interface AdmissionArgs {
@@ -60,7 +63,8 @@ interface AdmissionArgs {
   created: number;
   /** This process's clock (ms): the `born` of a mirror found missing. */
   now: number;
-  bearing: boolean;
+  /** The revocation check found the token's bucket not whole (only asked of a request that carries or needs a token). */
+  restoring: boolean;
   stamp_seen: string;
   stamp_last: string;
 }
@@ -72,7 +76,7 @@ export const ADMISSION_ARGS = [
   'width_ms',
   'created',
   'now',
-  'bearing',
+  'restoring',
   'stamp_seen',
   'stamp_last',
 ] as const satisfies ReadonlyArray<keyof AdmissionArgs>;
@@ -106,15 +110,21 @@ export interface AdmissionRequest {
 
 /** Nonces, idempotency keys and quotas, scoped by client key id. */
 export interface AdmissionStore {
-  /** One round trip: Redis's past, the rate window, the nonce, the idempotency key, the revocation. Rejects when Redis is unreachable. */
+  /** The revocation check (bearer requests), then the client key's script. Rejects when Redis is unreachable. */
   admit(request: AdmissionRequest): Promise<Admission>;
   /** Frees an idempotency key after a 5xx or no answer, so the client may retry with it. */
   release(request: Pick<AdmissionRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
   /**
-   * This gateway's nonce writes as Redis counts them: `check()` finds a Redis that went back in time
-   * without a request (after a reconnect, and now and then).
+   * This gateway's nonce writes, per client key, as Redis counts them: `check()` finds a slot that went back
+   * in time without a request (after a reconnect, and now and then), and resolves true when one did.
    */
-  readonly stamp: WriteStamp;
+  readonly stamp: { check(): Promise<boolean> };
+  /**
+   * Dates each key's slot from now where it has no birth yet (a key never used, or a slot that lost its
+   * data: the same), so that a key's first request is not the one that finds its slot without a birth;
+   * resolves with the latest birth (ms).
+   */
+  prepare(keyIds: readonly string[]): Promise<number>;
 }
 
 export interface AdmissionOptions {
@@ -126,24 +136,35 @@ export interface AdmissionOptions {
   unsafeTtlS: number;
 }
 
-/** The two scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
+/** The scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
 interface AdmissionCommands {
-  gatewayAdmit(numKeys: number, ...keysAndArgs: string[]): Promise<[string, number, number, number]>;
+  gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
+  gatewayStampWatch(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const OUTCOMES = new Set<string>(ADMISSION_OUTCOMES);
 
-// Key ids may contain ':'; encoding it keeps `a` + `b:c` and `a:b` + `c` from naming the same key.
-const scope = (keyId: string): string => keyId.replaceAll('%', '%25').replaceAll(':', '%3A');
+// Key ids may contain ':'; encoding it keeps `a` + `b:c` and `a:b` + `c` from naming the same key. Braces are
+// encoded too: the hash tag must be the whole key id.
+const scope = (keyId: string): string => keyId.replaceAll('%', '%25').replaceAll(':', '%3A').replaceAll('{', '%7B').replaceAll('}', '%7D');
 
+/** The common start (below REDIS_KEY_PREFIX) of a client key's keys: its hash tag, one slot (CONTRACT.md part 14). */
+export const clientKeyTag = (keyId: string): string => `gateway:{ck:${scope(keyId)}}:`;
 /** The Redis key (below REDIS_KEY_PREFIX) remembering a nonce. */
-export const nonceKey = (keyId: string, nonce: string): string => `gateway:nonce:${scope(keyId)}:${nonce}`;
+export const nonceKey = (keyId: string, nonce: string): string => `${clientKeyTag(keyId)}nonce:${nonce}`;
 /** The Redis key (below REDIS_KEY_PREFIX) counting a key's requests; the window is in it, so a new window starts afresh. */
-export const rateKey = (keyId: string, windowS: number): string => `gateway:rate:${scope(keyId)}:${windowS}`;
+export const rateKey = (keyId: string, windowS: number): string => `${clientKeyTag(keyId)}rate:${windowS}`;
 /** The Redis key (below REDIS_KEY_PREFIX) remembering an idempotency key. */
-export const idempotencyRedisKey = (keyId: string, key: string): string => `gateway:idem:${scope(keyId)}:${key}`;
+export const idempotencyRedisKey = (keyId: string, key: string): string => `${clientKeyTag(keyId)}idem:${key}`;
+/** The hash (below REDIS_KEY_PREFIX) whose `born` (ms) says since when the key's slot holds its nonces. */
+export const replayBornKey = (keyId: string): string => `${clientKeyTag(keyId)}born`;
+/** This gateway's write stamp (below REDIS_KEY_PREFIX) in a client key's slot. */
+const stampKey = (keyId: string, gatewayId: string): string => `${clientKeyTag(keyId)}stamp:gateway:${gatewayId}`;
+
+/** A bearer request without a verified token (missing, bad, or not read on this route) is held by this bucket's state. */
+const UNVERIFIED_TOKEN = { tokenId: '-', sessionId: '' };
 
 function scriptArgs(args: AdmissionArgs): string[] {
   return ADMISSION_ARGS.map((name) => {
@@ -152,28 +173,74 @@ function scriptArgs(args: AdmissionArgs): string[] {
   });
 }
 
+interface Stamp {
+  key: string;
+  seen: number;
+  last: number;
+}
+
 /** The admission store over the gateway's Redis client (whose keyPrefix ioredis also applies to script keys). */
 export function createAdmissionStore(redis: Redis, options: AdmissionOptions): AdmissionStore {
-  redis.defineCommand('gatewayAdmit', { lua: ADMIT_SCRIPT });
+  // A fixed key count: ioredis' auto-pipeline on a cluster picks a command's node by its first argument,
+  // which must be a key (the client key's slot), not the count.
+  redis.defineCommand('gatewayAdmit', { numberOfKeys: ADMISSION_KEYS.length, lua: ADMIT_SCRIPT });
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: luaFile('idempotency/lua/release.lua') });
+  redis.defineCommand('gatewayStampWatch', { numberOfKeys: 2, lua: STAMP_WATCH_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as AdmissionCommands;
-  const stamp = writeStamp(redis, 'gateway');
+  const revocations = redisBlacklist(redis);
+  // A slot that went back in time may have lost revocations too: every bucket waits for identity's re-seed.
+  const closeMirrors = mirrorCloser(redis);
+  const gatewayId = randomUUID();
+  // One stamp per client key this gateway wrote nonces of (verified key ids only: a bounded set).
+  const stamps = new Map<string, Stamp>();
+  const stampOf = (keyId: string): Stamp => {
+    let stamp = stamps.get(keyId);
+    if (stamp === undefined) {
+      stamp = { key: stampKey(keyId, gatewayId), seen: 0, last: 0 };
+      stamps.set(keyId, stamp);
+    }
+    return stamp;
+  };
+
+  /** 'restoring' while the token's bucket is not whole, else whether the token or its session was revoked. */
+  async function revocationCheck(request: AdmissionRequest): Promise<'restoring' | 'revoked' | 'unrevoked'> {
+    try {
+      const revoked = await revocations.isRevoked(request.token ?? UNVERIFIED_TOKEN);
+      return revoked && request.token !== undefined ? 'revoked' : 'unrevoked';
+    } catch (err) {
+      if (err instanceof RevocationsUnavailableError) return 'restoring';
+      throw err;
+    }
+  }
+
   return {
-    stamp,
+    stamp: {
+      async check() {
+        const now = String(Date.now());
+        const found = await Promise.all(
+          [...stamps.entries()].map(async ([keyId, stamp]) =>
+            Number(await commands.gatewayStampWatch(replayBornKey(keyId), stamp.key, String(stamp.seen), String(stamp.last), now, String(STAMP_TTL_MS))) === 1,
+          ),
+        );
+        if (!found.includes(true)) return false;
+        await closeMirrors();
+        return true;
+      },
+    },
     async admit(request) {
       const { rate } = request;
-      const [token, session] = request.token === undefined ? [] : revocationKeys(request.token);
+      // Checked first: a 503 while the bucket is re-seeded must claim nothing (its nonce stays fresh).
+      const revocation = request.bearing ? await revocationCheck(request) : 'unrevoked';
+      const stamp = stampOf(request.keyId);
       const named: AdmissionKeys = {
         rate: rateKey(request.keyId, rate?.windowS ?? 0),
         nonce: nonceKey(request.keyId, request.nonce),
         idempotency: idempotencyRedisKey(request.keyId, request.idempotencyKey),
-        mirror: REVOCATION_MIRROR_KEY,
+        born: replayBornKey(request.keyId),
         stamp: stamp.key,
-        token,
-        session,
       };
-      const keys = ADMISSION_KEYS.map((name) => named[name]).filter((key) => key !== undefined);
+      const keys = ADMISSION_KEYS.map((name) => named[name]);
       const args = scriptArgs({
         nonce_ttl_ms: options.nonceTtlS * 1000,
         key_ttl_ms: (SAFE_METHODS.has(request.method) ? options.safeTtlS : options.unsafeTtlS) * 1000,
@@ -183,17 +250,51 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         width_ms: rate === undefined ? 0 : (rate.windowS * 1000) / RATE_BUCKETS,
         created: request.created,
         now: Date.now(),
-        bearing: request.bearing,
-        stamp_seen: stamp.seen(),
-        stamp_last: stamp.lastWrite(),
+        restoring: revocation === 'restoring',
+        stamp_seen: String(stamp.seen),
+        stamp_last: String(stamp.last),
       });
-      const [outcome, remaining, waitMs, count] = await commands.gatewayAdmit(keys.length, ...keys, ...args);
-      stamp.observe(Number(count));
+      const [outcome, remaining, waitMs, count, wentBack] = await commands.gatewayAdmit(...keys, ...args);
+      if (Number(count) > stamp.seen) {
+        stamp.seen = Number(count);
+        stamp.last = Date.now();
+      }
       if (!OUTCOMES.has(outcome)) throw new Error(`unexpected admission script result ${String(outcome)}`);
-      return { outcome: outcome as AdmissionOutcome, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) } };
+      if (Number(wentBack) === 1) await closeMirrors();
+      // Claimed: a revoked token keeps its key claimed (a 401 is not a 5xx; CONTRACT.md part 3).
+      const decided = outcome === 'claimed' && revocation === 'revoked' ? 'token-revoked' : (outcome as AdmissionOutcome);
+      return { outcome: decided, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) } };
+    },
+    async prepare(keyIds) {
+      const now = String(Date.now());
+      const births = await Promise.all(
+        keyIds.map(async (keyId) => {
+          await redis.hsetnx(replayBornKey(keyId), 'born', now);
+          return Number(await redis.hget(replayBornKey(keyId), 'born'));
+        }),
+      );
+      return Math.max(0, ...births);
     },
     async release(request) {
       await commands.gatewayRelease(idempotencyRedisKey(request.keyId, request.idempotencyKey), request.owner);
+    },
+  };
+}
+
+
+/**
+ * Readiness (`replay-store`): every configured client key's slot has a birth, and the second of it is over,
+ * so that a gateway starting on an empty Redis sends its first clients nowhere until their signatures can
+ * be told from the time before (CONTRACT.md part 13; identity's readiness waits out the same second).
+ */
+export function replayStoreCheck(redis: Redis, store: AdmissionStore, keyIds: () => readonly string[]): ReadinessCheck {
+  return {
+    name: 'replay-store',
+    check: async () => {
+      // Without Redis the `redis` check is the one that fails: one reason, not two.
+      if (redis.status !== 'ready') return;
+      const born = await store.prepare(keyIds());
+      if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error(`a client key's replay store is dated ${born}: ready once that second is over`);
     },
   };
 }

@@ -22,7 +22,8 @@ function setQuotaHeaders(request: GatewayRequest, admission: Admission | undefin
 }
 
 /**
- * Step 5: admission in Redis, one round trip (admission.ts; lua/admit.lua is its order). Turns what Redis
+ * Step 5: admission in Redis (admission.ts: the revocation check on the token's bucket for a bearer
+ * request, then the client key's script, lua/admit.lua, each on one slot). Turns what Redis
  * found into the request's answer: 401 signed before a loss, 503 in the loss's second or while the
  * revocations are re-seeded, **429 rate limited** (rate-limit/lua/rate-window.lua decides it), 409 nonce or
  * idempotency key reused. Without Redis nothing is proxied: 503 (fail closed, CONTRACT.md part 3).

@@ -46,7 +46,7 @@ function pathOf(url: string): string {
  *
  *   idempotencyHeader → readBody → verifySignature → verifyBearer → admit → requireBearer → forward
  *
- * `admit` is the one Redis round trip (admission/admission.ts): the 429, the 409s, the Redis-loss answers.
+ * `admit` is the admission in Redis (admission/admission.ts: scripts of one slot each): the 429, the 409s, the Redis-loss answers.
  * The idempotency key is released in one place, by one rule (chain.ts, `keepsIdempotencyKey`). A
  * documented path with another method answers 405 with `Allow`; any other path is left to the 404
  * handler. Neither is ever proxied.

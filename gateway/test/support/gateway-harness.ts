@@ -6,6 +6,7 @@ import { type CapturedLogger, captureLogger } from '@platform/service-kit/testin
 import { type Gateway, createGateway } from '../../src/app.ts';
 import { gatewayConfigSpec } from '../../src/config.ts';
 import { loadApiDocumentFor } from '../../src/docs/load-api-document.ts';
+import { replayBornKey } from '../../src/admission/admission.ts';
 import { type FakeUpstream, deadUrl, startUpstream } from './fake-upstream.ts';
 import type { TestSigningKey } from './signing-client.ts';
 
@@ -52,13 +53,24 @@ export interface TestGatewayOptions {
   keepMirror?: boolean;
 }
 
+/**
+ * Marks the replay store of each client key whole since the epoch (`born` 0), as a Redis that never lost its
+ * data: a key's first request would otherwise find its slot without a birth and date the loss from it.
+ */
+export async function markReplayStoreWhole(redis: Redis, keyIds: readonly string[]): Promise<void> {
+  await Promise.all(keyIds.map((keyId) => redis.hset(replayBornKey(keyId), 'born', '0')));
+}
+
 /** A real gateway on 127.0.0.1:0 with fake upstreams, a JWKS issuer and the given Redis. */
 export async function startGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const keys = testKeys();
   const issuer = createTestIssuer();
   // No identity keeps the revocation mirror here: it is marked whole and born at the epoch, as a Redis
   // that never lost its data (CONTRACT.md part 13).
-  if (options.keepMirror !== true) await markRevocationsRestored(options.redis);
+  if (options.keepMirror !== true) {
+    await markRevocationsRestored(options.redis);
+    await markReplayStoreWhole(options.redis, [keys.hmac.keyId, keys.ed25519.keyId]);
+  }
   const jwks = await issuer.serveJwks();
   const identity = options.identity ?? (await startUpstream());
   const risk = options.risk ?? (await startUpstream());

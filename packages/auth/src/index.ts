@@ -12,7 +12,7 @@ export {
   STAMP_TTL_MS,
   type StampCount,
   type TokenBlacklist,
-  type WriteStamp,
+  type StampCheck,
   blacklistKey,
   bucketMirrors,
   bucketStamps,
@@ -28,7 +28,6 @@ export {
   revocationSlotKeys,
   sessionRevocationKey,
   watchWriteStamp,
-  writeStamp,
 } from './revocations/index.ts';
 export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type TokenAlgorithm, algorithmOf } from './key-algorithm.ts';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { REVOCATION_MIRROR_KEY, RevocationsUnavailableError, blacklistKey, mirrorKeyOfSession, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
+import { RevocationsUnavailableError, blacklistKey, mirrorKeyOfSession, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { closeRedis, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
-import { createAdmissionStore, nonceKey } from '../../../gateway/src/admission/admission.ts';
+import { createAdmissionStore, nonceKey, replayBornKey } from '../../../gateway/src/admission/admission.ts';
 import { inProcessRedis } from '../src/in-process-redis.ts';
 
 // Every test names its own prefix, as the deployables of one environment share REDIS_KEY_PREFIX.
@@ -50,11 +50,12 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 60 }), 'signed-before-loss');
     // Found in the middle of a second: a signature of that
     // very second cannot be told apart from one before it and is asked to sign again; the second before is over.
-    await redis.hset(REVOCATION_MIRROR_KEY, 'born', String(now * 1000 + 500));
+    await redis.hset(replayBornKey('k'), 'born', String(now * 1000 + 500));
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now }), 'signed-in-loss-second');
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 1 }), 'signed-before-loss');
     assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
     await markRevocationsRestored(redis);
+    await redis.hset(replayBornKey('k'), 'born', '0');
     assert.equal(await outcome(request), 'claimed');
     assert.equal(await outcome({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
     assert.equal(await outcome({ ...request, nonce: 'n2' }), 'key-reused');
@@ -75,6 +76,7 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
     const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
     await markRevocationsRestored(redis);
+    await redis.hset(replayBornKey('k'), 'born', '0');
     const created = Math.floor(Date.now() / 1000);
     const claim = (i: number) => guard.admit({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, bearing: false, created, owner: 'a', rate: { limit: 3, windowS: 60 } });
     const claims = [await claim(1), await claim(2), await claim(3), await claim(4)];

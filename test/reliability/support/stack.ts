@@ -2,6 +2,7 @@ import type { Role } from '@platform/auth';
 import { type Knex, type ServerHandle, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, type TestDatabase, captureLogger, createTestDatabase } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../../gateway/src/app.ts';
+import { markReplayStoreWhole } from '../../../gateway/test/support/gateway-harness.ts';
 import { gatewayConfigSpec } from '../../../gateway/src/config.ts';
 import { loadApiDocumentFor } from '../../../gateway/src/docs/load-api-document.ts';
 import { type Answer, sendRaw } from './raw-http.ts';
@@ -112,6 +113,9 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
     ...options.gatewayEnv,
   });
   const gatewayLog = captureLogger('gateway');
+  // A new environment, not a Redis that lost its data: the client key's replay store is whole from the
+  // start, as the harness's revocation mirror is (identity-harness.ts).
+  await markReplayStoreWhole(identity.redis, [CLIENT_KEY.keyId]);
   const gateway: Gateway = createGateway({
     config: gatewayConfig,
     logger: gatewayLog.logger,

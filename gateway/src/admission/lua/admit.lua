@@ -1,18 +1,21 @@
--- The gateway's one Redis round trip per request: may this signed request pass? The named functions above
--- (loaded by admission.ts) do the work; this is only their order, CONTRACT.md parts 3, 12 and 13:
--- Redis's past → replay (read only) → rate window → nonce → idempotency key → revocation.
+-- The client key's admission, one script on the key's slot (`{ck:<keyId>}`): may this signed request pass?
+-- The named functions above (loaded by admission.ts) do the work; this is only their order, CONTRACT.md
+-- parts 3, 12 and 13: the slot's past → revocations restoring (found by the revocation check, sent before
+-- this one) → replay (read only) → rate window → nonce → idempotency key.
 -- KEYS and ARGV by name, in the order of admission.ts ADMISSION_KEYS and ADMISSION_ARGS.
-local key = { rate = KEYS[1], nonce = KEYS[2], idempotency = KEYS[3], mirror = KEYS[4], stamp = KEYS[5], token = KEYS[6], session = KEYS[7] }
+local key = { rate = KEYS[1], nonce = KEYS[2], idempotency = KEYS[3], born = KEYS[4], stamp = KEYS[5] }
 local arg = {
   nonce_ttl_ms = ARGV[1], key_ttl_ms = ARGV[2], owner = ARGV[3], limit = tonumber(ARGV[4]), width_ms = tonumber(ARGV[5]),
-  created = tonumber(ARGV[6]), now = ARGV[7], bearing = ARGV[8] == '1', stamp_seen = ARGV[9], stamp_last = ARGV[10],
+  created = tonumber(ARGV[6]), now = ARGV[7], restoring = ARGV[8] == '1', stamp_seen = ARGV[9], stamp_last = ARGV[10],
 }
 
--- The result, by name in admission.ts: { outcome, remaining (-1 without a limit), wait_ms, stamp (0: no nonce written) }.
--- Refusals before the window is read answer with no quota left and a second to wait, as an unreachable Redis.
-local loss, whole = replay_store_loss(key.mirror, key.stamp, arg.stamp_seen, arg.stamp_last, arg.now, arg.created)
-if loss then return { loss, 0, 1000, 0 } end
-if arg.bearing and not whole then return { 'revocations-restoring', 0, 1000, 0 } end
+-- The result, by name in admission.ts: { outcome, remaining (-1 without a limit), wait_ms, stamp (0: no nonce
+-- written), went_back (1: this call found the slot gone back in time) }. Refusals before the window is read
+-- answer with no quota left and a second to wait, as an unreachable Redis.
+local loss, went_back = replay_store_loss(key.born, key.stamp, arg.stamp_seen, arg.stamp_last, arg.now, arg.created)
+local back = went_back and 1 or 0
+if loss then return { loss, 0, 1000, 0, back } end
+if arg.restoring then return { 'revocations-restoring', 0, 1000, 0, back } end
 
 -- A replay is told apart before anything is counted: whoever captured a signed request must not spend its
 -- key's quota by sending it again (its 409 still carries the window's RateLimit fields).
@@ -22,11 +25,9 @@ if arg.limit > 0 then
   local admitted
   admitted, remaining, wait = rate_window(key.rate, arg.limit, arg.width_ms, not replayed)
   -- Refused: nothing is written, its nonce stays fresh and its idempotency key unclaimed.
-  if not admitted then return { replayed and 'nonce-reused' or 'rate-limited', 0, wait, 0 } end
+  if not admitted then return { replayed and 'nonce-reused' or 'rate-limited', 0, wait, 0, back } end
 end
-if replayed or not nonce_claim(key.nonce, arg.owner, arg.nonce_ttl_ms) then return { 'nonce-reused', remaining, wait, 0 } end
+if replayed or not nonce_claim(key.nonce, arg.owner, arg.nonce_ttl_ms) then return { 'nonce-reused', remaining, wait, 0, back } end
 local stamp = stamp_count(key.stamp)
-if not idempotency_claim(key.idempotency, arg.owner, arg.key_ttl_ms) then return { 'key-reused', remaining, wait, stamp } end
--- Claimed: a revoked token keeps its key claimed (a 401 is not a 5xx; CONTRACT.md part 3).
-if key.token and token_revoked(key.token, key.session) then return { 'token-revoked', remaining, wait, stamp } end
-return { 'claimed', remaining, wait, stamp }
+if not idempotency_claim(key.idempotency, arg.owner, arg.key_ttl_ms) then return { 'key-reused', remaining, wait, stamp, back } end
+return { 'claimed', remaining, wait, stamp, back }

@@ -1,22 +1,31 @@
--- replay_store_loss(mirror_key, stamp_key, seen, last, now, created): what Redis knows of its own past
--- (CONTRACT.md part 13), with @platform/auth's stamp_check and mirror_state. The writer's stamp (this
--- gateway's nonce writes as Redis counted them: `seen`, read back at `last` ms) holding less means Redis went
--- back in time and the mirror is marked lost now; a missing mirror means Redis lost its data (created here,
--- not whole). The loss moment is the mirror's `born` (ms); `created` is the signature's (Unix seconds).
--- Returns 'signed-before-loss' (its whole second before the loss: the nonces it could replay against are
--- gone), 'signed-in-loss-second' (that very second: cannot be told apart, sign again) or nil; and whether
--- the revocation mirror is whole.
-local function replay_store_loss(mirror_key, stamp_key, seen, last, now, created)
-  stamp_check(mirror_key, stamp_key, seen, last, now, STAMP_TTL_MS)
-  local born, whole = mirror_state(mirror_key, now)
-  local loss = tonumber(born) / 1000
-  if created + 1 <= loss then return 'signed-before-loss', whole end
-  if created < loss then return 'signed-in-loss-second', whole end
-  return nil, whole
+-- born_state(born_key, now): since when (ms) this client key's slot has held its nonces: the hash's `born`,
+-- created `now` (the caller's clock) when missing, as a slot that lost its data (CONTRACT.md part 13).
+local function born_state(born_key, now)
+  local born = redis.call('HGET', born_key, 'born')
+  if not born then
+    redis.call('HSETNX', born_key, 'born', now)
+    born = redis.call('HGET', born_key, 'born')
+  end
+  return born
 end
 
--- stamp_count(stamp_key): counts one nonce written on this gateway's write stamp, in the same step as the
--- write, so a Redis that later holds less is found out. Returns the count.
+-- replay_store_loss(born_key, stamp_key, seen, last, now, created): what the client key's slot knows of its
+-- own past (CONTRACT.md parts 13 and 14), with @platform/auth's stamp_check. The writer's stamp in this slot
+-- (this gateway's nonce writes of this key as Redis counted them: `seen`, read back at `last` ms) holding
+-- less means the slot went back in time and its `born` becomes now; a missing `born` means the slot lost its
+-- data (created here). `created` is the signature's (Unix seconds). Returns 'signed-before-loss' (its whole
+-- second before the loss: the nonces it could replay against are gone), 'signed-in-loss-second' (that very
+-- second: cannot be told apart, sign again) or nil; and whether this call found the slot gone back.
+local function replay_store_loss(born_key, stamp_key, seen, last, now, created)
+  local went_back = stamp_check(born_key, stamp_key, seen, last, now, STAMP_TTL_MS)
+  local loss = tonumber(born_state(born_key, now)) / 1000
+  if created + 1 <= loss then return 'signed-before-loss', went_back end
+  if created < loss then return 'signed-in-loss-second', went_back end
+  return nil, went_back
+end
+
+-- stamp_count(stamp_key): counts one nonce written on this gateway's write stamp of the slot, in the same
+-- step as the write, so a slot that later holds less is found out. Returns the count.
 local function stamp_count(stamp_key)
   local count = redis.call('INCR', stamp_key)
   if count == 1 then redis.call('PEXPIRE', stamp_key, STAMP_TTL_MS) end

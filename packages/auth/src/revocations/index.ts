@@ -8,9 +8,9 @@
  * id, and each bucket is one Redis Cluster hash tag holding its sessions' revocation keys, its tokens'
  * blacklist entries, its own mirror hash (`auth:{rv:<b>}:mirror`) and identity's stamp for it. A bearer check
  * is one script on one slot; a shard that loses its data loses only its buckets, found and re-seeded alone.
- * One more hash, `auth:mirror`, stands for the whole Redis: the gateway's admission script reads it (its
- * `born` refuses pre-loss signatures) until that script is split by slot; identity keeps it closed while any
- * bucket is lost and born no earlier than the latest bucket loss.
+ * One more hash, `auth:mirror`, stands for the whole Redis: identity's keeper still keeps it closed while any
+ * bucket is lost and born no earlier than the latest bucket loss, though nothing reads it since the
+ * gateway's admission was split by slot (the gateway dates its nonces per client key slot, `{ck:<keyId>}`).
  *
  * The life of each mirror hash (mirror.ts):
  *
@@ -25,12 +25,12 @@
  * The words, once:
  * - *mirror*: the revocations in Redis, a copy of what Postgres holds; *whole* (`ready` = 1) when it holds
  *   every revocation whose tokens may still be accepted.
- * - *born*: when this Redis was last found without its data (ms). A signature `created` before it is
- *   refused at the gateway: its nonce may have been lost with the data.
+ * - *born*: when this Redis (or this bucket's slot) was last found without its data (ms). The gateway keeps
+ *   a `born` of its own per client key slot: a signature `created` before it is refused there.
  * - *lost*: the hash is missing (created again not ready, born now) or was marked not ready: by a
  *   process that reconnected (closeMirrorOnReconnect: a failover may have lost writes), or by a *stamp*.
  * - *stamp* (write-stamp.ts): a writer's count of its writes that must survive (identity's revocations, one
- *   per bucket; the gateway's nonces, one against `auth:mirror`), INCR'd with each write; the writer
+ *   per bucket; the gateway's nonces, one per client key slot), INCR'd with each write; the writer
  *   remembers the highest count it has *seen*.
  *   Redis holding less went back in time: a replica that lagged was promoted though the hash survived.
  * - *dirty*: identity's keeper was told a revocation could not be published; it re-seeds once Redis answers.
@@ -71,8 +71,7 @@ export {
   STAMP_LUA,
   STAMP_TTL_MS,
   type StampCount,
-  type WriteStamp,
+  type StampCheck,
   bucketStamps,
   watchWriteStamp,
-  writeStamp,
 } from './write-stamp.ts';

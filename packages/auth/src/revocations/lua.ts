@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /** The Lua of this module, by file name (without `.lua`), read once per process. */
-export type LuaFile = 'mirror-state' | 'stamp-check' | 'mirror-read' | 'mirror-close' | 'mirror-close-at' | 'mirror-open' | 'stamp-watch' | 'is-revoked' | 'bucket-check';
+export type LuaFile = 'mirror-state' | 'stamp-check' | 'mirror-read' | 'mirror-close' | 'mirror-close-at' | 'mirror-open' | 'is-revoked' | 'bucket-check';
 
 const loaded = new Map<LuaFile, string>();
 

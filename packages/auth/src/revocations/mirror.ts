@@ -3,9 +3,9 @@ import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
 
 /**
- * The whole-Redis mirror: since the buckets (buckets.ts) each have their own, this one is kept for the
- * gateway's admission script until that is split by slot: whole only while every bucket is, born at the
- * latest loss found in any bucket (identity's keeper keeps it so). Module head: index.ts.
+ * The whole-Redis mirror: since the buckets (buckets.ts) each have their own, and the gateway's admission
+ * is split by slot, nothing reads this one; identity's keeper still keeps it (whole only while every bucket
+ * is, born at the latest loss found in any bucket) until that handling is removed. Module head: index.ts.
  *
  * Each mirror's state hash. Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
  * says whether the mirror is whole: `born` is when the platform found Redis without it (ms, the clock of

@@ -3,7 +3,6 @@ import { periodic } from '@platform/service-kit';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, bucketStampKey, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
-import { REVOCATION_MIRROR_KEY } from './mirror.ts';
 
 /**
  * How long a writer's stamp outlives its last write or check: a process checks its own every
@@ -17,10 +16,6 @@ export const STAMP_TTL_MS = 24 * 60 * 60 * 1000;
  */
 export const STAMP_LUA = luaFile('stamp-check');
 
-interface StampCommands {
-  writeStampCheck(mirrorKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
-}
-
 /** One process's count of its writes that must survive, and what it last read back of it. */
 export interface StampCount {
   /** The stamp's Redis key (below the client's prefix), unique to this process. */
@@ -33,38 +28,14 @@ export interface StampCount {
   observe(count: number): void;
 }
 
-/** A stamp that checks itself against the whole-Redis mirror (the gateway's nonces). */
-export interface WriteStamp extends StampCount {
+/** Something that checks a writer's stamps (the gateway's, one per client key slot): true when one went back. */
+export interface StampCheck {
   /**
-   * Compares the count in Redis with `seen`: when Redis holds less, marks the revocation mirror lost
-   * (CONTRACT.md part 13) and resolves true. Also keeps the stamp from expiring. Rejects when Redis is
+   * Compares the counts in Redis with what the writer saw: when Redis holds less, marks the loss
+   * (CONTRACT.md part 13) and resolves true. Also keeps the stamps from expiring. Rejects when Redis is
    * unreachable.
    */
   check(): Promise<boolean>;
-}
-
-/** A new stamp for a writer (`gateway`, `identity`) on `redis`, whose key prefix is the environment's. */
-export function writeStamp(redis: Redis, writer: string): WriteStamp {
-  redis.defineCommand('writeStampCheck', { numberOfKeys: 2, lua: luaScript('stamp-check', 'stamp-watch') });
-  // defineCommand adds methods TypeScript cannot see; this is their exact shape.
-  const commands = redis as unknown as StampCommands;
-  const key = `auth:stamp:${writer}:${randomUUID()}`;
-  let seen = 0;
-  let last = 0;
-  return {
-    key,
-    seen: () => String(seen),
-    lastWrite: () => String(last),
-    observe(count) {
-      if (count > seen) {
-        seen = count;
-        last = Date.now();
-      }
-    },
-    async check() {
-      return Number(await commands.writeStampCheck(REVOCATION_MIRROR_KEY, key, String(seen), String(last), String(Date.now()), String(STAMP_TTL_MS))) === 1;
-    },
-  };
 }
 
 interface BucketCheckCommands {
@@ -147,7 +118,7 @@ const STAMP_CHECK_MS = 60_000;
  */
 export function watchWriteStamp(
   redis: Redis,
-  stamp: WriteStamp,
+  stamp: StampCheck,
   options: { intervalMs?: number; onLoss: () => void; onError: (err: unknown) => void },
 ): { stop: () => void } {
   const checks = periodic(
