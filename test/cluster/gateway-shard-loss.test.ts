@@ -8,6 +8,7 @@ import { replayBornKey } from '../../gateway/src/admission/admission.ts';
 import { send } from '../../gateway/test/support/gateway-harness.ts';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { CLIENT_KEY, type Stack, startStack } from '../reliability/support/stack.ts';
+import { startedOn } from './support/on-cluster.ts';
 
 const CITIES = '/v1/weather-stations/get-cities';
 
@@ -31,14 +32,7 @@ describe('the gateway when the shard of a client key\'s nonces loses its data (C
 
   before(async () => {
     cluster = await startLocalRedisCluster();
-    const before = process.env.TEST_REDIS_CLUSTER_NODES;
-    process.env.TEST_REDIS_CLUSTER_NODES = cluster.seeds;
-    try {
-      stack = await startStack({ env: { REVOCATION_MIRROR_CHECK_MS: '1000' } });
-    } finally {
-      if (before === undefined) delete process.env.TEST_REDIS_CLUSTER_NODES;
-      else process.env.TEST_REDIS_CLUSTER_NODES = before;
-    }
+    stack = await startedOn(cluster, () => startStack({ env: { REVOCATION_MIRROR_CHECK_MS: '1000' } }));
     assert.ok(isCluster(stack.identity.redis), 'the stack is not on the cluster');
     holders = [];
     for (let i = 0; i < 9; i += 1) {

@@ -5,6 +5,7 @@ import { closeRedis, createLogger, createRedis, isCluster, waitForRedis } from '
 import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack';
 import request from 'supertest';
 import { type IdentityHarness, startIdentity, startRevocationKeeper } from '../../services/identity/test/support/identity-harness.ts';
+import { startedOn } from './support/on-cluster.ts';
 
 interface Holder {
   user: { id: string };
@@ -27,15 +28,8 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
 
   before(async () => {
     cluster = await startLocalRedisCluster();
-    const before = process.env.TEST_REDIS_CLUSTER_NODES;
-    process.env.TEST_REDIS_CLUSTER_NODES = cluster.seeds;
-    try {
-      // The keeper's default interval: a loss is found within a second, re-seeded within 5 s (part 13).
-      identity = await startIdentity({ REVOCATION_MIRROR_CHECK_MS: '1000' });
-    } finally {
-      if (before === undefined) delete process.env.TEST_REDIS_CLUSTER_NODES;
-      else process.env.TEST_REDIS_CLUSTER_NODES = before;
-    }
+    // The keeper's default interval: a loss is found within a second, re-seeded within 5 s (part 13).
+    identity = await startedOn(cluster, () => startIdentity({ REVOCATION_MIRROR_CHECK_MS: '1000' }));
     assert.ok(isCluster(identity.redis), 'the harness is not on the cluster');
     // Sessions over many buckets (so over every shard); every third logged out.
     holders = [];
