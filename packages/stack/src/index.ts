@@ -17,6 +17,7 @@ export {
   type Sources,
   type Stack,
   type StackOptions,
+  type StackRedis,
   type DeployableOptions,
   startDeployable,
   databaseUrl,

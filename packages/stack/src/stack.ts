@@ -32,6 +32,9 @@ export function databaseUrl(serverUrl: string, name: string): string {
   return url.toString();
 }
 
+/** The Redis of a stack's run: one server or a Redis Cluster (CONTRACT.md part 14), and the run's key prefix. */
+export type StackRedis = { prefix: string } & ({ url: string; clusterNodes?: undefined } | { clusterNodes: string; url?: undefined });
+
 export interface StackOptions {
   /** The environment every process starts from; the launcher adds ports, URLs, databases and the prefix. */
   env: NodeJS.ProcessEnv;
@@ -45,8 +48,11 @@ export interface StackOptions {
    * migrate them in `local`), dropped by `stop`. Without it the environment's (or the defaults) are used.
    */
   databases?: { serverUrl: string; run: string };
-  /** A Redis key prefix of this run on `url`, whose keys `stop` deletes. Without it the environment's. */
-  redis?: { url: string; prefix: string };
+  /**
+   * A Redis key prefix of this run, whose keys `stop` deletes, on one Redis (`url`: REDIS_URL) or on a Redis
+   * Cluster (`clusterNodes`, comma-separated host:port seeds: REDIS_CLUSTER_NODES). Without it the environment's.
+   */
+  redis?: StackRedis;
   output: Output;
   /** The three in one process on embedded stand-ins (`pnpm start`'s fallback, packages/embedded). */
   embedded?: { postgres: boolean; redis: boolean };
@@ -135,19 +141,23 @@ export async function startDeployable(name: Deployable, options: DeployableOptio
   return started;
 }
 
-/** Deletes every key below `prefix` (SCAN, never KEYS: the Redis may be shared). */
-async function deleteKeys(redisUrl: string, prefix: string): Promise<void> {
+/** Deletes every key below `prefix` (SCAN, never KEYS: the Redis may be shared); on a cluster, on each master. */
+async function deleteKeys(where: StackRedis): Promise<void> {
   // Loaded only here: `pnpm start` runs this module before anything is built, without the development condition.
-  const { closeRedis, createLogger, createRedis, waitForRedis } = await import('@platform/service-kit');
-  const redis = createRedis({ url: redisUrl, keyPrefix: '', logger: createLogger({ service: 'stack', level: 'silent' }), commandTimeoutMs: 10_000 });
+  const { closeRedis, createLogger, createRedis, isCluster, waitForRedis } = await import('@platform/service-kit');
+  const clusterNodes = where.clusterNodes?.split(',').filter((seed) => seed !== '');
+  const redis = createRedis({ url: where.url, clusterNodes, keyPrefix: '', logger: createLogger({ service: 'stack', level: 'silent' }), commandTimeoutMs: 10_000 });
   try {
     if (!(await waitForRedis(redis, 2000))) return;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    for (const node of isCluster(redis) ? redis.nodes('master') : [redis]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${where.prefix}*`, 'COUNT', 1000);
+        // One UNLINK per key on a cluster: the keys of one master still span slots.
+        if (keys.length > 0) await Promise.all(isCluster(redis) ? keys.map((key) => node.unlink(key)) : [node.unlink(...keys)]);
+        cursor = next;
+      } while (cursor !== '0');
+    }
   } finally {
     await closeRedis(redis);
   }
@@ -198,7 +208,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     env.RISK_DATABASE_URL = database('risk');
   }
   if (options.redis !== undefined) {
-    env.REDIS_URL = options.redis.url;
+    // The one named, never the environment's other kind: REDIS_CLUSTER_NODES wins over REDIS_URL.
+    if (options.redis.clusterNodes !== undefined) {
+      env.REDIS_CLUSTER_NODES = options.redis.clusterNodes;
+      delete env.REDIS_URL;
+    } else {
+      env.REDIS_URL = options.redis.url;
+      delete env.REDIS_CLUSTER_NODES;
+    }
     env.REDIS_KEY_PREFIX = options.redis.prefix;
   }
 
@@ -240,7 +257,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // All at once: each drains its own requests, and none waits on another to stop.
     const codes = new Map(await Promise.all(processes.map(async (started) => [started.name, await started.stop(signal)] as const)));
     await dropDatabases(databases);
-    if (options.redis !== undefined) await deleteKeys(options.redis.url, options.redis.prefix);
+    if (options.redis !== undefined) await deleteKeys(options.redis);
     return codes;
   };
 

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startStack as launch } from '@platform/stack';
-import { TEST_POSTGRES_URL, TEST_REDIS_URL } from '@platform/service-kit/testing';
+import { type StackRedis, freePort, startStack as launch } from '@platform/stack';
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, testRedisClusterNodes } from '@platform/service-kit/testing';
 
 /** The three real processes of one end-to-end run, on free ports, with their own databases and Redis keys. */
 export interface Stack {
@@ -15,8 +15,8 @@ export interface Stack {
   riskUrl: string;
   /** The services' databases. */
   databaseUrls: { identity: string; risk: string };
-  /** The Redis the processes share, and the key prefix of this run on it. */
-  redis: { url: string; prefix: string };
+  /** The Redis the processes share (one server, or the test cluster's seeds), and the key prefix of this run on it. */
+  redis: StackRedis;
   admin: { username: string; password: string };
   /** What the processes wrote (every line, when LOG_LEVEL lets it through), for assertions and failing tests' messages. */
   output: () => string;
@@ -28,8 +28,9 @@ export interface Stack {
 /**
  * Starts identity, risk and gateway from the sources as `pnpm start` does (APP_ENV=local: each creates,
  * migrates and, for risk, seeds its database), wired to the given mail and SMS providers; `settings`
- * adds to (or overrides) the environment of all three; `redisUrl` is the Redis they share (the test Redis by
- * default), always under a key prefix of this run.
+ * adds to (or overrides) the environment of all three; `redisUrl` is the Redis they share (by default the
+ * test Redis, or the test cluster when TEST_REDIS_CLUSTER_NODES names one: REDIS_CLUSTER_NODES then), always
+ * under a key prefix of this run.
  */
 export async function startStack(
   providers: { mailUrl: string; smsUrl: string },
@@ -39,6 +40,9 @@ export async function startStack(
   const run = `e2e_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const keyDir = await mkdtemp(join(tmpdir(), 'e2e-keys-'));
   const admin = { username: `admin-${run}@example.com`, password: 'e2e-admin-password' };
+  const clusterNodes = options.redisUrl === undefined ? testRedisClusterNodes() : undefined;
+  const redis: StackRedis =
+    clusterNodes !== undefined ? { clusterNodes: clusterNodes.join(','), prefix: `${run}:` } : { url: options.redisUrl ?? TEST_REDIS_URL, prefix: `${run}:` };
   try {
     const stack = await launch({
       env: {
@@ -57,7 +61,7 @@ export async function startStack(
         ...settings,
       },
       databases: { serverUrl: TEST_POSTGRES_URL, run },
-      redis: { url: options.redisUrl ?? TEST_REDIS_URL, prefix: `${run}:` },
+      redis,
       output: 'capture',
     });
     return {
@@ -66,7 +70,7 @@ export async function startStack(
       identityUrl: stack.urls.identity,
       riskUrl: stack.urls.risk,
       databaseUrls: { identity: String(stack.env.IDENTITY_DATABASE_URL), risk: String(stack.env.RISK_DATABASE_URL) },
-      redis: { url: String(stack.env.REDIS_URL), prefix: String(stack.env.REDIS_KEY_PREFIX) },
+      redis,
       admin,
       output: () => stack.output(),
       // Its own management port: the first gateway holds the stack's.
