@@ -5,7 +5,7 @@
 // off, and the path every request takes without the SDK is timed on its own.
 import { randomUUID } from 'node:crypto';
 import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
-import { freePort, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
+import { freePort, startLocalRedisCluster, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
 import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
@@ -96,42 +96,79 @@ return found`;
   return (best.checking - best.idle) / rounds;
 }
 
-async function measureRedisCalls(ctx: RunContext, redisPid: number, id: string, label: string, call: () => Promise<string>): Promise<void> {
+/** The CPU of every Redis process named (one server, or every node of a cluster, replicas included), summed. */
+async function redisCpuMs(pids: readonly number[]): Promise<number | undefined> {
+  const each = await Promise.all(pids.map((pid) => cpuMs(pid)));
+  return each.some((ms) => ms === undefined) ? undefined : each.reduce<number>((a, b) => a + (b ?? 0), 0);
+}
+
+async function measureRedisCalls(ctx: RunContext, redisPids: readonly number[], id: string, label: string, call: () => Promise<string>): Promise<void> {
   const connections = ctx.config.connections;
   ctx.progress(`${label}: ${connections} in flight, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
   if (ctx.config.warmupS > 0) await redisLoop(call, connections, ctx.config.warmupS);
-  const redisBefore = await cpuMs(redisPid);
+  const redisBefore = await redisCpuMs(redisPids);
   const selfBefore = process.cpuUsage();
   const load = await redisLoop(call, connections, ctx.config.durationS);
   const self = process.cpuUsage(selfBefore);
-  const redisAfter = await cpuMs(redisPid);
+  const redisAfter = await redisCpuMs(redisPids);
   const cpuUsPerRequest: Record<string, number> = { client: (self.user + self.system) / load.requests };
   if (redisBefore !== undefined && redisAfter !== undefined) cpuUsPerRequest.redis = ((redisAfter - redisBefore) * 1000) / load.requests;
   const result: ScenarioResult = { id, label, mode: 'closed', connections, load, cpuUsPerRequest };
   ctx.results.push(result);
 }
 
+const CLAIM_PLAIN = 'Redis claim: nonce + idempotency key';
+const CLAIM_RATE_LIMITED = 'Redis claim: rate limit + nonce + idempotency key';
+
+/**
+ * The same two claims against a local Redis Cluster (3 masters, a replica each: CONTRACT.md part 14), beside
+ * those on one Redis: the gateway's client is then an ioredis Cluster and each claim goes to the master of its
+ * client key's slot. Redis CPU is every node's, replicas (which apply each write again) included.
+ */
+async function clusterClaims(ctx: RunContext): Promise<void> {
+  ctx.progress('starting a local Redis Cluster (3 masters + 3 replicas)');
+  const cluster = await startLocalRedisCluster();
+  const pids = cluster.nodes.map((node) => node.pid() ?? 0);
+  const redis = createRedis({
+    clusterNodes: cluster.seeds.split(','),
+    keyPrefix: 'bench:',
+    logger: createLogger({ service: 'bench', level: 'silent' }),
+    autoPipelining: false,
+    commandTimeoutMs: 5000,
+  });
+  try {
+    if (!(await waitForRedis(redis, 10_000))) throw new Error('the local Redis Cluster did not answer');
+    await markRevocationsRestored(redis);
+    await measureRedisCalls(ctx, pids, 'claim-plain-cluster', `${CLAIM_PLAIN}, on a cluster`, claimCall(redis, undefined));
+    await measureRedisCalls(ctx, pids, 'claim-rate-limited-cluster', `${CLAIM_RATE_LIMITED}, on a cluster`, claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
+  } finally {
+    await closeRedis(redis);
+    await cluster.stop();
+  }
+}
+
 /**
  * The rate-limit check: the claim round trip without and with it (a private Redis, a limit never reached),
- * then a client key far over its limit through a gateway of its own: every answer a 429 the gateway
- * gives without going upstream.
+ * and the same two on a local Redis Cluster; then a client key far over its limit through a gateway of its
+ * own: every answer a 429 the gateway gives without going upstream.
  */
 export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
   const server = await startPrivateRedis();
-  const pid = server.pid() ?? 0;
+  const pids = [server.pid() ?? 0];
   const redis = createRedis({ url: server.url, keyPrefix: 'bench:', logger: createLogger({ service: 'bench', level: 'silent' }), autoPipelining: false, commandTimeoutMs: 5000 });
   try {
     if (!(await waitForRedis(redis, 5000))) throw new Error('the private redis-server did not answer');
     // The mirror as identity leaves it once whole: what the claims and the loss check find.
     await markRevocationsRestored(redis);
-    await measureRedisCalls(ctx, pid, 'claim-plain', 'Redis claim: nonce + idempotency key', claimCall(redis, undefined));
-    await measureRedisCalls(ctx, pid, 'claim-rate-limited', 'Redis claim: rate limit + nonce + idempotency key', claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
+    await measureRedisCalls(ctx, pids, 'claim-plain', CLAIM_PLAIN, claimCall(redis, undefined));
+    await measureRedisCalls(ctx, pids, 'claim-rate-limited', CLAIM_RATE_LIMITED, claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
     ctx.progress('the Redis-loss check alone, 10,000 to a script, against an empty loop');
     ctx.facts.redisLossCheckNs = await lossCheckNs(redis, 10_000, 30);
   } finally {
     await closeRedis(redis);
     await server.stop();
   }
+  await clusterClaims(ctx);
   // The gateway's own share: choosing the policy and writing the two header fields.
   const policy = { name: 'default', limit: 10_000, windowS: 1 };
   const rounds = 1_000_000;

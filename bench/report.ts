@@ -83,6 +83,13 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   };
   added('rate limit: Redis CPU µs added per claim', cpu('claim-rate-limited', 'redis'), cpu('claim-plain', 'redis'));
   added('rate limit: claim p50 ms added', by('claim-rate-limited')?.p50Ms, by('claim-plain')?.p50Ms);
+  // Issue 28: the same claims on a local Redis Cluster, beside one Redis.
+  added('rate limit on a cluster: Redis CPU µs added per claim', cpu('claim-rate-limited-cluster', 'redis'), cpu('claim-plain-cluster', 'redis'));
+  added('rate limit on a cluster: claim p50 ms added', by('claim-rate-limited-cluster')?.p50Ms, by('claim-plain-cluster')?.p50Ms);
+  for (const claim of ['plain', 'rate-limited']) {
+    ratio(`claim ${claim}: claims/s on a cluster / on one Redis`, by(`claim-${claim}-cluster`)?.rps, by(`claim-${claim}`)?.rps);
+    ratio(`claim ${claim}: Redis CPU per claim on a cluster / on one Redis`, cpu(`claim-${claim}-cluster`, 'redis'), cpu(`claim-${claim}`, 'redis'));
+  }
   // Issue 21: the Redis-loss check every claim and token check starts with, as a share of a claim's Redis CPU.
   const lossCheckNs = typeof facts.redisLossCheckNs === 'number' ? facts.redisLossCheckNs : undefined;
   const claimRedisUs = cpu('claim-plain', 'redis');
