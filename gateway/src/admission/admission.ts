@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RevocationsUnavailableError, STAMP_LUA, STAMP_TTL_MS, mirrorCloser, redisBlacklist } from '@platform/auth';
+import { RevocationsUnavailableError, STAMP_LUA, STAMP_TTL_MS, type StampCount, mirrorCloser, redisBlacklist, stampCount } from '@platform/auth';
 import type { ReadinessCheck, Redis } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
 
@@ -173,12 +173,6 @@ function scriptArgs(args: AdmissionArgs): string[] {
   });
 }
 
-interface Stamp {
-  key: string;
-  seen: number;
-  last: number;
-}
-
 /** The admission store over the gateway's Redis client (whose keyPrefix ioredis also applies to script keys). */
 export function createAdmissionStore(redis: Redis, options: AdmissionOptions): AdmissionStore {
   // A fixed key count: ioredis' auto-pipeline on a cluster picks a command's node by its first argument,
@@ -193,11 +187,11 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const closeMirrors = mirrorCloser(redis);
   const gatewayId = randomUUID();
   // One stamp per client key this gateway wrote nonces of (verified key ids only: a bounded set).
-  const stamps = new Map<string, Stamp>();
-  const stampOf = (keyId: string): Stamp => {
+  const stamps = new Map<string, StampCount>();
+  const stampOf = (keyId: string): StampCount => {
     let stamp = stamps.get(keyId);
     if (stamp === undefined) {
-      stamp = { key: stampKey(keyId, gatewayId), seen: 0, last: 0 };
+      stamp = stampCount(stampKey(keyId, gatewayId));
       stamps.set(keyId, stamp);
     }
     return stamp;
@@ -220,7 +214,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         const now = String(Date.now());
         const found = await Promise.all(
           [...stamps.entries()].map(async ([keyId, stamp]) =>
-            Number(await commands.gatewayStampWatch(replayBornKey(keyId), stamp.key, String(stamp.seen), String(stamp.last), now, String(STAMP_TTL_MS))) === 1,
+            Number(await commands.gatewayStampWatch(replayBornKey(keyId), stamp.key, stamp.seen(), stamp.lastWrite(), now, String(STAMP_TTL_MS))) === 1,
           ),
         );
         if (!found.includes(true)) return false;
@@ -251,14 +245,11 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         created: request.created,
         now: Date.now(),
         restoring: revocation === 'restoring',
-        stamp_seen: String(stamp.seen),
-        stamp_last: String(stamp.last),
+        stamp_seen: stamp.seen(),
+        stamp_last: stamp.lastWrite(),
       });
       const [outcome, remaining, waitMs, count, wentBack] = await commands.gatewayAdmit(...keys, ...args);
-      if (Number(count) > stamp.seen) {
-        stamp.seen = Number(count);
-        stamp.last = Date.now();
-      }
+      stamp.observe(Number(count));
       if (!OUTCOMES.has(outcome)) throw new Error(`unexpected admission script result ${String(outcome)}`);
       if (Number(wentBack) === 1) await closeMirrors();
       // Claimed: a revoked token keeps its key claimed (a 401 is not a 5xx; CONTRACT.md part 3).

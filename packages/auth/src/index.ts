@@ -27,6 +27,7 @@ export {
   revocationMirrorKey,
   revocationSlotKeys,
   sessionRevocationKey,
+  stampCount,
   watchWriteStamp,
 } from './revocations/index.ts';
 export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';

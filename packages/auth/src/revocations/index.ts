@@ -73,5 +73,6 @@ export {
   type StampCount,
   type StampCheck,
   bucketStamps,
+  stampCount,
   watchWriteStamp,
 } from './write-stamp.ts';

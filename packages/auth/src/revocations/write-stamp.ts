@@ -73,7 +73,7 @@ export function bucketStamps(redis: Redis, writer: string): BucketStamps {
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as BucketCheckCommands;
   const id = randomUUID();
-  const stamps = ALL_REVOCATION_BUCKETS.map((bucket) => counter(bucketStampKey(bucket, writer, id)));
+  const stamps = ALL_REVOCATION_BUCKETS.map((bucket) => stampCount(bucketStampKey(bucket, writer, id)));
   const stampOf = (bucket: number): StampCount => {
     const stamp = stamps[bucket];
     if (stamp === undefined) throw new RangeError(`no revocation bucket ${bucket}`);
@@ -90,8 +90,8 @@ export function bucketStamps(redis: Redis, writer: string): BucketStamps {
   };
 }
 
-/** A stamp's count as its writer remembers it. */
-function counter(key: string): StampCount {
+/** A stamp's count as its writer remembers it, for the stamp at `key` (identity's per bucket, the gateway's per client key). */
+export function stampCount(key: string): StampCount {
   let seen = 0;
   let last = 0;
   return {
