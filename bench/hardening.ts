@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import { inSequence, openApiValidator, rejectMalformedText, strictNumericParameters } from '@platform/service-kit';
-import { loadApiDocument, operationTable, upstreamRoutes } from '@platform/gateway/engine';
+import { loadApiDocument, operationTable, pathOf, upstreamRoutes } from '@platform/gateway/engine';
 import { ROOT } from './config.ts';
 import type { RunContext } from './context.ts';
 import { type Serve, inProcessApp } from './in-process.ts';
@@ -183,10 +183,6 @@ async function gatewayFigures(ctx: RunContext): Promise<void> {
   const document = await loadApiDocument({ identityPath: IDENTITY_SPEC, riskPath: RISK_SPEC }, { maxSkewS: 300, safeTtlS: 600, unsafeTtlS: 86_400, bodyLimitBytes: 102_400 });
   const routes = Object.values(upstreamRoutes({ identity: 'http://127.0.0.1:1', risk: 'http://127.0.0.1:2' }));
   const table = operationTable(document, routes);
-  const pathOf = (url: string) => {
-    const at = url.indexOf('?');
-    return at === -1 ? url : url.slice(0, at);
-  };
   // As api.router.ts asks it: the path without its query; 1 for an operation, 2 for another method, 3 for none.
   const lookup = (target: string) => {
     const match = table.match('GET', pathOf(target));

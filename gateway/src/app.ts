@@ -1,4 +1,4 @@
-import type { Express, Request } from 'express';
+import type { Express } from 'express';
 import { closeMirrorOnReconnect, createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
@@ -7,7 +7,7 @@ import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
 import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
-import { operationTable } from './proxy/operation-table.ts';
+import { operationTable, pathOf } from './proxy/operation-table.ts';
 import { type UpstreamRoute, isUnder, upstreamRoutes } from './proxy/routes.ts';
 import { createUpstreamClient } from './proxy/upstream-client.ts';
 import { type KeyLookup, verificationKeys } from './signing/verification-keys.ts';
@@ -38,11 +38,6 @@ export interface Gateway {
   management: Express;
   /** Closes the upstream connection pools (after the server drained), stops watching Redis's past and the token keys. */
   close: () => void;
-}
-
-function pathOf(req: Request): string {
-  const at = req.originalUrl.indexOf('?');
-  return at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
 }
 
 /**
@@ -113,7 +108,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     }),
   );
   return {
-    app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req)) }),
+    app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req.originalUrl)) }),
     management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
     close: () => {
       tokenKeys.close();

@@ -2,6 +2,6 @@
 // `@platform/gateway/engine`. The running gateway is index.ts; nothing here starts anything.
 export { type AdmissionStore, createAdmissionStore, idempotencyRedisKey, nonceKey, rateKey } from './admission/admission.ts';
 export { loadApiDocument } from './docs/load-api-document.ts';
-export { operationTable } from './proxy/operation-table.ts';
+export { operationTable, pathOf } from './proxy/operation-table.ts';
 export { upstreamRoutes } from './proxy/routes.ts';
 export { rateLimitHeaders } from './rate-limit/rate-limit-headers.ts';

@@ -7,7 +7,7 @@ import type { AdmissionStore } from '../admission/admission.ts';
 import { requireBearer, verifyBearer } from '../bearer/bearer.steps.ts';
 import { idempotencyHeader } from '../idempotency/idempotency-header.step.ts';
 import { forward } from '../proxy/forward.step.ts';
-import type { GatewayOperation, OperationTable } from '../proxy/operation-table.ts';
+import { type GatewayOperation, type OperationTable, pathOf } from '../proxy/operation-table.ts';
 import type { UpstreamName } from '../proxy/routes.ts';
 import type { UpstreamClient } from '../proxy/upstream-client.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
@@ -33,11 +33,6 @@ export interface ApiRouterOptions {
   trustedProxyHops: number;
   /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
   assertionKey: string;
-}
-
-function pathOf(url: string): string {
-  const at = url.indexOf('?');
-  return at === -1 ? url : url.slice(0, at);
 }
 
 /**

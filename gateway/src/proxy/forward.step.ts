@@ -3,6 +3,7 @@ import { formatTraceparent, requestTrace } from '@platform/service-kit';
 import type { Forward } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
 import { clientOrigin, upstreamRequestHeaders } from './forwarded-headers.ts';
+import { pathOf } from './operation-table.ts';
 import type { UpstreamClient } from './upstream-client.ts';
 
 export interface ForwardOptions {
@@ -10,11 +11,6 @@ export interface ForwardOptions {
   trustedProxyHops: number;
   /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
   assertionKey: string;
-}
-
-function pathOf(url: string): string {
-  const at = url.indexOf('?');
-  return at === -1 ? url : url.slice(0, at);
 }
 
 /**

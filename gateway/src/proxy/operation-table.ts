@@ -13,6 +13,12 @@ export interface GatewayOperation {
   needsBearer: boolean;
 }
 
+/** The path of a request target (`req.originalUrl`) without its query: what the table matches and routes by. */
+export function pathOf(target: string): string {
+  const at = target.indexOf('?');
+  return at === -1 ? target : target.slice(0, at);
+}
+
 /** What the table says of a request: its operation, or that its path template has other methods only. */
 export type OperationMatch = { template: string } & ({ operation: GatewayOperation; allow?: undefined } | { operation?: undefined; allow: readonly string[] });
 
