@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +15,22 @@ export function packageRoot(moduleUrl: string): string {
     dir = parent;
   }
   return dir;
+}
+
+const assets = new Map<string, string>();
+
+/**
+ * The text of a file a module reads beside itself at run time (`new URL('./x.lua', import.meta.url)`), read
+ * once per process: in the sources, and in `dist/` where `pnpm build` copies such files
+ * (scripts/copy-build-assets.ts).
+ */
+export function assetText(url: URL): string {
+  let text = assets.get(url.href);
+  if (text === undefined) {
+    text = readFileSync(url, 'utf8');
+    assets.set(url.href, text);
+  }
+  return text;
 }
 
 /** A URL with its password removed, for logs: `postgres://app:***@db:5432/identity`. Non-URLs pass unchanged. */

@@ -1,18 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { assetText } from '@platform/service-kit';
 
 /** The Lua of this module, by file name (without `.lua`), read once per process. */
 export type LuaFile = 'mirror-state' | 'stamp-check' | 'mirror-read' | 'mirror-close' | 'mirror-close-at' | 'mirror-open' | 'is-revoked' | 'bucket-check';
 
-const loaded = new Map<LuaFile, string>();
-
-/** One file of `lua/` (beside this module in the sources, copied beside it into `dist/` by the build). */
+/** One file of `lua/` (beside this module in the sources, copied beside it into `dist/` by the build), read once. */
 export function luaFile(name: LuaFile): string {
-  let text = loaded.get(name);
-  if (text === undefined) {
-    text = readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
-    loaded.set(name, text);
-  }
-  return text;
+  return assetText(new URL(`./lua/${name}.lua`, import.meta.url));
 }
 
 /**
