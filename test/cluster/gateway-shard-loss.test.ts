@@ -39,7 +39,7 @@ describe('the gateway when the shard of a client key\'s nonces loses its data (C
       const user = await stack.userWith(['STANDARD_USER']);
       const claims = JSON.parse(Buffer.from(user.accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sid: string; jti: string };
       const revoked = i % 3 === 0;
-      if (revoked) assert.equal((await request(stack.identity.app).post('/v1/auth/logout').send({ jwtToken: user.accessToken })).status, 200);
+      if (revoked) assert.equal((await request(stack.identityUrl).post('/v1/auth/logout').send({ jwtToken: user.accessToken })).status, 200);
       holders.push({ token: user.accessToken, sessionId: claims.sid, tokenId: claims.jti, revoked });
     }
   });

@@ -38,6 +38,8 @@ export type StackRedis = { prefix: string } & ({ url: string; clusterNodes?: und
 export interface StackOptions {
   /** The environment every process starts from; the launcher adds ports, URLs, databases and the prefix. */
   env: NodeJS.ProcessEnv;
+  /** What one deployable's processes get on top of `env` (a setting whose name two deployables share, say). */
+  envOf?: Partial<Record<Deployable, NodeJS.ProcessEnv>>;
   sources?: Sources;
   /** Interface the processes bind (and the URLs name); 127.0.0.1 by default. */
   host?: string;
@@ -85,7 +87,7 @@ export interface Stack {
   env: NodeJS.ProcessEnv;
   /** Every process started, in order (one when embedded). */
   processes: readonly StartedProcess[];
-  /** The process serving a deployable (the embedded one serves all three). */
+  /** The process serving a deployable, the newest of its name (the embedded one serves all three). */
   processOf(name: Deployable): StartedProcess;
   /** Everything the processes wrote, when captured. */
   output(): string;
@@ -225,7 +227,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const as = extra.as ?? name;
     const started = await startDeployable(name, {
       ...common,
-      env: { ...env, ...extra.env },
+      env: { ...env, ...options.envOf?.[name], ...extra.env },
       port: extra.port,
       as,
       nodeOptions: extra.nodeOptions ?? options.nodeOptions?.(as),
@@ -245,7 +247,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   } else {
     for (const name of DEPLOYABLES) await launch(name, { port: ports[name] }, 'none');
   }
-  const processOf = (name: Deployable) => processes.find((p) => p.name === name) ?? (processes[0] as StartedProcess);
+  // The newest: a process restarted under its own name (`start(name, { port })` after stopping it) serves now.
+  const processOf = (name: Deployable) => processes.findLast((p) => p.name === name) ?? (processes[0] as StartedProcess);
 
   const waitFor: Stack['waitFor'] = async (path, timeoutMs) => {
     const deadline = Date.now() + timeoutMs;

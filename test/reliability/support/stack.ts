@@ -1,18 +1,17 @@
+import { randomBytes } from 'node:crypto';
+import { markRevocationsRestored } from '@platform/auth/testing';
 import type { Role } from '@platform/auth';
-import { type Knex, type ServerHandle, createMetrics, listen, loadConfig } from '@platform/service-kit';
-import { type CapturedLogger, type TestDatabase, captureLogger, createTestDatabase } from '@platform/service-kit/testing';
-import { type Gateway, createGateway } from '../../../gateway/src/app.ts';
+import { type Knex, type Redis, createDatabase, loadConfig } from '@platform/service-kit';
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, type TestRedis, createTestRedis, uniqueName } from '@platform/service-kit/testing';
+import { type Deployable, type StartedProcess, startStack as launch } from '@platform/stack';
 import { markReplayStoreWhole } from '../../../gateway/test/support/gateway-harness.ts';
-import { gatewayConfigSpec } from '../../../gateway/src/config.ts';
-import { loadApiDocumentFor } from '../../../gateway/src/docs/load-api-document.ts';
-import { type Answer, sendRaw } from './raw-http.ts';
+import { type CaptureServer, startCaptureServer } from '../../../services/identity/test/support/capture-server.ts';
+import { type TestUser, type TestUserFields, insertTestUser } from '../../../services/identity/test/support/identity-harness.ts';
+import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../../services/identity/src/auth/signing-key.ts';
+import { type IdentityConfig, identityConfigSpec } from '../../../services/identity/src/config.ts';
+import { type PasswordHasher, createPasswordHasher } from '../../../services/identity/src/passwords/password-hasher.ts';
 import { type TestSigningKey, signedHeaders } from '../../../gateway/test/support/signing-client.ts';
-import { type IdentityHarness, type TestUser, startIdentity } from '../../../services/identity/test/support/identity-harness.ts';
-import { migrations as riskMigrations } from '../../../services/risk/migrations/index.ts';
-import { seedStationData } from '../../../services/risk/seeds/station-data.ts';
-import { createRisk } from '../../../services/risk/src/app.ts';
-import { riskConfigSpec } from '../../../services/risk/src/config.ts';
-import { type StationIndexLoader, createStationIndexLoader } from '../../../services/risk/src/weather-stations/station-index-loader.ts';
+import { type Answer, sendRaw } from './raw-http.ts';
 
 const CLIENT_SECRET = 'stack-hmac-secret-0123456789abcdef';
 /** The one client key of the stack. */
@@ -34,20 +33,51 @@ export interface LoggedInUser extends TestUser {
   refreshToken: string;
 }
 
-/** The whole platform in this process: real apps on real ports, real Postgres and Redis, one gateway in front. */
+/** What a process wrote to its log, as a test reads it back. */
+export interface ProcessLog {
+  /** Every JSON line so far, parsed. */
+  lines: () => Array<Record<string, unknown>>;
+  /** Everything so far, raw text. */
+  text: () => string;
+}
+
+/** Identity as the stack runs it: its own process, and what a test needs beside it. */
+export interface StackIdentity {
+  /** The settings identity runs with, as its process reads them from the same environment. */
+  config: IdentityConfig;
+  /** Identity's database (created and migrated by identity itself, APP_ENV=local). */
+  db: Knex;
+  /** A client on the stack's Redis under the stack's key prefix: the keys identity sees. */
+  redis: Redis;
+  log: ProcessLog;
+  mail: CaptureServer;
+  /** The SMS provider stub. */
+  sms: CaptureServer;
+  /** The key identity signs access tokens with (JWT_PRIVATE_KEY). */
+  signingKey: SigningKey;
+  /** Stores a user directly (fixtures); defaults: ACTIVE STANDARD_USER with a random e-mail. */
+  createUser(fields?: TestUserFields): Promise<TestUser>;
+  /** Stops identity (it drains) and starts it again on the same port with its environment and `env`: a key rotation, say. */
+  restart(env: Record<string, string>): Promise<void>;
+}
+
+/**
+ * The whole platform as `pnpm start` runs it: three processes from @platform/stack's launcher on free
+ * ports, real Postgres and Redis, one gateway in front.
+ */
 export interface Stack {
   gatewayUrl: string;
   /** The gateway's management port (/metrics, /health/*). */
   gatewayManagementUrl: string;
   identityUrl: string;
   riskUrl: string;
-  identity: IdentityHarness;
+  identity: StackIdentity;
   riskDb: Knex;
-  logs: { gateway: CapturedLogger; risk: CapturedLogger };
+  logs: { gateway: ProcessLog; risk: ProcessLog };
   /** A correctly signed request through the gateway. */
   call(method: string, target: string, options?: CallOptions): Promise<Answer>;
   /** A fixture user (ACTIVE, given roles), logged in through the gateway. */
-  userWith(roles: Role[], fields?: Parameters<IdentityHarness['createUser']>[0]): Promise<LoggedInUser>;
+  userWith(roles: Role[], fields?: TestUserFields): Promise<LoggedInUser>;
   /** A digest of every row of every table of both databases (but records of failed logins): equal digests, no change. */
   snapshot(): Promise<string>;
   close(): Promise<void>;
@@ -74,101 +104,149 @@ async function tableDigests(db: Knex): Promise<string> {
   return digests.join(' ');
 }
 
+/** The log of every process `of` returns (a restarted deployable's old and new ones), JSON lines parsed. */
+function processLog(of: () => readonly StartedProcess[]): ProcessLog {
+  const text = () =>
+    of()
+      .map((p) => p.output())
+      .join('');
+  return {
+    text,
+    lines: () =>
+      text()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
+}
+
+/** The environment a child starts from: only what Node and the tools need, never this process's settings. */
+function baseEnv(): Record<string, string> {
+  const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
+  return Object.fromEntries(keep.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k] as string]])));
+}
+
 /**
- * Starts identity (fresh database, capture servers for mail and SMS), risk (fresh seeded database, an
- * index fed from it, tokens checked against identity's JWKS) and the gateway, all sharing one Redis key
- * prefix as in production. `env` adds identity settings; `gatewayEnv` gateway settings.
+ * Starts identity, risk and the gateway through the launcher (@platform/stack), as `pnpm start` does: each
+ * process reads its own configuration, creates and migrates its database of this run (risk seeds the
+ * stations), and all three share one Redis key prefix of this run (the test cluster's when
+ * TEST_REDIS_CLUSTER_NODES names one), as in production. Identity sends mail and SMS to capture servers.
+ * `env` adds identity settings; `gatewayEnv` gateway settings.
  */
 export async function startStack(options: { env?: Record<string, string>; gatewayEnv?: Record<string, string> } = {}): Promise<Stack> {
-  const identity = await startIdentity({ LOGIN_FAILURES_PER_MIN: '100000', ...options.env });
-  const servers: ServerHandle[] = [];
-  // Through `identity.app` on every request: `identity.restart(env)` is a restart of identity behind the same URL.
-  const identityServer = await listen((req, res) => identity.app(req, res), 0);
-  servers.push(identityServer);
-  const jwksUrl = `${identityServer.url}/.well-known/jwks.json`;
+  const run = uniqueName('reliability');
+  const testRedis: TestRedis = await createTestRedis('reliability');
+  const mail = await startCaptureServer();
+  const sms = await startCaptureServer();
+  const hasher: PasswordHasher = await createPasswordHasher({ cost: 4, threads: 1 });
+  const cleanups: Array<() => Promise<unknown>> = [() => testRedis.close(), () => mail.close(), () => sms.close(), () => hasher.close()];
+  const cleanUp = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    // A new environment, not a Redis that lost its data (CONTRACT.md part 13): the revocations and the client
+    // key's replay store are whole from the start, so a request signed in the stack's first second is served.
+    await markRevocationsRestored(testRedis.redis);
+    await markReplayStoreWhole(testRedis.redis, [CLIENT_KEY.keyId]);
 
-  const riskDatabase: TestDatabase = await createTestDatabase('reliability_risk', riskMigrations);
-  await seedStationData(riskDatabase.db);
-  const riskLog = captureLogger('risk');
-  const riskConfig = loadConfig(riskConfigSpec, { OPENAPI_VALIDATE_RESPONSES: 'true', IDENTITY_JWKS_URL: jwksUrl, RISK_INDEX_POLL_MS: '60000' });
-  const stations: StationIndexLoader = createStationIndexLoader({ db: riskDatabase.db, logger: riskLog.logger, pollIntervalMs: riskConfig.RISK_INDEX_POLL_MS });
-  await stations.start();
-  const risk = createRisk({
-    config: riskConfig,
-    logger: riskLog.logger,
-    redis: identity.redis,
-    metrics: createMetrics('risk'),
-    lifecycle: { draining: false },
-    stations,
-  });
-  const riskServer = await listen(risk.app, 0);
-  servers.push(riskServer);
-
-  const gatewayConfig = loadConfig(gatewayConfigSpec, {
-    APP_ENV: 'local',
-    IDENTITY_URL: identityServer.url,
-    RISK_URL: riskServer.url,
-    IDENTITY_JWKS_URL: jwksUrl,
-    GATEWAY_CLIENT_KEYS: JSON.stringify([{ keyId: CLIENT_KEY.keyId, alg: CLIENT_KEY.alg, secret: CLIENT_SECRET }]),
-    ...options.gatewayEnv,
-  });
-  const gatewayLog = captureLogger('gateway');
-  // A new environment, not a Redis that lost its data: the client key's replay store is whole from the
-  // start, as the harness's revocation mirror is (identity-harness.ts).
-  await markReplayStoreWhole(identity.redis, [CLIENT_KEY.keyId]);
-  const gateway: Gateway = createGateway({
-    config: gatewayConfig,
-    logger: gatewayLog.logger,
-    redis: identity.redis,
-    metrics: createMetrics('gateway'),
-    lifecycle: { draining: false },
-    apiDocument: await loadApiDocumentFor(gatewayConfig),
-  });
-  const gatewayServer = await listen(gateway.app, 0, '127.0.0.1', {
-    headersTimeoutMs: gatewayConfig.HTTP_HEADERS_TIMEOUT_MS,
-    requestTimeoutMs: gatewayConfig.HTTP_REQUEST_TIMEOUT_MS,
-  });
-  servers.push(gatewayServer);
-  const managementServer = await listen(gateway.management, 0, '127.0.0.1');
-  servers.push(managementServer);
-
-  const call: Stack['call'] = (method, target, callOptions = {}) => {
-    const { body } = callOptions;
-    const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
-    const headers = signedHeaders(method, target, {
-      key: CLIENT_KEY,
-      body: bytes,
-      bearer: callOptions.bearer,
-      headers: callOptions.headers,
-      idempotencyKey: callOptions.idempotencyKey,
+    const common: Record<string, string> = {
+      ...baseEnv(),
+      APP_ENV: 'local',
+      // Every line, as the tests of what is and is not logged need.
+      LOG_LEVEL: 'debug',
+      OPENAPI_VALIDATE_RESPONSES: 'true',
+      // One key for the three, known to the tests that forge or check assertions.
+      INTERNAL_ASSERTION_KEY: randomBytes(32).toString('base64url'),
+    };
+    let identityEnv: Record<string, string> = {
+      ...common,
+      // Config, not a code path: fixtures need real hashing, not production cost.
+      BCRYPT_COST: '4',
+      PASSWORD_HASH_THREADS: '1',
+      LOGIN_FAILURES_PER_MIN: '100000',
+      MAIL_PROVIDER: 'http',
+      MAIL_HTTP_URL: mail.url,
+      SMS_PROVIDER: 'http',
+      SMS_HTTP_URL: sms.url,
+      SMS_HTTP_TOKEN: 'sms-provider-token',
+      NOTIFY_HTTP_TIMEOUT_MS: '1000',
+      JWT_PRIVATE_KEY: generateSigningKeyPem(),
+      ...options.env,
+    };
+    const clusterNodes = process.env.TEST_REDIS_CLUSTER_NODES;
+    const stack = await launch({
+      env: common,
+      envOf: {
+        identity: identityEnv,
+        risk: { RISK_INDEX_POLL_MS: '60000' },
+        gateway: { GATEWAY_CLIENT_KEYS: JSON.stringify([{ keyId: CLIENT_KEY.keyId, alg: CLIENT_KEY.alg, secret: CLIENT_SECRET }]), ...options.gatewayEnv },
+      },
+      databases: { serverUrl: TEST_POSTGRES_URL, run },
+      redis: clusterNodes !== undefined && clusterNodes !== '' ? { clusterNodes, prefix: testRedis.keyPrefix } : { url: TEST_REDIS_URL, prefix: testRedis.keyPrefix },
+      output: 'capture',
     });
-    return sendRaw(gatewayServer.url, method, target, headers, bytes);
-  };
+    cleanups.push(() => stack.stop());
+    const databaseOf = (name: Deployable) => {
+      const db = createDatabase({ url: String(stack.env[name === 'identity' ? 'IDENTITY_DATABASE_URL' : 'RISK_DATABASE_URL']), applicationName: `reliability-${name}` });
+      cleanups.push(() => db.destroy());
+      return db;
+    };
+    const identityDb = databaseOf('identity');
+    const riskDb = databaseOf('risk');
+    const processesOf = (name: Deployable) => () => stack.processes.filter((p) => p.name === name);
 
-  return {
-    gatewayUrl: gatewayServer.url,
-    gatewayManagementUrl: managementServer.url,
-    identityUrl: identityServer.url,
-    riskUrl: riskServer.url,
-    identity,
-    riskDb: riskDatabase.db,
-    logs: { gateway: gatewayLog, risk: riskLog },
-    call,
-    async userWith(roles, fields = {}) {
-      const user = await identity.createUser({ ...fields, roles });
-      const res = await call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
-      if (res.status !== 200) throw new Error(`login through the gateway failed with ${res.status}: ${res.body.toString()}`);
-      const { accessToken, refreshToken } = res.json() as { accessToken: string; refreshToken: string };
-      return { ...user, accessToken, refreshToken };
-    },
-    snapshot: async () => `${await tableDigests(identity.db)} ${await tableDigests(riskDatabase.db)}`,
-    async close() {
-      await Promise.all(servers.map((s) => s.close(1000)));
-      gateway.close();
-      risk.close();
-      await stations.stop();
-      await riskDatabase.drop();
-      await identity.close();
-    },
-  };
+    const identity: StackIdentity = {
+      config: loadConfig(identityConfigSpec, identityEnv),
+      db: identityDb,
+      redis: testRedis.redis,
+      log: processLog(processesOf('identity')),
+      mail,
+      sms,
+      signingKey: await signingKeyFromPem(identityEnv.JWT_PRIVATE_KEY as string),
+      createUser: (fields) => insertTestUser(identityDb, hasher, fields),
+      async restart(env) {
+        identityEnv = { ...identityEnv, ...env };
+        await stack.processOf('identity').stop();
+        await stack.start('identity', { port: Number(new URL(stack.urls.identity).port), env: identityEnv });
+        identity.config = loadConfig(identityConfigSpec, identityEnv);
+        identity.signingKey = await signingKeyFromPem(identityEnv.JWT_PRIVATE_KEY as string);
+      },
+    };
+
+    const call: Stack['call'] = (method, target, callOptions = {}) => {
+      const { body } = callOptions;
+      const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
+      const headers = signedHeaders(method, target, {
+        key: CLIENT_KEY,
+        body: bytes,
+        bearer: callOptions.bearer,
+        headers: callOptions.headers,
+        idempotencyKey: callOptions.idempotencyKey,
+      });
+      return sendRaw(stack.urls.gateway, method, target, headers, bytes);
+    };
+
+    return {
+      gatewayUrl: stack.urls.gateway,
+      gatewayManagementUrl: stack.gatewayManagementUrl,
+      identityUrl: stack.urls.identity,
+      riskUrl: stack.urls.risk,
+      identity,
+      riskDb,
+      logs: { gateway: processLog(processesOf('gateway')), risk: processLog(processesOf('risk')) },
+      call,
+      async userWith(roles, fields = {}) {
+        const user = await identity.createUser({ ...fields, roles });
+        const res = await call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
+        if (res.status !== 200) throw new Error(`login through the gateway failed with ${res.status}: ${res.body.toString()}`);
+        const { accessToken, refreshToken } = res.json() as { accessToken: string; refreshToken: string };
+        return { ...user, accessToken, refreshToken };
+      },
+      snapshot: async () => `${await tableDigests(identityDb)} ${await tableDigests(riskDb)}`,
+      close: cleanUp,
+    };
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
 }

@@ -35,7 +35,7 @@ export interface IdentityHarness {
   signingKey: SigningKey;
   hasher: PasswordHasher;
   /** Stores a user directly (fixtures); defaults: ACTIVE STANDARD_USER with a random e-mail. */
-  createUser(fields?: Partial<Omit<TestUser, 'id' | 'passwordHash' | 'failedLoginCount'>>): Promise<TestUser>;
+  createUser(fields?: TestUserFields): Promise<TestUser>;
   /** Logs the user in through the API and returns the authentication result. */
   login(user: { username: string; password: string }): Promise<{ accessToken: string; refreshToken: string }>;
   /**
@@ -77,6 +77,27 @@ export async function startRevocationKeeper(db: Knex, redis: Redis, config: Iden
   });
   await keeper.checkNow();
   return keeper;
+}
+
+/** The fields a fixture user may be given; the rest are defaults. */
+export type TestUserFields = Partial<Omit<TestUser, 'id' | 'passwordHash' | 'failedLoginCount'>>;
+
+/** Stores a fixture user straight into identity's database `db`: ACTIVE STANDARD_USER with a random e-mail unless `fields` say otherwise. */
+export async function insertTestUser(db: Knex, hasher: PasswordHasher, fields: TestUserFields = {}): Promise<TestUser> {
+  const password = fields.password ?? `pw-${randomUUID()}`;
+  const user = await insertUserIfAbsent(db, {
+    username: fields.username ?? uniqueUsername(),
+    passwordHash: await hasher.hash(password),
+    firstName: fields.firstName ?? 'Ada',
+    midName: fields.midName ?? null,
+    lastName: fields.lastName ?? 'Lovelace',
+    locale: fields.locale ?? 'en_US',
+    timezone: fields.timezone ?? 'Europe/Istanbul',
+    roles: fields.roles ?? ['STANDARD_USER'],
+    status: fields.status ?? 'ACTIVE',
+  });
+  if (user === undefined) throw new Error('fixture user already exists');
+  return { ...user, password };
 }
 
 /** A username nobody else in the run has. */
@@ -144,22 +165,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
     async restart(overrides) {
       Object.assign(harness, await build(loadConfig(identityConfigSpec, { ...baseEnv, ...overrides })));
     },
-    async createUser(fields = {}) {
-      const password = fields.password ?? `pw-${randomUUID()}`;
-      const user = await insertUserIfAbsent(database.db, {
-        username: fields.username ?? uniqueUsername(),
-        passwordHash: await hasher.hash(password),
-        firstName: fields.firstName ?? 'Ada',
-        midName: fields.midName ?? null,
-        lastName: fields.lastName ?? 'Lovelace',
-        locale: fields.locale ?? 'en_US',
-        timezone: fields.timezone ?? 'Europe/Istanbul',
-        roles: fields.roles ?? ['STANDARD_USER'],
-        status: fields.status ?? 'ACTIVE',
-      });
-      if (user === undefined) throw new Error('fixture user already exists');
-      return { ...user, password };
-    },
+    createUser: (fields = {}) => insertTestUser(database.db, hasher, fields),
     async login(user) {
       const res = await request(harness.app).post('/v1/auth/login').send({ username: user.username, password: user.password });
       if (res.status !== 200) throw new Error(`login failed with ${res.status}: ${JSON.stringify(res.body)}`);
