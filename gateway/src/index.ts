@@ -1,6 +1,6 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
-import { type Host, type OpenApiDocument, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, redisConnectionName, redisConnectionOf, serveUntilStopped, stopTracing } from '@platform/service-kit';
+import { type Host, type OpenApiDocument, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, redisConnectionName, redisConnectionOf, serveUntilStopped, stopTracing, withServerSpans } from '@platform/service-kit';
 import { createGateway } from './app.ts';
 import { gatewayConfigProblems, gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
@@ -51,7 +51,8 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
 
   await serveUntilStopped({
     service: 'gateway',
-    app: gateway.app,
+    // The server span of each request, when tracing is on (tracing.ts); the app itself when it is off.
+    app: withServerSpans(gateway.app),
     port: config.GATEWAY_PORT,
     management: { app: gateway.management, port: config.GATEWAY_MANAGEMENT_PORT },
     host: config.HOST,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@platform/stack';
+import { randomBytes } from 'node:crypto';
+import { type OtlpReceiver, type ReceivedSpan, freePort, startOtlpReceiver } from '@platform/stack';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { sendRaw } from '../reliability/support/raw-http.ts';
 import { type Stack, startStack } from './support/stack.ts';
@@ -108,5 +109,49 @@ describe('tracing exported by OTLP through the real stack', function () {
     assert.equal(lines[1]!.traceId, traceId);
     const spans = await spansOf(traceId, hasAll);
     assert.ok(hasAll(spans), `no complete trace ${traceId}`);
+  });
+
+  // The gateway makes its HTTP spans itself (service-kit's http-spans.ts), not through the HTTP instrumentation.
+  describe('the gateway\'s own HTTP spans', () => {
+    const byId = '/v1/weather-stations/by/id/17130';
+    const newTraceId = () => randomBytes(16).toString('hex');
+    const signedById = (token: string, traceId: string) => ({ ...signedHeaders('GET', byId, { key: LOCAL_KEY, bearer: token }), traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+
+    it('when the gateway\'s sampler says no, it exports no span, yet hands the trace on unsampled, so that risk records none either', async () => {
+      const unsampled = await stack.startGatewayReplica({ OTEL_TRACES_SAMPLER: 'always_off' });
+      const token = String((await login()).json().accessToken);
+      const quiet = newTraceId();
+      assert.equal((await sendRaw(unsampled, 'GET', byId, signedById(token, quiet))).status, 200);
+      // Risk continued the trace (its request line names it) ...
+      let riskLines: string[] = [];
+      for (let i = 0; i < 50 && riskLines.length === 0; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        riskLines = stack.output().split('\n').filter((l) => l.includes('"service":"risk"') && l.includes(quiet));
+      }
+      assert.equal(riskLines.length, 1, 'risk did not continue the client\'s trace');
+      // ... and, once a sampled request made after it has been exported by both, nothing of it was.
+      const marker = newTraceId();
+      assert.equal((await sendRaw(stack.gatewayUrl, 'GET', byId, signedById(token, marker))).status, 200);
+      const both = (spans: ReceivedSpan[]) => spans.some((s) => s.service === 'gateway' && s.kind === SERVER) && spans.some((s) => s.service === 'risk' && s.kind === SERVER);
+      assert.ok(both(await spansOf(marker, both)), 'the sampled request\'s spans never arrived');
+      assert.deepEqual(receiver.spans().filter((s) => s.traceId === quiet), []);
+    });
+
+    it('when the upstream does not answer, the client span is in error and the server span says 502', async () => {
+      const cutOff = await stack.startGatewayReplica({ RISK_URL: `http://127.0.0.1:${await freePort()}` });
+      const token = String((await login()).json().accessToken);
+      const traceId = newTraceId();
+      assert.equal((await sendRaw(cutOff, 'GET', byId, signedById(token, traceId))).status, 502);
+      // The HTTP spans: Redis's are client spans too.
+      const http = (spans: ReceivedSpan[], kind: number) => spans.find((s) => s.service === 'gateway' && s.kind === kind && !s.scope.includes('ioredis'));
+      const spans = await spansOf(traceId, (some) => http(some, SERVER) !== undefined && http(some, CLIENT) !== undefined);
+      const server = http(spans, SERVER);
+      const client = http(spans, CLIENT);
+      assert.equal(server?.attributes['http.response.status_code'], 502, JSON.stringify(spans));
+      assert.equal(server?.status, 2);
+      assert.equal(client?.status, 2);
+      assert.equal(client?.parentSpanId, server?.spanId);
+      assert.match(String(client?.attributes['url.full']), /\/v1\/weather-stations\/by\/id\/17130$/);
+    });
   });
 });

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { BadGatewayError, GatewayTimeoutError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, parseUpstreamError } from '@platform/errors';
+import { startClientSpan } from '@platform/service-kit';
 import { clientResponseHeaders } from './forwarded-headers.ts';
 
 /** How one exchange with an upstream ended: the status it answered, or no answer at all. */
@@ -101,8 +102,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     send(exchange, res, outcome) {
       return new Promise<number>((resolve, reject) => {
         let settled = false;
-        // Through the module object, not a named import: OpenTelemetry's HTTP instrumentation (when tracing
-        // is on) wraps `http.request` on it, and that is what puts the client span and traceparent upstream.
+        // With tracing on, the client span, whose traceparent goes upstream (service-kit's http-spans.ts).
+        const span = startClientSpan(exchange.method, url, exchange.target, exchange.headers);
         const upstreamReq = http.request({ agent, protocol: url.protocol, hostname: url.hostname, port: url.port, method: exchange.method, path: exchange.target, headers: exchange.headers });
         // A silence of the upstream, however long the exchange already took, ends in a 504.
         upstreamReq.setTimeout(options.timeoutMs, () => upstreamReq.destroy(new GatewayTimeoutError()));
@@ -110,12 +111,14 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           if (settled) return;
           settled = true;
           const timedOut = err instanceof GatewayTimeoutError;
+          span?.end(err);
           outcome(timedOut ? 'timeout' : 'unreachable');
           reject(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
         });
         upstreamReq.on('response', (upstream) => {
           settled = true;
           const status = upstream.statusCode ?? 502;
+          span?.end(status);
           outcome(status);
           if (res.headersSent || res.destroyed) {
             // Someone answered already (the request deadline) or the client is gone: drain the answer to

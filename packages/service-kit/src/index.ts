@@ -6,6 +6,7 @@ export * from './health.ts';
 export * from './http-app.ts';
 export * from './http-guards.ts';
 export * from './http-logger.ts';
+export { type ClientSpan, startClientSpan, withServerSpans } from './http-spans.ts';
 export * from './internal-assertion.ts';
 export * from './limits-config.ts';
 export * from './logger.ts';

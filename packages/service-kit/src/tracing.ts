@@ -6,6 +6,7 @@
 // which trace-context.ts asks): no exporter, no span, no cost per request.
 import { createRequire } from 'node:module';
 import { type ConfigOf, env, loadConfig } from './config.ts';
+import { useOwnHttpSpans } from './http-spans.ts';
 import type * as Api from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
@@ -60,6 +61,12 @@ export interface TracingOptions {
    * operator anything, and the instrumentation's per-layer bookkeeping runs on every request regardless.
    */
   express?: boolean;
+  /**
+   * Who makes the HTTP server and client spans: OpenTelemetry's HTTP instrumentation (the default), or the
+   * process itself through http-spans.ts (`own`: withServerSpans around its app, startClientSpan around
+   * its calls), which lets the sampler decide before anything is built for the span.
+   */
+  httpSpans?: 'instrumentation' | 'own';
 }
 
 /** A started SDK: flushes and stops the exporter on shutdown. */
@@ -125,13 +132,16 @@ export function startTracing(service: string, source: Readonly<Record<string, st
     tracerProvider: provider,
     instrumentations: [
       // Probes and scrapes would be most of the spans and say nothing about a request.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health\/|metrics)/.test(req.url ?? '') }),
+      ...(options.httpSpans === 'own' ? [] : [new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health\/|metrics)/.test(req.url ?? '') })]),
       // Express's request handlers only (which name the route); a span per middleware cost more than the rest together.
       ...(options.express === false ? [] : [new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] })]),
       new PgInstrumentation(),
-      new IORedisInstrumentation(),
+      // The command's name only: its arguments are keys and values (token ids, nonces, codes' digests) that
+      // a trace store has no business keeping, and serialising them cost every request, sampled or not.
+      new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),
     ],
   });
+  if (options.httpSpans === 'own') useOwnHttpSpans(provider.getTracer(`${service}-http`));
   started = { shutdown: () => provider.shutdown() };
   return started;
 }

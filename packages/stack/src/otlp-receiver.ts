@@ -11,6 +11,8 @@ export interface ReceivedSpan {
   parentSpanId: string;
   kind: number;
   attributes: Record<string, unknown>;
+  /** OTLP's status code: 0 unset, 1 ok, 2 error. */
+  status: number;
 }
 
 /** A local OTLP/HTTP trace receiver (POST /v1/traces), for the tests and the benchmark. */
@@ -45,6 +47,7 @@ function spansOf(body: Json): ReceivedSpan[] {
         parentSpanId: String(span.parentSpanId ?? ''),
         kind: Number(span.kind),
         attributes: attributesOf(span.attributes),
+        status: Number((span.status as Json | undefined)?.code ?? 0),
       })),
     );
   });

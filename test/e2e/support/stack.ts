@@ -20,8 +20,8 @@ export interface Stack {
   admin: { username: string; password: string };
   /** What the processes wrote (every line, when LOG_LEVEL lets it through), for assertions and failing tests' messages. */
   output: () => string;
-  /** Starts one more gateway beside the first (same environment, same Redis): a second replica; its URL. */
-  startGatewayReplica: () => Promise<string>;
+  /** Starts one more gateway beside the first (same environment, same Redis, and `settings`): a second replica; its URL. */
+  startGatewayReplica: (settings?: Record<string, string>) => Promise<string>;
   stop: () => Promise<void>;
 }
 
@@ -74,8 +74,8 @@ export async function startStack(
       admin,
       output: () => stack.output(),
       // Its own management port: the first gateway holds the stack's.
-      startGatewayReplica: async () =>
-        (await stack.start('gateway', { as: `gateway-${stack.processes.length}`, env: { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } })).url,
+      startGatewayReplica: async (replicaSettings = {}) =>
+        (await stack.start('gateway', { as: `gateway-${stack.processes.length}`, env: { GATEWAY_MANAGEMENT_PORT: String(await freePort()), ...replicaSettings } })).url,
       stop: async () => {
         await stack.stop();
         await rm(keyDir, { recursive: true, force: true });
