@@ -21,11 +21,12 @@ interface Holder {
 
 /**
  * CONTRACT.md parts 13 and 14 at the gateway on a Redis Cluster of its own: the shard that holds the client
- * key's nonces loses its data under signed traffic. No request signed before the loss is replayed, no
- * revoked token is accepted, nothing answers 500, and every live token is served again within 5 s.
+ * key's nonces loses its data, or its master (the replica promoted), under signed traffic. No request signed
+ * before the loss is replayed, no revoked token is accepted, nothing answers 500, and every live token is
+ * served again within 5 s (a flush) or 15 s (a failover).
  */
-describe('the gateway when the shard of a client key\'s nonces loses its data (CONTRACT.md part 14)', function () {
-  this.timeout(90_000);
+describe('the gateway when the shard of a client key\'s nonces loses its data or its master (CONTRACT.md part 14)', function () {
+  this.timeout(120_000);
   let cluster: LocalRedisCluster;
   let stack: Stack;
   let holders: Holder[];
@@ -85,5 +86,52 @@ describe('the gateway when the shard of a client key\'s nonces loses its data (C
     assert.ok(seen.has(503), `the loss was not met: ${JSON.stringify([...seen])}`);
     // The loss is dated in the client key's slot: the captured request, signed before it, is refused 401.
     assert.equal((await send(stack.gatewayUrl, 'GET', CITIES, captured)).status, 401);
+  });
+
+  it('a master killed under signed traffic: its replica is promoted and followed; no replay accepted, no revoked token accepted, no 500, served again within 15 s', async () => {
+    await cluster.waitUntilOk();
+    const live = holders.find((h) => !h.revoked)!;
+    const captured = signedHeaders('GET', CITIES, { key: CLIENT_KEY, bearer: live.token });
+    assert.equal((await send(stack.gatewayUrl, 'GET', CITIES, captured)).status, 200);
+    const victim = await cluster.masterOfSlot(await slotOf(replayBornKey(CLIENT_KEY.keyId)));
+
+    // Signed traffic from every holder all along: before, during and after the failover.
+    const seen = new Map<number, number>();
+    let running = true;
+    const traffic = (async () => {
+      while (running) {
+        const statuses = await Promise.all(holders.map(statusOf));
+        holders.forEach((holder, i) => {
+          const status = statuses[i]!;
+          seen.set(status, (seen.get(status) ?? 0) + 1);
+          assert.notEqual(status, 500, 'a 500 during a failover');
+          if (holder.revoked) assert.ok(status === 401 || status === 503, `a revoked token answered ${status}`);
+          else assert.ok(status === 200 || status === 503, `a live token answered ${status}`);
+        });
+        await sleep(20);
+      }
+    })();
+    try {
+      await sleep(300);
+      await cluster.kill(victim);
+      const killedAt = Date.now();
+      for (;;) {
+        const replay = await send(stack.gatewayUrl, 'GET', CITIES, captured);
+        assert.ok([401, 409, 503].includes(replay.status), `the replay answered ${replay.status}`);
+        const statuses = await Promise.all(holders.map(statusOf));
+        assert.ok(!statuses.includes(500), 'a 500 during a failover');
+        if (holders.every((holder, i) => holder.revoked || statuses[i] === 200)) break;
+        assert.ok(Date.now() - killedAt <= 15_000, `not served again within 15 s: ${JSON.stringify([...seen])}`);
+        await sleep(100);
+      }
+    } finally {
+      running = false;
+      await traffic;
+    }
+    assert.ok(seen.has(503), `the failover was not met: ${JSON.stringify([...seen])}`);
+    await cluster.waitUntilOk();
+    assert.ok(!(await cluster.masters()).some((m) => m.port === victim), 'the killed master is still listed');
+    // Still never admitted once the cluster is whole again.
+    assert.ok([401, 409].includes((await send(stack.gatewayUrl, 'GET', CITIES, captured)).status));
   });
 });
