@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
 import { freePort, startLocalRedisCluster, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
-import { MIRROR_STATE_LUA, REVOCATION_MIRROR_KEY, STAMP_LUA } from '@platform/auth';
+import { MIRROR_STATE_LUA, STAMP_LUA, revocationMirrorKey } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, needStack, signedTarget } from './context.ts';
@@ -84,7 +84,7 @@ return found`;
   const stamp = `bench-stamp:${randomUUID()}`;
   const run = async (lua: string) => {
     const t0 = process.hrtime.bigint();
-    const found = Number(await redis.eval(lua, 2, REVOCATION_MIRROR_KEY, stamp, '0', '0', String(Date.now()), String(rounds)));
+    const found = Number(await redis.eval(lua, 2, revocationMirrorKey(0), stamp, '0', '0', String(Date.now()), String(rounds)));
     if (found !== rounds) throw new Error(`the loss check found the mirror not whole (${found} of ${rounds})`);
     return Number(process.hrtime.bigint() - t0);
   };

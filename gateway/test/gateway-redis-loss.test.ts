@@ -217,6 +217,8 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       const state = await mirror();
       assert.equal(state.ready, '0');
       assert.ok(Number(state.born) >= found - 50, JSON.stringify(state));
+      // The client key's hash says since when, nothing else: readiness is the revocation mirrors' word.
+      assert.deepEqual(Object.keys(await testRedis.redis.hgetall(replayBornKey(gw.keys.hmac.keyId))), ['born']);
       assert.equal((await stationsCall({ created: afterLoss() })).status, 503);
     });
 

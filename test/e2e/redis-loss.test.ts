@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { type Client, createClient } from '@platform/client';
+import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from '@platform/auth';
 import { type Redis, closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
 import { flushKeys, snapshotKeys } from '@platform/service-kit/testing';
 import { type Answer, send } from '../../gateway/test/support/gateway-harness.ts';
@@ -306,7 +307,8 @@ describe('end to end: Redis loses its data (CONTRACT.md part 13)', function () {
     const signed = await signedBeforeLoss(probe!.token, probe!.target);
 
     await rollBack();
-    assert.equal(await raw.hget(`${stack.redis.prefix}auth:mirror`, 'ready'), '1', 'the replica lost the mirror itself');
+    const mirrors = await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => raw.hget(`${stack.redis.prefix}${revocationMirrorKey(b)}`, 'ready')));
+    assert.ok(mirrors.every((ready) => ready === '1'), 'the replica lost the mirrors themselves');
     // The promotion: every client of the old primary is disconnected and connects again.
     await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     const { tookMs, seen } = await recoverWithoutAcceptingRevoked(Date.now(), revoked, live);

@@ -4,7 +4,6 @@ export {
   type BucketStamps,
   MIRROR_STATE_LUA,
   REVOCATION_BUCKETS,
-  REVOCATION_MIRROR_KEY,
   type RedisClient,
   type RevocationMirror,
   RevocationsUnavailableError,

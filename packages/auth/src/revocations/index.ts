@@ -8,9 +8,7 @@
  * id, and each bucket is one Redis Cluster hash tag holding its sessions' revocation keys, its tokens'
  * blacklist entries, its own mirror hash (`auth:{rv:<b>}:mirror`) and identity's stamp for it. A bearer check
  * is one script on one slot; a shard that loses its data loses only its buckets, found and re-seeded alone.
- * One more hash, `auth:mirror`, stands for the whole Redis: identity's keeper still keeps it closed while any
- * bucket is lost and born no earlier than the latest bucket loss, though nothing reads it since the
- * gateway's admission was split by slot (the gateway dates its nonces per client key slot, `{ck:<keyId>}`).
+ * (The gateway dates its nonces on a slot of their own per client key, `{ck:<keyId>}`: gateway/src/admission.)
  *
  * The life of each mirror hash (mirror.ts):
  *
@@ -55,7 +53,6 @@ export {
 export { type TokenBlacklist, mirrorKeyOfSession, redisBlacklist, revocationKeys } from './blacklist.ts';
 export {
   MIRROR_STATE_LUA,
-  REVOCATION_MIRROR_KEY,
   type RevocationMirror,
   RevocationsUnavailableError,
   bucketMirrors,

@@ -1,7 +1,7 @@
 import { assetText } from '@platform/service-kit';
 
 /** The Lua of this module, by file name (without `.lua`), read once per process. */
-export type LuaFile = 'mirror-state' | 'stamp-check' | 'mirror-read' | 'mirror-close' | 'mirror-close-at' | 'mirror-open' | 'is-revoked' | 'bucket-check';
+export type LuaFile = 'mirror-state' | 'stamp-check' | 'mirror-read' | 'mirror-close' | 'mirror-open' | 'is-revoked' | 'bucket-check';
 
 /** One file of `lua/` (beside this module in the sources, copied beside it into `dist/` by the build), read once. */
 export function luaFile(name: LuaFile): string {

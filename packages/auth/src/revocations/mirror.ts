@@ -3,23 +3,17 @@ import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
 
 /**
- * The whole-Redis mirror: since the buckets (buckets.ts) each have their own, and the gateway's admission
- * is split by slot, nothing reads this one; identity's keeper still keeps it (whole only while every bucket
- * is, born at the latest loss found in any bucket) until that handling is removed. Module head: index.ts.
- *
- * Each mirror's state hash. Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
- * says whether the mirror is whole: `born` is when the platform found Redis without it (ms, the clock of
+ * A bucket's mirror state hash (buckets.ts: one per bucket, on the bucket's slot). Module head: index.ts.
+ * Redis holds a mirror of the revocations identity records in Postgres (CONTRACT.md part 13). This hash
+ * says whether the bucket's mirror is whole: `born` is when the platform found Redis without it (ms, the clock of
  * the process that noticed), `ready` is `1` once identity has re-seeded every revocation that may still be live. A Redis
  * that lost its data has no hash; whoever notices first creates it not ready, and from then on every
  * request with a bearer token fails closed until identity has re-seeded.
  */
-export const REVOCATION_MIRROR_KEY = 'auth:mirror';
-
 interface MirrorCommands {
   revocationMirrorState(key: string, now: string): Promise<string>;
   revocationMirrorNotReady(key: string, now: string): Promise<number>;
   revocationMirrorReady(key: string, born: string): Promise<number>;
-  revocationMirrorNotReadyAt(key: string, now: string, born: string): Promise<number>;
 }
 
 /** The mirror's state as identity's keeper reads and changes it. */
@@ -30,28 +24,22 @@ export interface RevocationMirror {
   markNotReady(): Promise<number>;
   /** Opens again after a re-seed of the mirror born at `born`; false when Redis lost it meanwhile (re-seed again). */
   markReady(born: number): Promise<boolean>;
-  /** `markNotReady`, and born no earlier than `lostAt` (a loss found in a bucket); returns `born`. */
-  markLostAt(lostAt: number): Promise<number>;
 }
 
 /** Defines the mirror scripts on `redis` once (defineCommand again would load them again). */
 function mirrorCommands(redis: Redis): MirrorCommands {
   const commands = redis as unknown as Partial<MirrorCommands>;
-  if (commands.revocationMirrorNotReadyAt === undefined) {
+  if (commands.revocationMirrorReady === undefined) {
     redis.defineCommand('revocationMirrorState', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-read') });
     redis.defineCommand('revocationMirrorNotReady', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-close') });
     redis.defineCommand('revocationMirrorReady', { numberOfKeys: 1, lua: luaScript('mirror-open') });
-    redis.defineCommand('revocationMirrorNotReadyAt', { numberOfKeys: 1, lua: luaScript('mirror-state', 'mirror-close-at') });
   }
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   return redis as unknown as MirrorCommands;
 }
 
-/**
- * A mirror on `redis` (whose key prefix is the environment's): the whole-Redis one by default, or a
- * bucket's (`revocationMirrorKey(b)`).
- */
-export function revocationMirror(redis: Redis, key: string = REVOCATION_MIRROR_KEY): RevocationMirror {
+/** The mirror hash `key` (a bucket's: `revocationMirrorKey(b)`) on `redis`, whose key prefix is the environment's. */
+export function revocationMirror(redis: Redis, key: string): RevocationMirror {
   const commands = mirrorCommands(redis);
   return {
     async state() {
@@ -64,9 +52,6 @@ export function revocationMirror(redis: Redis, key: string = REVOCATION_MIRROR_K
     async markReady(born) {
       return Number(await commands.revocationMirrorReady(key, String(born))) === 1;
     },
-    async markLostAt(lostAt) {
-      return Number(await commands.revocationMirrorNotReadyAt(key, String(Date.now()), String(lostAt)));
-    },
   };
 }
 
@@ -76,12 +61,11 @@ export function bucketMirrors(redis: Redis): RevocationMirror[] {
 }
 
 /**
- * Closes the whole-Redis mirror and every bucket's (not ready, births kept), one command per slot, in
- * parallel. Its scripts are defined when this is called, not when the returned function runs: ioredis'
+ * Closes every bucket's mirror (not ready, births kept), one command per slot, in parallel. Its scripts are defined when this is called, not when the returned function runs: ioredis'
  * auto-pipeline of a turn already under way knows only the commands defined before it began.
  */
 export function mirrorCloser(redis: Redis): () => Promise<void> {
-  const mirrors = [revocationMirror(redis), ...bucketMirrors(redis)];
+  const mirrors = bucketMirrors(redis);
   return async () => {
     await Promise.all(mirrors.map((mirror) => mirror.markNotReady()));
   };

@@ -11,7 +11,8 @@ import { luaFile, luaScript } from './lua.ts';
 export const STAMP_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
- * `stamp_check(mirror_key, stamp_key, seen, last, now, ttl_ms)` (lua/stamp-check.lua), for a script of
+ * `stamp_went_back(state_key, stamp_key, seen, last, ttl_ms)` and `stamp_check(mirror_key, stamp_key, seen,
+ * last, now, ttl_ms)` (lua/stamp-check.lua), for a script of
  * another module whose writes count on a stamp (the gateway's nonces): put it first in that script.
  */
 export const STAMP_LUA = luaFile('stamp-check');

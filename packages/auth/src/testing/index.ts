@@ -5,7 +5,6 @@ import type { RedisClient as Redis } from '../revocations/redis-client.ts';
 import jwt from 'jsonwebtoken';
 import type { Jwks } from '../key-source.ts';
 import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from '../revocations/buckets.ts';
-import { REVOCATION_MIRROR_KEY } from '../revocations/mirror.ts';
 import type { Role } from '../roles.ts';
 
 /** Claims a test token may override; everything else gets a valid default. */
@@ -81,11 +80,10 @@ export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:t
 }
 
 /**
- * Marks the revocation mirrors of `redis` (the whole-Redis one and every bucket's) whole and born at the
+ * Marks every bucket's revocation mirror on `redis` whole and born at the
  * epoch, as identity's keeper does once it has re-seeded (CONTRACT.md part 13): for tests of token
  * consumers that run without an identity process.
  */
 export async function markRevocationsRestored(redis: Redis): Promise<void> {
-  const keys = [REVOCATION_MIRROR_KEY, ...ALL_REVOCATION_BUCKETS.map(revocationMirrorKey)];
-  await Promise.all(keys.map((key) => redis.hset(key, 'born', '0', 'ready', '1')));
+  await Promise.all(ALL_REVOCATION_BUCKETS.map(revocationMirrorKey).map((key) => redis.hset(key, 'born', '0', 'ready', '1')));
 }

@@ -1,4 +1,4 @@
-import { ALL_REVOCATION_BUCKETS, type BucketState, type TokenBlacklist, bucketMirrors, bucketStamps, mirrorCloser, onReconnect, redisBlacklist, revocationBucket, revocationMirror } from '@platform/auth';
+import { ALL_REVOCATION_BUCKETS, type TokenBlacklist, bucketMirrors, bucketStamps, mirrorCloser, onReconnect, redisBlacklist, revocationBucket } from '@platform/auth';
 import { type Knex, type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
@@ -17,9 +17,7 @@ const MARGIN_S = 60;
  * Keeps Redis's mirror of the revocations whole (CONTRACT.md parts 13 and 14), bucket by bucket (each
  * bucket one slot, @platform/auth buckets.ts): every check reads every bucket's mirror and stamp, one
  * script per bucket, all at once; only the buckets found lost are re-seeded, each as soon as its shard
- * answers, whatever the other shards do. The whole-Redis mirror (the gateway's, until its admission is
- * split by slot) is closed while any bucket is lost, born no earlier than the latest bucket loss, and
- * opened once every bucket is whole; lost itself, every bucket is re-seeded. Revocations are recorded in
+ * answers, whatever the other shards do. Revocations are recorded in
  * Postgres (every ended session, with when); when the mirror in Redis is missing (Redis lost its data)
  * or was marked not ready, every bearer request fails closed until this re-seeds every session ended
  * within the access-token lifetime and marks the mirror ready again. Also when a revocation could not be
@@ -60,8 +58,8 @@ export interface RevocationMirrorKeeperOptions {
  * must not take every identity replica out of its Service). Logged like any failed check.
  */
 class ShardsUnreachable extends Error {
-  constructor(unreachable: number, wholeRedisToo: boolean) {
-    super(`${unreachable} revocation buckets${wholeRedisToo ? ' and the whole-Redis mirror' : ''} unreachable (a Redis shard down or failing over?); the others are whole`);
+  constructor(unreachable: number) {
+    super(`${unreachable} revocation buckets unreachable (a Redis shard down or failing over?); the others are whole`);
     this.name = 'ShardsUnreachable';
   }
 }
@@ -70,15 +68,12 @@ class ShardsUnreachable extends Error {
 export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptions): RevocationMirrorKeeper {
   const { db, redis, logger } = options;
   const stamps = bucketStamps(redis, 'identity');
-  const wholeRedis = revocationMirror(redis);
   const buckets = bucketMirrors(redis);
   const blacklist = redisBlacklist(redis, { stamps });
   const closeAllMirrors = mirrorCloser(redis);
   let dirty = false;
   // Whether the last check found (or left) every mirror whole; false until the first one succeeds.
   let whole = false;
-  // The whole-Redis mirror's birth (ms): signatures created in its second or before are refused at the gateway.
-  let born = 0;
 
   /** Writes every revocation of `targets` that may still be live; resolves with how many. */
   const reseed = async (targets: ReadonlySet<number>): Promise<number> => {
@@ -121,38 +116,26 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     }
     // Every bucket at once (one script per slot, auto-pipelined per shard): a shard that does not answer
     // leaves its buckets for the next check, and does not hold up the others.
-    const [globalRead, ...bucketReads] = await Promise.allSettled([wholeRedis.state(), ...ALL_REVOCATION_BUCKETS.map((bucket) => stamps.check(bucket))]);
+    const bucketReads = await Promise.allSettled(ALL_REVOCATION_BUCKETS.map((bucket) => stamps.check(bucket)));
     const states = bucketReads.flatMap((read) => (read.status === 'fulfilled' ? [read.value] : []));
     const unreachable = bucketReads.length - states.length;
-    const global = globalRead?.status === 'fulfilled' ? globalRead.value : undefined;
     // Nothing answered: Redis is down (the reason is the first bucket's).
     if (states.length === 0) throw bucketReads.find((read) => read.status === 'rejected')?.reason;
     const lost = states.filter((state) => !state.ready);
-    if (global !== undefined) born = global.born;
-    if (lost.length === 0 && global?.ready !== false) {
+    if (lost.length === 0) {
       whole = true;
-      if (unreachable > 0 || global === undefined) throw new ShardsUnreachable(unreachable, global === undefined);
+      if (unreachable > 0) throw new ShardsUnreachable(unreachable);
       const back = recovered();
       if (back !== undefined) logger.info(back, 'revocation mirror checked again; bearer requests accepted again');
       return;
     }
     whole = false;
     const started = Date.now();
-    // The whole-Redis mirror lost (or closed): every bucket is re-seeded, since what it stood for is unknown.
-    const targets: BucketState[] = global?.ready === false ? states : lost;
-    if (global?.ready === true) {
-      // A bucket lost: the gateway's whole-Redis mirror closes too, born at that loss (its nonces may be gone).
-      born = await wholeRedis.markLostAt(Math.max(...lost.map((state) => state.born)));
-    }
-    const sessions = await reseed(new Set(targets.map((state) => state.bucket)));
+    const sessions = await reseed(new Set(lost.map((state) => state.bucket)));
     const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state.born) ?? false));
     if (reopened.includes(false)) throw new Error('a Redis shard lost its data again during the re-seed');
-    if (unreachable > 0 || global === undefined) {
-      whole = true;
-      throw new ShardsUnreachable(unreachable, global === undefined);
-    }
-    if (!(await wholeRedis.markReady(born))) throw new Error('Redis lost its data again during the re-seed');
     whole = true;
+    if (unreachable > 0) throw new ShardsUnreachable(unreachable);
     const wentBack = lost.filter((state) => state.wentBack).length;
     const cause = wasDirty ? 'a revocation missed Redis' : wentBack > 0 ? 'Redis holds fewer revocations than identity wrote (a lagging replica promoted?)' : 'Redis lost its data';
     logger.warn({ sessions, buckets: lost.length, tookMs: Date.now() - started, cause, ...recovered() }, 'revocation mirror re-seeded; bearer requests accepted again');
@@ -199,9 +182,6 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       name: 'revocations',
       check: async () => {
         if (!whole) throw new Error('the revocation mirror in Redis is not whole yet (being re-seeded, or Redis or Postgres unreachable)');
-        // `created` is in whole seconds: until the second of the loss is over, every fresh signature is
-        // asked to sign again (503) as possibly older than it (a new environment's Redis counts as lost, too).
-        if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error('Redis lost its data less than a second ago: signatures of this second are asked to sign again');
       },
     },
     stop: async () => {
