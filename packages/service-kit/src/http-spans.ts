@@ -15,8 +15,8 @@ export function useOwnHttpSpans(by: Tracer): void {
   tracer = by;
 }
 
-/** Probes and scrapes would be most of the spans and say nothing about a request (as the instrumentation is told to skip). */
-const UNTRACED = /^\/(health\/|metrics)/;
+/** Probes and scrapes would be most of the spans and say nothing about a request: no span for these paths, whoever makes them. */
+export const UNTRACED_PATHS = /^\/(health\/|metrics)/;
 
 /**
  * `app` with a server span around each request: continued from the request's `traceparent` (as the
@@ -26,7 +26,7 @@ const UNTRACED = /^\/(health\/|metrics)/;
  */
 export function withServerSpans(app: RequestListener): RequestListener {
   return (req, res) => {
-    if (tracer === undefined || UNTRACED.test(req.url ?? '')) {
+    if (tracer === undefined || UNTRACED_PATHS.test(req.url ?? '')) {
       app(req, res);
       return;
     }

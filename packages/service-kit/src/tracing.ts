@@ -6,7 +6,7 @@
 // which trace-context.ts asks): no exporter, no span, no cost per request.
 import { createRequire } from 'node:module';
 import { type ConfigOf, env, loadConfig } from './config.ts';
-import { useOwnHttpSpans } from './http-spans.ts';
+import { UNTRACED_PATHS, useOwnHttpSpans } from './http-spans.ts';
 import type * as Api from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
@@ -131,8 +131,7 @@ export function startTracing(service: string, source: Readonly<Record<string, st
   registerInstrumentations({
     tracerProvider: provider,
     instrumentations: [
-      // Probes and scrapes would be most of the spans and say nothing about a request.
-      ...(options.httpSpans === 'own' ? [] : [new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(health\/|metrics)/.test(req.url ?? '') })]),
+      ...(options.httpSpans === 'own' ? [] : [new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? '') })]),
       // Express's request handlers only (which name the route); a span per middleware cost more than the rest together.
       ...(options.express === false ? [] : [new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] })]),
       new PgInstrumentation(),
