@@ -22,6 +22,8 @@ export interface BenchConfig {
   durationS: number;
   /** Seconds of unmeasured load before each measured one, so the JIT and pools are warm. */
   warmupS: number;
+  /** Rounds of a comparison measured by turns (measureClosedInTurns): its figures are the medians. */
+  rounds: number;
   /** Concurrent connections of the throughput scenarios. */
   connections: number;
   /** The light fixed rate of the latency scenarios, requests per second. */
@@ -94,6 +96,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
   return {
     durationS: number(env, 'BENCH_DURATION_S', 10, 1),
     warmupS: number(env, 'BENCH_WARMUP_S', 3, 0),
+    rounds: number(env, 'BENCH_ROUNDS', 3, 1),
     connections: number(env, 'BENCH_CONNECTIONS', 50, 1),
     rate: number(env, 'BENCH_RATE', 500, 1),
     logins: number(env, 'BENCH_LOGINS', 10, 1),

@@ -86,6 +86,43 @@ export async function measureClosed(
   return result;
 }
 
+/** The median of `values` (the lower middle one of an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
+}
+
+/**
+ * Closed-loop scenarios whose CPU per answer is compared with one another (tracing off, on, 1 in 10):
+ * measured by turns, `ctx.config.rounds` rounds of each (every measurement after its own warm-up), so
+ * that a slow stretch of a shared machine falls on all of them, and recorded under their ids with the
+ * median CPU per answer of each server and the load of the median round.
+ */
+export async function measureClosedInTurns(
+  ctx: RunContext,
+  scenarios: ReadonlyArray<{ id: string; label: string; target: LoadTarget; servers: Servers }>,
+): Promise<ScenarioResult[]> {
+  const connections = ctx.config.connections;
+  const { rounds } = ctx.config;
+  const measured = scenarios.map(() => [] as Array<{ load: LoadResult; cpuUsPerRequest?: Record<string, number> }>);
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const [i, scenario] of scenarios.entries()) {
+      ctx.progress(`${scenario.label} (round ${round} of ${rounds}): ${connections} connections, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
+      if (ctx.config.warmupS > 0) await closedLoop(scenario.target, connections, ctx.config.warmupS);
+      measured[i]?.push(await withCpu(scenario.servers, () => closedLoop(scenario.target, connections, ctx.config.durationS)));
+    }
+  }
+  const results = scenarios.map(({ id, label }, i): ScenarioResult => {
+    const runs = measured[i] ?? [];
+    const servers = Object.keys(runs[0]?.cpuUsPerRequest ?? {});
+    const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, median(runs.map((run) => run.cpuUsPerRequest?.[name] ?? Number.NaN))]));
+    const byRate = [...runs].sort((a, b) => a.load.requests - b.load.requests);
+    return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, mode: 'closed', connections, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest };
+  });
+  ctx.results.push(...results);
+  return results;
+}
+
 /** Warms up, then measures load at a fixed rate, and records it under `id`. */
 export async function measureFixed(ctx: RunContext, id: string, label: string, target: LoadTarget, rate = ctx.config.rate): Promise<ScenarioResult> {
   ctx.progress(`${label}: ${rate} req/s, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);

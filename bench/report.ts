@@ -53,8 +53,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   };
   cpuRatio('risk CPU by-id / limit B', cpu('risk-by-id', 'risk'), cpu('limit-b', 'limit-b'), 2.5);
   for (const lookup of ['by-id', 'city-district']) cpuRatio(`gateway CPU ${lookup} / limit C`, cpu(`gateway-${lookup}`, 'gateway'), cpu('limit-c', 'limit-c'), 1.5);
-  cpuRatio('tracing 1 in 10: gateway CPU / off', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway'), 1.25);
-  cpuRatio('tracing every span: gateway CPU / off', cpu('tracing-on', 'gateway-traced'), cpu('tracing-off', 'gateway'), 1.6);
+  cpuRatio('tracing 1 in 10: gateway CPU / off', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway-untraced'), 1.25);
+  cpuRatio('tracing every span: gateway CPU / off', cpu('tracing-on', 'gateway-traced'), cpu('tracing-off', 'gateway-untraced'), 1.6);
   for (const lookup of ['by-id', 'city-district']) {
     ratio(`risk ${lookup} / limit B`, by(`risk-${lookup}`)?.rps, by('limit-b')?.rps);
     ratio(`gateway ${lookup} / risk direct`, by(`gateway-${lookup}`)?.rps, by(`risk-${lookup}`)?.rps);
@@ -94,9 +94,9 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   const lossCheckNs = typeof facts.redisLossCheckNs === 'number' ? facts.redisLossCheckNs : undefined;
   const claimRedisUs = cpu('claim-plain', 'redis');
   if (lossCheckNs !== undefined && claimRedisUs !== undefined) ratios['Redis-loss check: share of a claim\'s Redis CPU'] = lossCheckNs / 1000 / claimRedisUs;
-  added('tracing exported: gateway CPU µs added per answer', cpu('tracing-on', 'gateway-traced'), cpu('tracing-off', 'gateway'));
+  added('tracing exported: gateway CPU µs added per answer', cpu('tracing-on', 'gateway-traced'), cpu('tracing-off', 'gateway-untraced'));
   added('tracing exported: risk CPU µs added per answer', cpu('tracing-on', 'risk-traced'), cpu('tracing-off', 'risk'));
-  added('tracing 1 in 10: gateway CPU µs added per answer', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway'));
+  added('tracing 1 in 10: gateway CPU µs added per answer', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway-untraced'));
   added('tracing 1 in 10: risk CPU µs added per answer', cpu('tracing-sampled', 'risk-traced'), cpu('tracing-off', 'risk'));
 
   const compareMs = typeof facts.bcryptCompareMs === 'number' ? facts.bcryptCompareMs : undefined;
