@@ -6,7 +6,7 @@ import { TEST_POSTGRES_URL, TEST_REDIS_URL, type TestRedis, createTestRedis, uni
 import { type Deployable, type StartedProcess, startStack as launch } from '@platform/stack';
 import { markReplayStoreWhole } from '../../../gateway/test/support/gateway-harness.ts';
 import { type CaptureServer, startCaptureServer } from '../../../services/identity/test/support/capture-server.ts';
-import { type TestUser, type TestUserFields, insertTestUser } from '../../../services/identity/test/support/identity-harness.ts';
+import { type TestUser, type TestUserFields, identityTestEnv, insertTestUser } from '../../../services/identity/test/support/identity-harness.ts';
 import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../../services/identity/src/auth/signing-key.ts';
 import { type IdentityConfig, identityConfigSpec } from '../../../services/identity/src/config.ts';
 import { type PasswordHasher, createPasswordHasher } from '../../../services/identity/src/passwords/password-hasher.ts';
@@ -160,16 +160,8 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
     };
     let identityEnv: Record<string, string> = {
       ...common,
-      // Config, not a code path: fixtures need real hashing, not production cost.
-      BCRYPT_COST: '4',
-      PASSWORD_HASH_THREADS: '1',
+      ...identityTestEnv({ mail, sms }),
       LOGIN_FAILURES_PER_MIN: '100000',
-      MAIL_PROVIDER: 'http',
-      MAIL_HTTP_URL: mail.url,
-      SMS_PROVIDER: 'http',
-      SMS_HTTP_URL: sms.url,
-      SMS_HTTP_TOKEN: 'sms-provider-token',
-      NOTIFY_HTTP_TIMEOUT_MS: '1000',
       JWT_PRIVATE_KEY: generateSigningKeyPem(),
       ...options.env,
     };

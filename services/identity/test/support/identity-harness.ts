@@ -100,6 +100,23 @@ export async function insertTestUser(db: Knex, hasher: PasswordHasher, fields: T
   return { ...user, password };
 }
 
+/**
+ * The settings identity runs with in tests, whatever starts it (this harness, the reliability stack's
+ * process): bcrypt at cost 4 (config, not a code path), mail and SMS to capture servers.
+ */
+export function identityTestEnv(providers: { mail: CaptureServer; sms: CaptureServer }): Record<string, string> {
+  return {
+    BCRYPT_COST: '4',
+    PASSWORD_HASH_THREADS: '1',
+    MAIL_PROVIDER: 'http',
+    MAIL_HTTP_URL: providers.mail.url,
+    SMS_PROVIDER: 'http',
+    SMS_HTTP_URL: providers.sms.url,
+    SMS_HTTP_TOKEN: 'sms-provider-token',
+    NOTIFY_HTTP_TIMEOUT_MS: '1000',
+  };
+}
+
 /** A username nobody else in the run has. */
 export function uniqueUsername(label = 'user'): string {
   return `${label}-${randomUUID()}@example.com`;
@@ -114,18 +131,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
   const testRedis = await createTestRedis('identity');
   const mail = await startCaptureServer();
   const sms = await startCaptureServer();
-  const baseEnv: Record<string, string> = {
-    BCRYPT_COST: '4',
-    PASSWORD_HASH_THREADS: '1',
-    OPENAPI_VALIDATE_RESPONSES: 'true',
-    MAIL_PROVIDER: 'http',
-    MAIL_HTTP_URL: mail.url,
-    SMS_PROVIDER: 'http',
-    SMS_HTTP_URL: sms.url,
-    SMS_HTTP_TOKEN: 'sms-provider-token',
-    NOTIFY_HTTP_TIMEOUT_MS: '1000',
-    ...env,
-  };
+  const baseEnv: Record<string, string> = { ...identityTestEnv({ mail, sms }), OPENAPI_VALIDATE_RESPONSES: 'true', ...env };
   const firstConfig = loadConfig(identityConfigSpec, baseEnv);
   const log = captureLogger('identity');
   const hasher = await createPasswordHasher({ cost: firstConfig.BCRYPT_COST, threads: firstConfig.PASSWORD_HASH_THREADS });
