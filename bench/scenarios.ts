@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureFixedPair, needStack, signedTarget } from './context.ts';
+import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RequestShape } from './signer.ts';
 
@@ -43,8 +43,17 @@ export async function limitScenarios(ctx: RunContext): Promise<void> {
 export async function riskScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const servers = { risk: stack.riskPid };
-  await measureClosed(ctx, 'risk-by-id', 'risk direct: by/id', directTarget(stack.riskUrl, byId(session.token)), { servers });
   await measureClosed(ctx, 'risk-city-district', 'risk direct: by/city-district', directTarget(stack.riskUrl, cityDistrict(session.token)), { servers });
+  // By/id as a client calls it directly (risk reads the token's revocations) and as the gateway calls it
+  // (its assertion vouches for the token: no revocation read, CONTRACT.md part 10), at a direct call's rate,
+  // by turns. Behind the gateway itself risk runs at a third of this rate, where its CPU per answer is not
+  // comparable with limit B's.
+  await measureClosedInTurns(ctx, [
+    { id: 'risk-by-id', label: 'risk direct: by/id', target: directTarget(stack.riskUrl, byId(session.token)), servers },
+    ...(stack.assertionKey === undefined
+      ? []
+      : [{ id: 'risk-vouched-by-id', label: 'risk vouched: by/id (the gateway\'s assertion)', target: vouchedTarget(stack.riskUrl, byId(session.token), stack.assertionKey), servers }]),
+  ]);
 }
 
 /**

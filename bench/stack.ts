@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type Deployable, type ExtraProcess, type StartedProcess, imageNodeOptions as imageNodeOptionsIn, startStack as launch } from '@platform/stack';
 import { type BenchConfig, ROOT } from './config.ts';
@@ -11,6 +12,8 @@ export interface Stack {
   riskPid: number | undefined;
   gatewayPid: number | undefined;
   identityPid: number | undefined;
+  /** INTERNAL_ASSERTION_KEY of a stack the benchmark started (to vouch for requests as the gateway does); undefined for a running one. */
+  assertionKey: string | undefined;
   /** A fresh database URL on the benchmark's Postgres, named for this run and dropped at the end. */
   database(name: string): string;
   /** Starts one more process of a deployable beside the stack's (stopped by `close`), ready when it resolves. */
@@ -43,12 +46,14 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     const fail = () => {
       throw new Error('a running stack (BENCH_*_URL) has no database server or processes of the benchmark');
     };
-    return { ...config.external, identityPid: undefined, database: fail, start: fail, close: async () => undefined };
+    return { ...config.external, identityPid: undefined, assertionKey: undefined, database: fail, start: fail, close: async () => undefined };
   }
+  const assertionKey = randomBytes(32).toString('base64url');
   const stack = await launch({
     env: {
       ...process.env,
       APP_ENV: 'local',
+      INTERNAL_ASSERTION_KEY: assertionKey,
       JWT_LOCAL_KEY_FILE: join(logDir, 'jwt-signing-key.pem'),
       BCRYPT_COST: String(config.bcryptCost),
       // One token serves the whole run.
@@ -70,6 +75,7 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     riskPid: stack.processOf('risk').pid,
     gatewayPid: stack.processOf('gateway').pid,
     identityPid: stack.processOf('identity').pid,
+    assertionKey,
     database: (name) => stack.database(name),
     start: (name, extra) => stack.start(name, extra),
     close: async () => {
