@@ -2,7 +2,7 @@
 // `pnpm soak`, `pnpm bench` and the tests that need real processes. A workspace package of its own so
 // that scripts, bench and tests can all import it while no deployable does: it is never in an image.
 export { type EnvValue, type DockerInstruction, imageEnv, imageNodeOptions, parseDockerfile, readDockerfile, stageEnv } from './dockerfile.ts';
-export { freePort } from './ports.ts';
+export { freePort, freePorts } from './ports.ts';
 export { type PrivateRedis, startPrivateRedis } from './redis-server.ts';
 export { type ClusterNode, type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster.ts';
 export { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.ts';

@@ -1,10 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { freePort } from './ports.ts';
+import { freePorts } from './ports.ts';
 
 const run = promisify(execFile);
 
@@ -59,10 +59,12 @@ export async function startLocalRedisCluster(options: { masters?: number } = {})
     await rm(dir, { recursive: true, force: true });
   };
   try {
+    // Every node's port and, since the default (port + 10000) may be taken or out of range, its cluster
+    // bus's: all distinct, chosen before any node starts.
+    const ports = await freePorts(masters * 4);
     for (let i = 0; i < masters * 2; i += 1) {
-      const port = await freePort();
-      // The cluster bus gets a port of its own: the default (port + 10000) may be taken or out of range.
-      const busPort = await freePort();
+      const port = ports[2 * i] as number;
+      const busPort = ports[2 * i + 1] as number;
       const child = spawn(
         'redis-server',
         [
@@ -77,7 +79,13 @@ export async function startLocalRedisCluster(options: { masters?: number } = {})
       children.set(port, child);
       nodes.push({ port, address: `127.0.0.1:${port}`, pid: () => children.get(port)?.pid });
     }
-    for (const node of nodes) await untilAnswers(() => cli(node.port, 'PING'));
+    for (const node of nodes) {
+      await untilAnswers(() => cli(node.port, 'PING')).catch(async (err: unknown) => {
+        // Why, from the node's own log (a port taken, say), rather than a bare timeout.
+        const log = await readFile(join(dir, `redis-${node.port}.log`), 'utf8').catch(() => '');
+        throw new Error(`${err instanceof Error ? err.message : String(err)} (port ${node.port}): ${log.trim().split('\n').slice(-3).join(' | ')}`);
+      });
+    }
     await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => n.address), '--cluster-replicas', '1', '--cluster-yes']);
     const cluster = clusterOf(nodes, cli, children, stop);
     await cluster.waitUntilOk(20_000);

@@ -1,5 +1,5 @@
 import { type Output, type StartedProcess, startProcess, untilOk } from './process.ts';
-import { freePort } from './ports.ts';
+import { freePort, freePorts } from './ports.ts';
 
 /** The three deployables, in the order they are started. */
 export const DEPLOYABLES = ['identity', 'risk', 'gateway'] as const;
@@ -180,10 +180,12 @@ async function dropDatabases(urls: readonly string[]): Promise<void> {
 export async function startStack(options: StackOptions): Promise<Stack> {
   const host = options.host ?? '127.0.0.1';
   const sources = options.sources ?? 'ts';
+  // Four distinct ports, whichever are not given (freePorts: asked one by one, two could coincide).
+  const spare = await freePorts(4);
   const ports: Record<Deployable, number> = {
-    identity: options.ports?.identity ?? (await freePort()),
-    risk: options.ports?.risk ?? (await freePort()),
-    gateway: options.ports?.gateway ?? (await freePort()),
+    identity: options.ports?.identity ?? (spare[0] as number),
+    risk: options.ports?.risk ?? (spare[1] as number),
+    gateway: options.ports?.gateway ?? (spare[2] as number),
   };
   const urls: Record<Deployable, string> = {
     identity: `http://${host}:${ports.identity}`,
@@ -191,7 +193,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     gateway: `http://${host}:${ports.gateway}`,
   };
   // Never the default 9080 unless asked for: several stacks (and gateways beside them) may run at once.
-  const managementPort = options.ports?.gatewayManagement ?? (await freePort());
+  const managementPort = options.ports?.gatewayManagement ?? (spare[3] as number);
   const databases: string[] = [];
   const database = (name: string) => {
     if (options.databases === undefined) throw new Error('this stack has no database server of its own');
