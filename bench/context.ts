@@ -1,6 +1,6 @@
 import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding } from '@platform/service-kit';
 import type { BenchConfig } from './config.ts';
-import { type LoadResult, type LoadTarget, closedLoop, fixedRate, fixedRates } from './load.ts';
+import { type LoadResult, type LoadTarget, closedLoop, fixedRate, fixedRates, quantile } from './load.ts';
 import { cpuMs } from './processes.ts';
 import type { Session, Stack } from './stack.ts';
 import { type RequestShape, type createSigner, plainHeaders } from './signer.ts';
@@ -121,12 +121,6 @@ export async function measureClosed(
   return result;
 }
 
-/** The median of `values` (the lower middle one of an even count). */
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
-}
-
 /**
  * Closed-loop scenarios whose CPU per answer is compared with one another (tracing off, on, 1 in 10):
  * measured by turns, `ctx.config.rounds` rounds of each (every measurement after its own warm-up), so
@@ -150,7 +144,7 @@ export async function measureClosedInTurns(
   const results = scenarios.map(({ id, label }, i): ScenarioResult => {
     const runs = measured[i] ?? [];
     const servers = Object.keys(runs[0]?.cpuUsPerRequest ?? {});
-    const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, median(runs.map((run) => run.cpuUsPerRequest?.[name] ?? Number.NaN))]));
+    const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, quantile(Float64Array.from(runs, (run) => run.cpuUsPerRequest?.[name] ?? Number.NaN).sort(), 0.5)]));
     const byRate = [...runs].sort((a, b) => a.load.requests - b.load.requests);
     return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, mode: 'closed', connections, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest };
   });

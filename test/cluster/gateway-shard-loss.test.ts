@@ -9,6 +9,7 @@ import { send } from '../../gateway/test/support/gateway-harness.ts';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { CLIENT_KEY, type Stack, startStack } from '../reliability/support/stack.ts';
 import { startedOn } from './support/on-cluster.ts';
+import { claimsOf } from '../reliability/support/forge-jwt.ts';
 
 const CITIES = '/v1/weather-stations/get-cities';
 
@@ -38,7 +39,7 @@ describe('the gateway when the shard of a client key\'s nonces loses its data or
     holders = [];
     for (let i = 0; i < 9; i += 1) {
       const user = await stack.userWith(['STANDARD_USER']);
-      const claims = JSON.parse(Buffer.from(user.accessToken.split('.')[1] ?? '', 'base64url').toString()) as { sid: string; jti: string };
+      const claims = claimsOf(user.accessToken) as { sid: string; jti: string };
       const revoked = i % 3 === 0;
       if (revoked) assert.equal((await request(stack.identityUrl).post('/v1/auth/logout').send({ jwtToken: user.accessToken })).status, 200);
       holders.push({ token: user.accessToken, sessionId: claims.sid, tokenId: claims.jti, revoked });

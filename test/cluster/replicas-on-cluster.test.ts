@@ -7,6 +7,7 @@ import { type LocalRedisCluster, type StartedProcess, databaseUrl, freePort, sta
 import { send } from '../../gateway/test/support/gateway-harness.ts';
 import { type TestSigningKey, signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { generateSigningKeyPem } from '../../services/identity/src/auth/signing-key.ts';
+import { headerOf } from '../reliability/support/forge-jwt.ts';
 
 const CLIENT_KEY: TestSigningKey = { keyId: 'replicas', alg: 'hmac-sha256', secret: 'replicas-hmac-secret-0123456789abcdef' };
 const ADMIN = { username: 'admin@example.com', password: 'local-admin-password' };
@@ -15,7 +16,7 @@ const CITIES = '/v1/weather-stations/get-cities';
 const DROPPED_WITHIN_MS = 5000;
 
 const publicPem = (privatePem: string) => createPublicKey(privatePem).export({ format: 'pem', type: 'spki' }).toString();
-const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
+const kidOf = (token: string) => headerOf(token).kid;
 
 /**
  * CONTRACT.md part 14 through real processes: two gateways, two identity and two risk processes on one

@@ -6,6 +6,7 @@ import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack'
 import request from 'supertest';
 import { type IdentityHarness, startIdentity, startRevocationKeeper } from '../../services/identity/test/support/identity-harness.ts';
 import { startedOn } from './support/on-cluster.ts';
+import { claimsOf } from '../reliability/support/forge-jwt.ts';
 
 interface Holder {
   user: { id: string };
@@ -36,7 +37,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     for (let i = 0; i < 18; i += 1) {
       const user = await identity.createUser();
       const token = (await identity.login(user)).accessToken;
-      const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as { sid: string; jti: string };
+      const claims = claimsOf(token) as { sid: string; jti: string };
       const revoked = i % 3 === 0;
       if (revoked) assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
       holders.push({ user, token, sessionId: claims.sid, tokenId: claims.jti, revoked });

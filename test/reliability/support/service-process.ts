@@ -9,7 +9,7 @@ export interface ServiceProcess extends StartedProcess {
 }
 
 /** The environment a child starts from: only what Node and the tools need, never the caller's config. */
-function baseEnv(): Record<string, string> {
+export function baseEnv(): Record<string, string> {
   const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
   return Object.fromEntries(keep.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k] as string]])));
 }

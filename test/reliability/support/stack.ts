@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import type { Role } from '@platform/auth';
 import { type Knex, type Redis, createDatabase, loadConfig } from '@platform/service-kit';
-import { TEST_POSTGRES_URL, TEST_REDIS_URL, type TestRedis, createTestRedis, uniqueName } from '@platform/service-kit/testing';
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, type TestRedis, createTestRedis, testRedisClusterNodes, uniqueName } from '@platform/service-kit/testing';
 import { type Deployable, type StartedProcess, startStack as launch } from '@platform/stack';
 import { markReplayStoreWhole } from '../../../gateway/test/support/gateway-harness.ts';
 import { type CaptureServer, startCaptureServer } from '../../../services/identity/test/support/capture-server.ts';
@@ -12,6 +12,7 @@ import { type IdentityConfig, identityConfigSpec } from '../../../services/ident
 import { type PasswordHasher, createPasswordHasher } from '../../../services/identity/src/passwords/password-hasher.ts';
 import { type TestSigningKey, signedHeaders } from '../../../gateway/test/support/signing-client.ts';
 import { type Answer, sendRaw } from './raw-http.ts';
+import { baseEnv } from './service-process.ts';
 
 const CLIENT_SECRET = 'stack-hmac-secret-0123456789abcdef';
 /** The one client key of the stack. */
@@ -120,12 +121,6 @@ function processLog(of: () => readonly StartedProcess[]): ProcessLog {
   };
 }
 
-/** The environment a child starts from: only what Node and the tools need, never this process's settings. */
-function baseEnv(): Record<string, string> {
-  const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
-  return Object.fromEntries(keep.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k] as string]])));
-}
-
 /**
  * Starts identity, risk and the gateway through the launcher (@platform/stack), as `pnpm start` does: each
  * process reads its own configuration, creates and migrates its database of this run (risk seeds the
@@ -165,7 +160,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
       JWT_PRIVATE_KEY: generateSigningKeyPem(),
       ...options.env,
     };
-    const clusterNodes = process.env.TEST_REDIS_CLUSTER_NODES;
+    const clusterNodes = testRedisClusterNodes();
     const stack = await launch({
       env: common,
       envOf: {
@@ -174,7 +169,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
         gateway: { GATEWAY_CLIENT_KEYS: JSON.stringify([{ keyId: CLIENT_KEY.keyId, alg: CLIENT_KEY.alg, secret: CLIENT_SECRET }]), ...options.gatewayEnv },
       },
       databases: { serverUrl: TEST_POSTGRES_URL, run },
-      redis: clusterNodes !== undefined && clusterNodes !== '' ? { clusterNodes, prefix: testRedis.keyPrefix } : { url: TEST_REDIS_URL, prefix: testRedis.keyPrefix },
+      redis: clusterNodes !== undefined ? { clusterNodes: clusterNodes.join(','), prefix: testRedis.keyPrefix } : { url: TEST_REDIS_URL, prefix: testRedis.keyPrefix },
       output: 'capture',
     });
     cleanups.push(() => stack.stop());
