@@ -130,9 +130,13 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
 
   it('answers a signature created in the very second of the loss 503 with Retry-After: 1, never 401; it claims nothing, and the request signed again a second later passes', async () => {
     await loseData();
-    // The loss in the middle of the current second, as the first script after it would have marked it.
-    const second = nowS();
-    await lostAt(second * 1000 + 500);
+    // The loss within the current second, as the first script after it would have marked it: after the
+    // gateway's last nonce write (an earlier mark would read as a loss found before that write, which the
+    // next script would find again and move to its own now), and past the second's first millisecond.
+    let bornMs = Date.now() + 1;
+    if (bornMs % 1000 === 0) bornMs += 1;
+    const second = Math.floor(bornMs / 1000);
+    await lostAt(bornMs);
     await reseeded();
     const before = proxied();
     const asked = await rejections('signed-in-loss-second');
