@@ -57,6 +57,12 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   ratio('risk CPU by-id vouched / limit B', cpu('risk-vouched-by-id', 'risk'), cpu('limit-b', 'limit-b'));
   ratio('risk CPU by-id vouched / direct', cpu('risk-vouched-by-id', 'risk'), cpu('risk-by-id', 'risk'));
   for (const lookup of ['by-id', 'city-district']) cpuRatio(`gateway CPU ${lookup} / limit C`, cpu(`gateway-${lookup}`, 'gateway'), cpu('limit-c', 'limit-c'), 1.5);
+  // No target: limit D, the contract's per-request work and nothing else, against limit C (where the 1.5×
+  // target stands against the contract's own floor) and the gateway against it (what the gateway adds).
+  for (const lookup of ['by-id', 'city-district']) {
+    ratio(`limit D CPU ${lookup} / limit C`, cpu(`limit-d-${lookup}`, 'limit-d'), cpu('limit-c', 'limit-c'));
+    ratio(`gateway CPU ${lookup} / limit D`, cpu(`gateway-${lookup}`, 'gateway'), cpu(`limit-d-${lookup}`, 'limit-d'));
+  }
   cpuRatio('tracing 1 in 10: gateway CPU / off', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway-untraced'), 1.25);
   cpuRatio('tracing every span: gateway CPU / off', cpu('tracing-on', 'gateway-traced'), cpu('tracing-off', 'gateway-untraced'), 1.6);
   for (const lookup of ['by-id', 'city-district']) {

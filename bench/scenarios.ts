@@ -15,7 +15,8 @@ function cityDistrict(bearer: string): RequestShape {
 
 /** A helper server of the benchmark (bench/limit-server.ts), its log in the run's directory, once `path` answers 200. */
 async function startLimitServer(ctx: RunContext, name: string, args: readonly string[], port: number, path: string): Promise<StartedProcess> {
-  const server = startProcess({ name, entry: 'bench/limit-server.ts', args, env: process.env, url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
+  const profile = ctx.config.cpuProf.has(name) ? ['--cpu-prof', `--cpu-prof-dir=${ctx.logDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  const server = startProcess({ name, entry: 'bench/limit-server.ts', args, env: process.env, nodeArgs: profile, url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
   if (!(await untilOk(`${server.url}${path}`, Date.now() + 15_000, server))) {
     await server.stop();
     throw new Error(`${name} never answered ${path}; see ${server.log}`);
@@ -69,6 +70,16 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
     await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: { 'limit-c': proxy.pid, risk: stack.riskPid } });
   } finally {
     await proxy.stop();
+  }
+  // Limit D: the contract's own per-request work (signature, digest, one Redis claim, forwarding) and no more.
+  const floorPort = await freePort();
+  const floor = await startLimitServer(ctx, 'limit-d', ['contract', String(floorPort), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret], floorPort, '/health/live');
+  try {
+    const floorServers = { 'limit-d': floor.pid, risk: stack.riskPid };
+    await measureClosed(ctx, 'limit-d-by-id', 'limit D: the contract\'s floor → risk by/id (signed)', await signedTarget(ctx, floor.url, byId(session.token)), { servers: floorServers });
+    await measureClosed(ctx, 'limit-d-city-district', 'limit D: the contract\'s floor → risk by/city-district (signed)', await signedTarget(ctx, floor.url, cityDistrict(session.token)), { servers: floorServers });
+  } finally {
+    await floor.stop();
   }
   const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
   await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', (await signedTarget(ctx, stack.gatewayUrl, byId(session.token))), { servers });
