@@ -36,7 +36,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   const nowS = () => Math.floor(Date.now() / 1000);
   /** A `created` after any loss the test just made: the next whole second (within the allowed skew). */
   const afterLoss = () => nowS() + 1;
-  const stationsCall = (options: { created?: number; nonce?: string } = {}) =>
+  const stationsCall = (options: { created?: number; nonce?: string; idempotencyKey?: string } = {}) =>
     send(gw.url, 'GET', cities, signedHeaders('GET', cities, { key: gw.keys.hmac, bearer: gw.issuer.sign(), ...options }));
   const loginCall = (options: { created?: number; bearer?: string; nonce?: string; idempotencyKey?: string } = {}) =>
     send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, ...options }), loginBody);
@@ -196,6 +196,66 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal((await loginCall()).status, 200);
     await reseeded();
     assert.equal((await stationsCall()).status, 200);
+  });
+
+  // The revocation check and the client key's script go out together (admission.ts): a refusal by the check
+  // takes back what the script claimed for the request, and nothing that another request holds.
+  it('a bearer request whose idempotency key another request holds, refused 503 while the mirror is re-seeded: its nonce is taken back, the other request\'s key is not', async () => {
+    const idempotencyKey = newIdempotencyKey();
+    assert.equal((await stationsCall({ idempotencyKey })).status, 200);
+    const owner = await testRedis.redis.get(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey));
+    assert.ok(owner !== null);
+    await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.hset(revocationMirrorKey(b), 'ready', '0')));
+    const nonce = newNonce();
+    const res = await stationsCall({ nonce, idempotencyKey });
+    assert.equal(res.status, 503, res.body.toString());
+    assert.equal(res.json().message, REVOCATIONS_RESTORING_MESSAGE);
+    assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'the refused request spent its nonce');
+    assert.equal(await testRedis.redis.get(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), owner, 'the first request lost its key');
+    // Once whole: the same nonce is fresh, the key still the first request's (409, not a second answer).
+    await reseeded();
+    const again = await stationsCall({ nonce, idempotencyKey });
+    assert.equal(again.status, 409, again.body.toString());
+    assert.equal(again.json().message, 'Duplicate request detected (X-Idempotency-Key)');
+  });
+
+  it('a replayed bearer request while the mirror is re-seeded: 503 first (CONTRACT.md order), and the nonce stays the first request\'s', async () => {
+    const nonce = newNonce();
+    const created = nowS();
+    assert.equal((await stationsCall({ nonce, created })).status, 200);
+    const owner = await testRedis.redis.get(nonceKey(gw.keys.hmac.keyId, nonce));
+    await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.hset(revocationMirrorKey(b), 'ready', '0')));
+    const replay = await stationsCall({ nonce, created });
+    assert.equal(replay.status, 503, replay.body.toString());
+    assert.equal(replay.json().message, REVOCATIONS_RESTORING_MESSAGE);
+    assert.equal(await testRedis.redis.get(nonceKey(gw.keys.hmac.keyId, nonce)), owner);
+    await reseeded();
+    assert.equal((await stationsCall({ nonce, created })).status, 409);
+  });
+
+  it('a bearer request whose revocation check fails in Redis while its claim succeeded: 503, its nonce and idempotency key taken back, and it passes once Redis answers the check', async () => {
+    const before = proxied();
+    const unavailable = await rejections('redis-unavailable');
+    // Every bucket's mirror of the wrong type: the check's script fails (WRONGTYPE), the client key's runs.
+    await Promise.all(ALL_REVOCATION_BUCKETS.map(async (b) => {
+      await testRedis.redis.del(revocationMirrorKey(b));
+      await testRedis.redis.set(revocationMirrorKey(b), 'not a hash');
+    }));
+    const nonce = newNonce();
+    const idempotencyKey = newIdempotencyKey();
+    const created = nowS();
+    const res = await stationsCall({ nonce, idempotencyKey, created });
+    assert.equal(res.status, 503, res.body.toString());
+    assert.equal(res.headers['retry-after'], '1');
+    assert.equal(proxied(), before);
+    assert.equal(await rejections('redis-unavailable'), unavailable + 1);
+    assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'the refused request spent its nonce');
+    assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0, 'the refused request kept its key');
+    await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.del(revocationMirrorKey(b))));
+    await reseeded();
+    const again = await stationsCall({ nonce, idempotencyKey, created });
+    assert.equal(again.status, 200, again.body.toString());
+    assert.equal(proxied(), before + 1);
   });
 
   describe('when Redis went back in time (a replica that lagged was promoted: the mirror intact, later nonces gone)', () => {

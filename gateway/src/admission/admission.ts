@@ -8,11 +8,16 @@ import { luaFile } from './lua.ts';
  * each, so that it runs on a Redis Cluster as on one Redis (CONTRACT.md part 14):
  * - the revocation check, only for a request that carries or needs a bearer token: @platform/auth's one
  *   script on the token's bucket (`revocationSlotKeys`: the bucket's mirror state, one EXISTS of the token's
- *   and session's keys), sent first, so that a 503 while the bucket is re-seeded claims nothing;
+ *   and session's keys);
  * - the client key's admission (lua/admit.lua orders its named functions): the slot's past, the replay,
  *   the rate window, the nonce and the idempotency key, every key tagged `{ck:<keyId>}`, with the key's own
  *   `born` hash and this gateway's write stamp in that tag (a signature is judged against the loss of the
  *   shard that held its nonces).
+ * Both go out at once: one round trip's wait, not two. The revocation check's verdict ranks after the slot's
+ * past and before everything else the script decides (`decide`); when it refuses (the bucket is being
+ * re-seeded, or Redis did not answer it), the request's own nonce and idempotency key are taken back
+ * (idempotency/lua/withdraw.lua) before the 503, so that the same signed request passes once the bucket is
+ * whole (CONTRACT.md part 13). The rate-window unit it counted stays spent.
  */
 const ADMIT_SCRIPT = [
   `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
@@ -63,8 +68,6 @@ interface AdmissionArgs {
   created: number;
   /** This process's clock (ms): the `born` of a mirror found missing. */
   now: number;
-  /** The revocation check found the token's bucket not whole (only asked of a request that carries or needs a token). */
-  restoring: boolean;
   stamp_seen: string;
   stamp_last: string;
 }
@@ -76,7 +79,6 @@ export const ADMISSION_ARGS = [
   'width_ms',
   'created',
   'now',
-  'restoring',
   'stamp_seen',
   'stamp_last',
 ] as const satisfies ReadonlyArray<keyof AdmissionArgs>;
@@ -110,7 +112,7 @@ export interface AdmissionRequest {
 
 /** Nonces, idempotency keys and quotas, scoped by client key id. */
 export interface AdmissionStore {
-  /** The revocation check (bearer requests), then the client key's script. Rejects when Redis is unreachable. */
+  /** The revocation check (bearer requests) beside the client key's script, ranked by `decide`. Rejects when Redis is unreachable. */
   admit(request: AdmissionRequest): Promise<Admission>;
   /** Frees an idempotency key after a 5xx or no answer, so the client may retry with it. */
   release(request: Pick<AdmissionRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
@@ -140,6 +142,7 @@ export interface AdmissionOptions {
 interface AdmissionCommands {
   gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
+  gatewayWithdraw(nonceKey: string, idempotencyKey: string, owner: string): Promise<number>;
   gatewayStampWatch(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
 }
 
@@ -173,12 +176,29 @@ function scriptArgs(args: AdmissionArgs): string[] {
   });
 }
 
+/** Outcomes that say the client key's slot lost its data: they rank before the revocation check's verdict. */
+const SLOT_PAST: ReadonlySet<AdmissionOutcome> = new Set(['signed-before-loss', 'signed-in-loss-second']);
+
+/**
+ * The request's outcome from the script's and the revocation check's (run side by side), in CONTRACT.md's
+ * order: the slot's past, then revocations being re-seeded, then what the script found (replay, rate,
+ * nonce, idempotency key); a claimed request with a revoked token is `token-revoked` (it keeps its key: a
+ * 401 is not a 5xx, part 3). `failed`: the check did not answer (the caller fails the request closed).
+ */
+function decide(found: AdmissionOutcome, revocation: 'restoring' | 'revoked' | 'unrevoked' | 'failed'): AdmissionOutcome {
+  if (SLOT_PAST.has(found)) return found;
+  if (revocation === 'restoring') return 'revocations-restoring';
+  if (found === 'claimed' && revocation === 'revoked') return 'token-revoked';
+  return found;
+}
+
 /** The admission store over the gateway's Redis client (whose keyPrefix ioredis also applies to script keys). */
 export function createAdmissionStore(redis: Redis, options: AdmissionOptions): AdmissionStore {
   // A fixed key count: ioredis' auto-pipeline on a cluster picks a command's node by its first argument,
   // which must be a key (the client key's slot), not the count.
   redis.defineCommand('gatewayAdmit', { numberOfKeys: ADMISSION_KEYS.length, lua: ADMIT_SCRIPT });
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: luaFile('idempotency/lua/release.lua') });
+  redis.defineCommand('gatewayWithdraw', { numberOfKeys: 2, lua: luaFile('idempotency/lua/withdraw.lua') });
   redis.defineCommand('gatewayStampWatch', { numberOfKeys: 2, lua: STAMP_WATCH_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as AdmissionCommands;
@@ -224,8 +244,6 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     },
     async admit(request) {
       const { rate } = request;
-      // Checked first: a 503 while the bucket is re-seeded must claim nothing (its nonce stays fresh).
-      const revocation = request.bearing ? await revocationCheck(request) : 'unrevoked';
       const stamp = stampOf(request.keyId);
       const named: AdmissionKeys = {
         rate: rateKey(request.keyId, rate?.windowS ?? 0),
@@ -244,17 +262,29 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         width_ms: rate === undefined ? 0 : (rate.windowS * 1000) / RATE_BUCKETS,
         created: request.created,
         now: Date.now(),
-        restoring: revocation === 'restoring',
         stamp_seen: stamp.seen(),
         stamp_last: stamp.lastWrite(),
       });
-      const [outcome, remaining, waitMs, count, wentBack] = await commands.gatewayAdmit(...keys, ...args);
+      // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
+      const [revocation, admitted] = await Promise.allSettled([
+        request.bearing ? revocationCheck(request) : Promise.resolve('unrevoked' as const),
+        commands.gatewayAdmit(...keys, ...args),
+      ]);
+      if (admitted.status === 'rejected') throw admitted.reason;
+      const [found, remaining, waitMs, count, wentBack] = admitted.value;
       stamp.observe(Number(count));
-      if (!OUTCOMES.has(outcome)) throw new Error(`unexpected admission script result ${String(outcome)}`);
+      if (!OUTCOMES.has(found)) throw new Error(`unexpected admission script result ${String(found)}`);
       if (Number(wentBack) === 1) await closeMirrors();
-      // Claimed: a revoked token keeps its key claimed (a 401 is not a 5xx; CONTRACT.md part 3).
-      const decided = outcome === 'claimed' && revocation === 'revoked' ? 'token-revoked' : (outcome as AdmissionOutcome);
-      return { outcome: decided, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) } };
+      const outcome = decide(found as AdmissionOutcome, revocation.status === 'fulfilled' ? revocation.value : 'failed');
+      // Refused after the script claimed: this request's claims go back first, so its retry is not a replay.
+      const claimed = found === 'claimed' || found === 'key-reused';
+      if (claimed && (outcome === 'revocations-restoring' || revocation.status === 'rejected')) {
+        // The idempotency key too: withdraw.lua deletes only what this request owns (not another's key).
+        await commands.gatewayWithdraw(named.nonce, named.idempotency, request.owner);
+      }
+      if (revocation.status === 'rejected') throw revocation.reason;
+      if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
+      return { outcome, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) } };
     },
     async prepare(keyIds) {
       const now = String(Date.now());

@@ -23,7 +23,7 @@ function setQuotaHeaders(request: GatewayRequest, admission: Admission | undefin
 
 /**
  * Step 5: admission in Redis (admission.ts: the revocation check on the token's bucket for a bearer
- * request, then the client key's script, lua/admit.lua, each on one slot). Turns what Redis
+ * request beside the client key's script, lua/admit.lua, each on one slot). Turns what Redis
  * found into the request's answer: 401 signed before a loss, 503 in the loss's second or while the
  * revocations are re-seeded, **429 rate limited** (rate-limit/lua/rate-window.lua decides it), 409 nonce or
  * idempotency key reused. Without Redis nothing is proxied: 503 (fail closed, CONTRACT.md part 3).
@@ -52,7 +52,7 @@ export function admit(store: AdmissionStore, metrics: GatewayMetrics, logger: Lo
       throw new ServiceUnavailableError(undefined, { cause: err });
     }
     request.admission = admission;
-    // Refused before the key was claimed (a 503 while the revocations are restored among them): nothing to free.
+    // Refused before the key was claimed, or its claim taken back (a 503 while the revocations are restored): nothing to free.
     request.mayHoldKey = admission.outcome === 'claimed' || admission.outcome === 'token-revoked';
     setQuotaHeaders(request, admission);
     switch (admission.outcome) {

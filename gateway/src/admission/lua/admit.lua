@@ -1,12 +1,13 @@
 -- The client key's admission, one script on the key's slot (`{ck:<keyId>}`): may this signed request pass?
 -- The named functions above (loaded by admission.ts) do the work; this is only their order, CONTRACT.md
--- parts 3, 12 and 13: the slot's past → revocations restoring (found by the revocation check, sent before
--- this one) → replay (read only) → rate window → nonce → idempotency key.
+-- parts 3, 12 and 13: the slot's past → replay (read only) → rate window → nonce → idempotency key. The
+-- revocation check runs beside this script, on the token's bucket; admission.ts ranks its verdict after
+-- the slot's past and before the rest, and takes back this request's claims when it refuses.
 -- KEYS and ARGV by name, in the order of admission.ts ADMISSION_KEYS and ADMISSION_ARGS.
 local key = { rate = KEYS[1], nonce = KEYS[2], idempotency = KEYS[3], born = KEYS[4], stamp = KEYS[5] }
 local arg = {
   nonce_ttl_ms = ARGV[1], key_ttl_ms = ARGV[2], owner = ARGV[3], limit = tonumber(ARGV[4]), width_ms = tonumber(ARGV[5]),
-  created = tonumber(ARGV[6]), now = ARGV[7], restoring = ARGV[8] == '1', stamp_seen = ARGV[9], stamp_last = ARGV[10],
+  created = tonumber(ARGV[6]), now = ARGV[7], stamp_seen = ARGV[8], stamp_last = ARGV[9],
 }
 
 -- The result, by name in admission.ts: { outcome, remaining (-1 without a limit), wait_ms, stamp (0: no nonce
@@ -15,7 +16,6 @@ local arg = {
 local loss, went_back = replay_store_loss(key.born, key.stamp, arg.stamp_seen, arg.stamp_last, arg.now, arg.created)
 local back = went_back and 1 or 0
 if loss then return { loss, 0, 1000, 0, back } end
-if arg.restoring then return { 'revocations-restoring', 0, 1000, 0, back } end
 
 -- A replay is told apart before anything is counted: whoever captured a signed request must not spend its
 -- key's quota by sending it again (its 409 still carries the window's RateLimit fields).

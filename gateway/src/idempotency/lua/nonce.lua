@@ -5,7 +5,8 @@ local function nonce_seen(key)
 end
 
 -- nonce_claim(key, owner, ttl_ms): burns the nonce (SET NX PX: of N concurrent requests one wins). A nonce,
--- once seen, stays burnt whatever happens next. True when this request won it.
+-- once seen, stays burnt whatever happens next, but for one case: a request answered 503 while its token's
+-- revocations are re-seeded had it taken back (withdraw.lua). True when this request won it.
 local function nonce_claim(key, owner, ttl_ms)
   return redis.call('SET', key, owner, 'NX', 'PX', ttl_ms) ~= false
 end
