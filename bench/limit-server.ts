@@ -95,16 +95,16 @@ function contractFloor(upstream: string, redis: Redis, secret: string) {
     let built: ReturnType<typeof signatureBase>;
     try {
       built = signatureBase({
-      method: req.method as 'GET' | 'POST',
-      path: query === -1 ? req.url : req.url.slice(0, query),
-      query: query === -1 ? '' : req.url.slice(query),
-      idempotencyKey: String(req.headers['x-idempotency-key']),
-      contentDigest: typeof digest === 'string' ? digest : undefined,
-      authorization,
-      created: Number(created),
-      nonce,
-      keyId,
-      alg: 'hmac-sha256',
+        method: req.method as 'GET' | 'POST',
+        path: query === -1 ? req.url : req.url.slice(0, query),
+        query: query === -1 ? '' : req.url.slice(query),
+        idempotencyKey: String(req.headers['x-idempotency-key']),
+        contentDigest: typeof digest === 'string' ? digest : undefined,
+        authorization,
+        created: Number(created),
+        nonce,
+        keyId,
+        alg: 'hmac-sha256',
       });
     } catch {
       return refuse(res, 401);
@@ -113,7 +113,7 @@ function contractFloor(upstream: string, redis: Redis, secret: string) {
     const sent = Buffer.from(String(signature[1]), 'base64');
     if (built.params !== params || sent.length !== expected.length || !timingSafeEqual(sent, expected)) return refuse(res, 401);
     if ((await redis.set(`limit-d:nonce:${keyId}:${nonce}`, '1', 'PX', 300_000, 'NX')) === null) return refuse(res, 409);
-    const headers: OutgoingHttpHeaders = { host: origin.host, authorization: req.headers.authorization, 'x-idempotency-key': req.headers['x-idempotency-key'] };
+    const headers: OutgoingHttpHeaders = { host: origin.host, authorization, 'x-idempotency-key': req.headers['x-idempotency-key'] };
     if (body.length > 0) Object.assign(headers, { 'content-type': req.headers['content-type'], 'content-length': body.length });
     const out = request({ host: origin.hostname, port: origin.port, method: req.method, path: req.url, headers, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'], 'content-length': answer.headers['content-length'] });
