@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { RevocationsUnavailableError, STAMP_LUA, STAMP_TTL_MS, type StampCount, mirrorCloser, redisBlacklist, stampCount } from '@platform/auth';
-import type { ReadinessCheck, Redis } from '@platform/service-kit';
+import { type ReadinessCheck, type Redis, turnWrites } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
 
 /**
@@ -13,7 +13,8 @@ import { luaFile } from './lua.ts';
  *   the rate window, the nonce and the idempotency key, every key tagged `{ck:<keyId>}`, with the key's own
  *   `born` hash and this gateway's write stamp in that tag (a signature is judged against the loss of the
  *   shard that held its nonces).
- * Both go out at once: one round trip's wait, not two. The revocation check's verdict ranks after the slot's
+ * Both go out at once: one round trip's wait, not two; and with the other requests' of the same event-loop
+ * turn, in one socket write (`turnWrites`). The revocation check's verdict ranks after the slot's
  * past and before everything else the script decides (`decide`); when it refuses (the bucket is being
  * re-seeded, or Redis did not answer it), the request's own nonce and idempotency key are taken back
  * (idempotency/lua/withdraw.lua) before the 503, so that the same signed request passes once the bucket is
@@ -206,6 +207,8 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // A slot that went back in time may have lost revocations too: every bucket waits for identity's re-seed.
   const closeMirrors = mirrorCloser(redis);
   const gatewayId = randomUUID();
+  // The admissions of the requests that arrive together leave in one socket write, at the end of the turn.
+  const holdTurnWrites = turnWrites(redis);
   // One stamp per client key this gateway wrote nonces of (verified key ids only: a bounded set).
   const stamps = new Map<string, StampCount>();
   const stampOf = (keyId: string): StampCount => {
@@ -265,6 +268,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         stamp_seen: stamp.seen(),
         stamp_last: stamp.lastWrite(),
       });
+      holdTurnWrites();
       // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
       const [revocation, admitted] = await Promise.allSettled([
         request.bearing ? revocationCheck(request) : Promise.resolve('unrevoked' as const),
