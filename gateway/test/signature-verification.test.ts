@@ -3,7 +3,7 @@ import { createPublicKey, createSecretKey, generateKeyPairSync } from 'node:cryp
 import { contentDigestOf, contentDigestProblem } from '../src/signing/content-digest.ts';
 import { type SignedRequest, librarySignatureBase, signatureBase } from '../src/signing/signature-base.ts';
 import { SignatureFault } from '../src/signing/signature-fault.ts';
-import { readSignature } from '../src/signing/signature-headers.ts';
+import { canonicalEntry, libraryEntry, readSignature } from '../src/signing/signature-headers.ts';
 import { signatureMatches } from '../src/signing/signature-match.ts';
 import { checkParams, requiredComponents } from '../src/signing/signature-policy.ts';
 import { verifyRequestSignature } from '../src/signing/verify-request.ts';
@@ -160,6 +160,52 @@ describe('Signature-Input parsing', () => {
     assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("Date")', signature: 'sig1=:AA==:' }, 'sig1')), 'component "Date" is not lower case');
   });
 
+  it('reads every form the canonical reader takes exactly as structured-headers does, and leaves the rest to it', () => {
+    // Pieces in canonical form and near misses (spaces, escapes, upper case, repeats, other item types).
+    const canonical = ['"@method"', '"@path"', '"@query"', '"x-idempotency-key"', '"content-digest"', '"authorization"', '"x-a.b_c"'];
+    const components = [...canonical, ...canonical, '"@Method"', '"x-a";sf', '"x\\"q"', 'token'];
+    const separators = [' ', ' ', ' ', ' ', ' ', '  '];
+    const params = [
+      ';created=1618884473', ';created=0', ';created=-5', ';created=007', ';created=-0', ';created=1234567890123456', ';created=1.5',
+      ';keyid="test-key"', ';keyid="test-key"', ';nonce="abcdefghijklmnop"', ';created=1618884473', ';keyid="a b;c=d)"', ';keyid="a\\"b"', ';keyid=""', ';nonce="abcdefghijklmnop"', ';alg="hmac-sha256"',
+      '; created=1', ';flag', ';flag=?0', ';tag=tok', ';bytes=:AQID:', ';Created=1', ';*x-y.z_1=2',
+    ];
+    const signatures = ['sig1=:AAAA:', 'sig1=:AQID:', 'sig1=:AQ==:', 'sig1=:AQI=:', 'sig1=:AAAA:', 'sig1=:AQID:', 'sig1=:AQ=:', 'sig1=:AQ:', 'sig1=::', 'sig1=:AAAA:, sig2=:AA==:', 'sig1=("@x")'];
+    const outcome = (read: () => unknown) => {
+      try {
+        return { entry: read() };
+      } catch (err) {
+        assert.ok(err instanceof SignatureFault, String(err));
+        return { fault: err.message };
+      }
+    };
+    let seed = 7;
+    const pick = <T>(list: readonly T[]): T => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return list[seed % list.length] as T;
+    };
+    let fast = 0;
+    for (let i = 0; i < 4000; i += 1) {
+      const count = i % 7;
+      const covered = Array.from({ length: count }, () => pick(components));
+      const list = `(${covered.map((c, at) => (at === 0 ? c : `${pick(separators)}${c}`)).join('')})`;
+      const input = `sig1=${list}${Array.from({ length: i % 4 }, () => pick(params)).join('')}${i % 50 === 0 ? ', sig2=()' : ''}`;
+      const signature = pick(signatures);
+      const headers = { 'signature-input': input, signature };
+      if (outcome(() => canonicalEntry(input, signature, 'sig1')).entry !== undefined) fast += 1;
+      assert.deepEqual(outcome(() => readSignature(headers, 'sig1')), outcome(() => libraryEntry(input, signature, 'sig1')), `${input} / ${signature}`);
+    }
+    // The generator reaches both readers often.
+    assert.ok(fast > 300 && fast < 3700, `canonical reader took ${fast} of 4000`);
+  });
+
+  it("takes the SDK's own headers without the library", () => {
+    const headers = signedHeaders('POST', '/v1/x?b=2', { key: { keyId: 'h', alg: 'hmac-sha256', secret: 'a-secret-of-16-bytes-or-more' }, body: Buffer.from('{}'), bearer: 'a.b.c' });
+    const entry = canonicalEntry(String(headers['signature-input']), String(headers.signature), 'sig1');
+    assert.ok(entry !== undefined);
+    assert.deepEqual(entry, libraryEntry(String(headers['signature-input']), String(headers.signature), 'sig1'));
+  });
+
   it('lists only parameterless components as covering a required one', () => {
     const entry = readSignature({ 'signature-input': 'sig1=("@method" "@query";req "x-a";sf);created=1', signature: 'sig1=:AA==:' }, 'sig1');
     assert.deepEqual(entry.bareComponents, ['@method']);
@@ -221,5 +267,19 @@ describe('Content-Digest', () => {
     assert.equal(contentDigestProblem('sha-512=:AAAA:', body), 'Content-Digest has no sha-256 entry');
     assert.equal(contentDigestProblem('sha-256="abc"', body), 'Content-Digest sha-256 is not a byte sequence');
     assert.equal(contentDigestProblem(contentDigestOf(body), Buffer.from('{"hello": "World"}')), 'Content-Digest does not match the body');
+  });
+
+  it('reads the canonical form and its near misses as the structured-field parser does', () => {
+    const digest = contentDigestOf(body);
+    const other = contentDigestOf(Buffer.from('x'));
+    const b64 = digest.slice('sha-256=:'.length, -1);
+    const headers = [digest, other, `sha-256=:${b64.slice(0, -2)}B=:`, `sha-256=:${b64.slice(0, -1)}:`, `sha-256=:${b64}=:`, `${digest} `, `sha-256=:${b64.slice(0, 42)}:`, `SHA-256=:${b64}:`, `${digest}, sha-512=:AAAA:`];
+    const viaLibrary = (header: string) => contentDigestProblem(`sha-512=:AAAA:, ${header}`, body);
+    for (const header of headers) {
+      const direct = contentDigestProblem(header, body);
+      assert.equal(direct === undefined, viaLibrary(header) === undefined, header);
+    }
+    assert.equal(contentDigestProblem(digest, body), undefined);
+    assert.equal(contentDigestProblem(`sha-256=:${b64.slice(0, -2)}B=:`, body), 'Content-Digest does not match the body');
   });
 });

@@ -12,6 +12,9 @@ export function contentDigestOf(body: Uint8Array): string {
  */
 export function contentDigestProblem(header: string | undefined, body: Uint8Array): string | undefined {
   if (header === undefined) return 'Content-Digest header missing';
+  // The form the SDK sends, one canonical sha-256 member, is read without the structured-field parser.
+  const canonical = CANONICAL_SHA256.exec(header);
+  if (canonical !== null) return digestProblem(Buffer.from(canonical[1] as string, 'base64'), body);
   let entry;
   try {
     entry = parseDictionary(header).get('sha-256');
@@ -21,8 +24,14 @@ export function contentDigestProblem(header: string | undefined, body: Uint8Arra
   if (entry === undefined) return 'Content-Digest has no sha-256 entry';
   const [value] = entry;
   if (!(value instanceof ArrayBuffer)) return 'Content-Digest sha-256 is not a byte sequence';
+  return digestProblem(Buffer.from(value), body);
+}
+
+/** A `Content-Digest` of one `sha-256` member in canonical base64 (32 bytes). */
+const CANONICAL_SHA256 = /^sha-256=:([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=):$/;
+
+function digestProblem(given: Buffer, body: Uint8Array): string | undefined {
   const expected = createHash('sha256').update(body).digest();
-  const given = Buffer.from(value);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'Content-Digest does not match the body';
   return undefined;
 }

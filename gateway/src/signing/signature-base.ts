@@ -1,5 +1,4 @@
 import { httpbis } from 'http-message-signatures';
-import { serializeList } from 'structured-headers';
 import { SignatureFault } from './signature-fault.ts';
 import { PLAIN_NAME, type SignatureEntry } from './signature-headers.ts';
 
@@ -44,7 +43,7 @@ function plainSignatureBase(request: SignedRequest, entry: SignatureEntry, path:
     }
     base += `"${name}": ${value}\n`;
   }
-  return `${base}"@signature-params": ${serializeList([entry.input])}`;
+  return `${base}"@signature-params": ${entry.serializedInput}`;
 }
 
 /**
@@ -79,7 +78,7 @@ export function librarySignatureBase(request: SignedRequest, entry: SignatureEnt
       },
       message,
     );
-    base.push(['"@signature-params"', [serializeList([entry.input])]]);
+    base.push(['"@signature-params"', [entry.serializedInput]]);
     return httpbis.formatSignatureBase(base);
   } catch (err) {
     // The library throws when a covered header is absent or a component cannot be derived.
