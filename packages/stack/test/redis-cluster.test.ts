@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { type Redis, closeRedis, createLogger, createRedis, isCluster, redisCheck, waitForRedis } from '@platform/service-kit';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { type Redis, closeRedis, createLogger, createRedis, isCluster, redisCheck, turnWrites, waitForRedis } from '@platform/service-kit';
 import { type LocalRedisCluster, startLocalRedisCluster } from '../src/index.ts';
 
 interface Echo {
@@ -46,5 +47,19 @@ describe('createRedis on a Redis Cluster (REDIS_CLUSTER_NODES, CONTRACT.md part 
     const results = await redis.multi().incr('{subject}:a').incr('{subject}:b').exec();
     assert.deepEqual(results?.map(([err]) => err), [null, null]);
     await assert.rejects(redis.multi().incr('{one}:a').incr('{two}:b').exec());
+  });
+
+  it("holds every master's writes until the turn ends (turnWrites), and answers commands of every slot", async () => {
+    assert.ok(isCluster(redis));
+    const masters = redis.nodes('master');
+    assert.equal(masters.length, 3);
+    const hold = turnWrites(redis);
+    hold();
+    assert.deepEqual(masters.map((node) => node.stream.writableCorked), [1, 1, 1]);
+    const tags = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const answers = Promise.all(tags.map((tag) => redis.incr(`{turn-${tag}}:n`)));
+    await nextTurn();
+    assert.deepEqual(masters.map((node) => node.stream.writableCorked), [0, 0, 0]);
+    assert.deepEqual(await answers, tags.map(() => 1));
   });
 });
