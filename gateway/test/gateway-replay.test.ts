@@ -212,3 +212,17 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
     });
   });
 });
+
+describe('the Redis keys of a client key (CONTRACT.md part 14)', () => {
+  it('are tagged with the key id as it is, when it needs no encoding', () => {
+    assert.equal(nonceKey('client-1.v2_x', 'n'.repeat(16)), `gateway:{ck:client-1.v2_x}:nonce:${'n'.repeat(16)}`);
+  });
+
+  it('encode %, :, { and } in the key id: no two key ids share a key, and the hash tag is the whole key id', () => {
+    assert.equal(nonceKey('a:b', 'n'), 'gateway:{ck:a%3Ab}:nonce:n');
+    assert.equal(nonceKey('{x}%', 'n'), 'gateway:{ck:%7Bx%7D%25}:nonce:n');
+    // `a` + key `b:c` and `a:b` + key `c` would otherwise name the same key.
+    assert.notEqual(idempotencyRedisKey('a', 'b:c'), idempotencyRedisKey('a:b', 'c'));
+    assert.notEqual(nonceKey('a%3Ab', 'n'), nonceKey('a:b', 'n'));
+  });
+});

@@ -152,7 +152,9 @@ const OUTCOMES = new Set<string>(ADMISSION_OUTCOMES);
 
 // Key ids may contain ':'; encoding it keeps `a` + `b:c` and `a:b` + `c` from naming the same key. Braces are
 // encoded too: the hash tag must be the whole key id.
-const scope = (keyId: string): string => keyId.replaceAll('%', '%25').replaceAll(':', '%3A').replaceAll('{', '%7B').replaceAll('}', '%7D');
+const ENCODED = /[%:{}]/;
+const scope = (keyId: string): string =>
+  ENCODED.test(keyId) ? keyId.replaceAll('%', '%25').replaceAll(':', '%3A').replaceAll('{', '%7B').replaceAll('}', '%7D') : keyId;
 
 /** The common start (below REDIS_KEY_PREFIX) of a client key's keys: its hash tag, one slot (CONTRACT.md part 14). */
 export const clientKeyTag = (keyId: string): string => `gateway:{ck:${scope(keyId)}}:`;
