@@ -28,6 +28,12 @@ export interface BenchConfig {
   connections: number;
   /** The light fixed rate of the latency scenarios, requests per second. */
   rate: number;
+  /**
+   * The one rate at which limit C and the gateway are also measured (CPU per answer at the same pace): a
+   * process handles more answers per event-loop wake-up the faster it is driven, so under a closed loop
+   * the gateway (half limit C's rate on 2 cores) pays its per-wake-up costs over fewer answers.
+   */
+  equalRate: number;
   /** Concurrent logins in the login scenario. */
   logins: number;
   /** How many times the real station set the scale scenario loads. */
@@ -99,6 +105,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     rounds: number(env, 'BENCH_ROUNDS', 3, 1),
     connections: number(env, 'BENCH_CONNECTIONS', 50, 1),
     rate: number(env, 'BENCH_RATE', 500, 1),
+    equalRate: number(env, 'BENCH_EQUAL_RATE', 2000, 1),
     logins: number(env, 'BENCH_LOGINS', 10, 1),
     scale: number(env, 'BENCH_SCALE', 100, 2),
     users: number(env, 'BENCH_USERS', 1_000_000, 1000),

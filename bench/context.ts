@@ -161,6 +161,16 @@ export async function measureFixed(ctx: RunContext, id: string, label: string, t
   return result;
 }
 
+/** Warms up, then measures load at a fixed rate with the CPU per answer of `servers`, and records it under `id`. */
+export async function measureFixedCpu(ctx: RunContext, id: string, label: string, target: LoadTarget, rate: number, servers: Servers): Promise<ScenarioResult> {
+  ctx.progress(`${label}: ${rate} req/s, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
+  if (ctx.config.warmupS > 0) await fixedRate(target, rate, ctx.config.warmupS);
+  const measured = await withCpu(servers, () => fixedRate(target, rate, ctx.config.durationS));
+  const result: ScenarioResult = { id, label, mode: 'fixed', rate, ...measured };
+  ctx.results.push(result);
+  return result;
+}
+
 /**
  * Two fixed-rate scenarios whose latencies are compared (direct vs gateway, real vs large station set):
  * run at the same time, `rate` each, their requests taking turns, so a stall of the machine falls on

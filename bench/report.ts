@@ -57,6 +57,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   ratio('risk CPU by-id vouched / limit B', cpu('risk-vouched-by-id', 'risk'), cpu('limit-b', 'limit-b'));
   ratio('risk CPU by-id vouched / direct', cpu('risk-vouched-by-id', 'risk'), cpu('risk-by-id', 'risk'));
   for (const lookup of ['by-id', 'city-district']) cpuRatio(`gateway CPU ${lookup} / limit C`, cpu(`gateway-${lookup}`, 'gateway'), cpu('limit-c', 'limit-c'), 1.5);
+  // No target: the two at one fixed rate (BENCH_EQUAL_RATE), so that neither gets more answers per wake-up.
+  ratio('gateway CPU by-id / limit C, at one fixed rate', cpu('gateway-by-id-equal-rate', 'gateway'), cpu('limit-c-equal-rate', 'limit-c'));
   // No target: limit D, the contract's per-request work and nothing else, against limit C (where the 1.5×
   // target stands against the contract's own floor) and the gateway against it (what the gateway adds).
   for (const lookup of ['by-id', 'city-district']) {

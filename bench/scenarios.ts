@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
+import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixedCpu, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RequestShape } from './signer.ts';
 
@@ -67,7 +67,9 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
   try {
     const label = 'limit C: bare Express proxy → risk by/id';
-    await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: { 'limit-c': proxy.pid, risk: stack.riskPid } });
+    const proxyServers = { 'limit-c': proxy.pid, risk: stack.riskPid };
+    await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: proxyServers });
+    await measureFixedCpu(ctx, 'limit-c-equal-rate', `${label}, at ${ctx.config.equalRate} req/s`, directTarget(proxy.url, byId(session.token)), ctx.config.equalRate, proxyServers);
   } finally {
     await proxy.stop();
   }
@@ -84,6 +86,8 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
   await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', (await signedTarget(ctx, stack.gatewayUrl, byId(session.token))), { servers });
   await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', (await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token))), { servers });
+  // Limit C's pace, not the gateway's: CPU per answer of both at one rate.
+  await measureFixedCpu(ctx, 'gateway-by-id-equal-rate', `gateway: by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, stack.gatewayUrl, byId(session.token)), ctx.config.equalRate, servers);
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }
 
