@@ -34,6 +34,8 @@ export interface BenchConfig {
    * the gateway (half limit C's rate on 2 cores) pays its per-wake-up costs over fewer answers.
    */
   equalRate: number;
+  /** The one rate at which tracing off, every span and 1 in 10 are also measured (below the traced chain's closed-loop rate). */
+  tracingRate: number;
   /** Concurrent logins in the login scenario. */
   logins: number;
   /** How many times the real station set the scale scenario loads. */
@@ -105,7 +107,8 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     rounds: number(env, 'BENCH_ROUNDS', 3, 1),
     connections: number(env, 'BENCH_CONNECTIONS', 50, 1),
     rate: number(env, 'BENCH_RATE', 500, 1),
-    equalRate: number(env, 'BENCH_EQUAL_RATE', 2000, 1),
+    equalRate: number(env, 'BENCH_EQUAL_RATE', 1500, 1),
+    tracingRate: number(env, 'BENCH_TRACING_RATE', 1000, 1),
     logins: number(env, 'BENCH_LOGINS', 10, 1),
     scale: number(env, 'BENCH_SCALE', 100, 2),
     users: number(env, 'BENCH_USERS', 1_000_000, 1000),

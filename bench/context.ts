@@ -130,15 +130,19 @@ export async function measureClosed(
 export async function measureClosedInTurns(
   ctx: RunContext,
   scenarios: ReadonlyArray<{ id: string; label: string; target: LoadTarget; servers: Servers }>,
+  /** Each at this fixed rate (req/s, open loop) instead of the closed loop: CPU per answer at one pace. */
+  rate?: number,
 ): Promise<ScenarioResult[]> {
   const connections = ctx.config.connections;
   const { rounds } = ctx.config;
+  const load = (target: LoadTarget, seconds: number) => (rate === undefined ? closedLoop(target, connections, seconds) : fixedRate(target, rate, seconds));
   const measured = scenarios.map(() => [] as Array<{ load: LoadResult; cpuUsPerRequest?: Record<string, number> }>);
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, scenario] of scenarios.entries()) {
-      ctx.progress(`${scenario.label} (round ${round} of ${rounds}): ${connections} connections, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-      if (ctx.config.warmupS > 0) await closedLoop(scenario.target, connections, ctx.config.warmupS);
-      measured[i]?.push(await withCpu(scenario.servers, () => closedLoop(scenario.target, connections, ctx.config.durationS)));
+      const pace = rate === undefined ? `${connections} connections` : `${rate} req/s`;
+      ctx.progress(`${scenario.label} (round ${round} of ${rounds}): ${pace}, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
+      if (ctx.config.warmupS > 0) await load(scenario.target, ctx.config.warmupS);
+      measured[i]?.push(await withCpu(scenario.servers, () => load(scenario.target, ctx.config.durationS)));
     }
   }
   const results = scenarios.map(({ id, label }, i): ScenarioResult => {
@@ -146,7 +150,8 @@ export async function measureClosedInTurns(
     const servers = Object.keys(runs[0]?.cpuUsPerRequest ?? {});
     const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, quantile(Float64Array.from(runs, (run) => run.cpuUsPerRequest?.[name] ?? Number.NaN).sort(), 0.5)]));
     const byRate = [...runs].sort((a, b) => a.load.requests - b.load.requests);
-    return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, mode: 'closed', connections, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest };
+    const mode = rate === undefined ? ({ mode: 'closed', connections } as const) : ({ mode: 'fixed', rate } as const);
+    return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, ...mode, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest };
   });
   ctx.results.push(...results);
   return results;

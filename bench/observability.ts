@@ -218,6 +218,18 @@ export async function tracingScenarios(ctx: RunContext): Promise<void> {
       { id: 'tracing-on', label: 'tracing exported: gateway by/id (signed)', target: await signedTarget(ctx, gateway.url, shape), servers: { 'gateway-traced': gateway.pid, 'risk-traced': risk.pid } },
       { id: 'tracing-sampled', label: 'tracing exported, 1 in 10 sampled: gateway by/id', target: await signedTarget(ctx, sampled.url, shape), servers: { 'gateway-sampled': sampled.pid, 'risk-traced': risk.pid } },
     ]);
+    // And the three at one pace: under the closed loop the traced chain answers at two thirds of the untraced
+    // one's rate (traced risk is the bottleneck), which by itself raises the gateway's CPU per answer.
+    const pace = ctx.config.tracingRate;
+    await measureClosedInTurns(
+      ctx,
+      [
+        { id: 'tracing-off-fixed', label: `tracing off: gateway by/id, at ${pace} req/s`, target: await signedTarget(ctx, untraced.url, shape), servers: { 'gateway-untraced': untraced.pid, risk: stack.riskPid } },
+        { id: 'tracing-on-fixed', label: `tracing exported: gateway by/id, at ${pace} req/s`, target: await signedTarget(ctx, gateway.url, shape), servers: { 'gateway-traced': gateway.pid, 'risk-traced': risk.pid } },
+        { id: 'tracing-sampled-fixed', label: `tracing 1 in 10: gateway by/id, at ${pace} req/s`, target: await signedTarget(ctx, sampled.url, shape), servers: { 'gateway-sampled': sampled.pid, 'risk-traced': risk.pid } },
+      ],
+      pace,
+    );
     const after = receiver.received();
     ctx.facts.otlpExportsPerSecond = (after.exports - before.exports) / ((Date.now() - started) / 1000);
     // Per traced answer, roughly: every answer of `on`, one in ten of `oneInTen`, in each round.
