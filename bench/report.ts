@@ -57,6 +57,7 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     check(name, r === undefined ? '–' : `${fmt(r)}×`, `≤ ${goal}×`, r === undefined ? undefined : r <= goal);
   };
   cpuRatio('risk CPU by-id / limit B', cpu('risk-by-id', 'risk'), cpu('limit-b', 'limit-b'), 2.5);
+  ratio('risk CPU by-id / limit B, at one fixed rate', cpuAtPace('risk-by-id-equal-rate', 'risk'), cpuAtPace('limit-b-equal-rate', 'limit-b'));
   // No target yet: by/id under the gateway's assertion (no revocation read). Under closed-loop load it has
   // cost more per answer than a direct call, though one request at a time it is faster (bench/README.md).
   ratio('risk CPU by-id vouched / limit B', cpu('risk-vouched-by-id', 'risk'), cpu('limit-b', 'limit-b'));

@@ -55,6 +55,16 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
       ? []
       : [{ id: 'risk-vouched-by-id', label: 'risk vouched: by/id (the gateway\'s assertion)', target: vouchedTarget(stack.riskUrl, byId(session.token), stack.assertionKey), servers }]),
   ]);
+  // And both at one pace: under the closed loop limit B answers ~50,000 req/s, risk ~10,000.
+  const port = await freePort();
+  const limitB = await startLimitServer(ctx, 'limit-b', ['express', String(port)], port, BY_ID);
+  try {
+    const rate = ctx.config.equalRate;
+    await measureFixedCpu(ctx, 'limit-b-equal-rate', `limit B: bare Express 5, at ${rate} req/s`, directTarget(limitB.url, byId(undefined)), rate, { 'limit-b': limitB.pid });
+    await measureFixedCpu(ctx, 'risk-by-id-equal-rate', `risk direct: by/id, at ${rate} req/s`, directTarget(stack.riskUrl, byId(session.token)), rate, servers);
+  } finally {
+    await limitB.stop();
+  }
 }
 
 /**
