@@ -157,17 +157,8 @@ export async function measureClosedInTurns(
   return results;
 }
 
-/** Warms up, then measures load at a fixed rate, and records it under `id`. */
-export async function measureFixed(ctx: RunContext, id: string, label: string, target: LoadTarget, rate = ctx.config.rate): Promise<ScenarioResult> {
-  ctx.progress(`${label}: ${rate} req/s, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-  if (ctx.config.warmupS > 0) await fixedRate(target, rate, ctx.config.warmupS);
-  const result: ScenarioResult = { id, label, mode: 'fixed', rate, load: await fixedRate(target, rate, ctx.config.durationS) };
-  ctx.results.push(result);
-  return result;
-}
-
-/** Warms up, then measures load at a fixed rate with the CPU per answer of `servers`, and records it under `id`. */
-export async function measureFixedCpu(ctx: RunContext, id: string, label: string, target: LoadTarget, rate: number, servers: Servers): Promise<ScenarioResult> {
+/** Warms up, then measures load at a fixed rate (with the CPU per answer of `servers`, when named), and records it under `id`. */
+export async function measureFixed(ctx: RunContext, id: string, label: string, target: LoadTarget, rate = ctx.config.rate, servers: Servers = {}): Promise<ScenarioResult> {
   ctx.progress(`${label}: ${rate} req/s, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
   if (ctx.config.warmupS > 0) await fixedRate(target, rate, ctx.config.warmupS);
   const measured = await withCpu(servers, () => fixedRate(target, rate, ctx.config.durationS));

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixedCpu, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
+import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixed, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RequestShape } from './signer.ts';
 
@@ -60,8 +60,8 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
   const limitB = await startLimitServer(ctx, 'limit-b', ['express', String(port)], port, BY_ID);
   try {
     const rate = ctx.config.equalRate;
-    await measureFixedCpu(ctx, 'limit-b-equal-rate', `limit B: bare Express 5, at ${rate} req/s`, directTarget(limitB.url, byId(undefined)), rate, { 'limit-b': limitB.pid });
-    await measureFixedCpu(ctx, 'risk-by-id-equal-rate', `risk direct: by/id, at ${rate} req/s`, directTarget(stack.riskUrl, byId(session.token)), rate, servers);
+    await measureFixed(ctx, 'limit-b-equal-rate', `limit B: bare Express 5, at ${rate} req/s`, directTarget(limitB.url, byId(undefined)), rate, { 'limit-b': limitB.pid });
+    await measureFixed(ctx, 'risk-by-id-equal-rate', `risk direct: by/id, at ${rate} req/s`, directTarget(stack.riskUrl, byId(session.token)), rate, servers);
   } finally {
     await limitB.stop();
   }
@@ -79,7 +79,7 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
     const label = 'limit C: bare Express proxy → risk by/id';
     const proxyServers = { 'limit-c': proxy.pid, risk: stack.riskPid };
     await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: proxyServers });
-    await measureFixedCpu(ctx, 'limit-c-equal-rate', `${label}, at ${ctx.config.equalRate} req/s`, directTarget(proxy.url, byId(session.token)), ctx.config.equalRate, proxyServers);
+    await measureFixed(ctx, 'limit-c-equal-rate', `${label}, at ${ctx.config.equalRate} req/s`, directTarget(proxy.url, byId(session.token)), ctx.config.equalRate, proxyServers);
   } finally {
     await proxy.stop();
   }
@@ -97,7 +97,7 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', (await signedTarget(ctx, stack.gatewayUrl, byId(session.token))), { servers });
   await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', (await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token))), { servers });
   // Limit C's pace, not the gateway's: CPU per answer of both at one rate.
-  await measureFixedCpu(ctx, 'gateway-by-id-equal-rate', `gateway: by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, stack.gatewayUrl, byId(session.token)), ctx.config.equalRate, servers);
+  await measureFixed(ctx, 'gateway-by-id-equal-rate', `gateway: by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, stack.gatewayUrl, byId(session.token)), ctx.config.equalRate, servers);
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }
 
