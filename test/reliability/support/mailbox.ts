@@ -24,6 +24,12 @@ export function mailbox(provider: CaptureServer) {
         await sleep(10);
       }
     },
+    /** Waits until `to` has received `count` mails, up to `withinMs`; how many it has then. */
+    async waitForCount(to: string, count: number, withinMs: number): Promise<number> {
+      const deadline = Date.now() + withinMs;
+      while (all().filter((m) => m.to === to).length < count && Date.now() <= deadline) await sleep(20);
+      return all().filter((m) => m.to === to).length;
+    },
   };
 }
 
