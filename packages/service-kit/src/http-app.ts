@@ -8,6 +8,7 @@ import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
 import { openApiValidator, operationNotBuilt } from './openapi.ts';
+import { nameServerSpan } from './trace-context.ts';
 
 export interface BaseAppOptions {
   logger: Logger;
@@ -148,6 +149,18 @@ export interface ApiAppOptions extends BaseAppOptions {
 }
 
 /**
+ * Names the request's server span by the documented operation the validator matched
+ * (`GET /v1/weather-stations/by/id/{stationId}`), as the gateway names its own: for a service that makes
+ * its HTTP spans itself (risk, `httpSpans: 'own'`), whose span would otherwise carry the method alone.
+ * Where OpenTelemetry's instrumentation makes the span, it names it again from Express's route at its end.
+ */
+const nameSpanByOperation: RequestHandler = (req, _res, next) => {
+  const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
+  if (route) nameServerSpan(req.method, route);
+  next();
+};
+
+/**
  * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id only under
  * its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
  * bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
@@ -162,6 +175,7 @@ export function createApiApp(options: ApiAppOptions): Express {
       rejectMalformedText,
       ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),
       strictNumericParameters(options.apiSpec),
+      nameSpanByOperation,
     ]),
   );
   for (const router of options.routers) app.use(router);

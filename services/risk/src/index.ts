@@ -15,6 +15,7 @@ import {
   loadConfigOrExit,
   stopTracing,
   serveUntilStopped,
+  withServerSpans,
 } from '@platform/service-kit';
 import { migrations } from '../migrations/index.ts';
 import { seedStationData } from '../seeds/station-data.ts';
@@ -58,7 +59,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
 
   await serveUntilStopped({
     service: 'risk',
-    app: risk.app,
+    app: withServerSpans(risk.app),
     port: config.RISK_PORT,
     // Only /metrics, for the NetworkPolicy that lets Prometheus in (README: Deploy); none by default.
     management: config.RISK_METRICS_PORT === 0 ? undefined : { app: createMetricsApp({ logger, metrics }), port: config.RISK_METRICS_PORT },
