@@ -7,7 +7,7 @@ import { gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-ass
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
-import { openApiValidator, operationNotBuilt } from './openapi.ts';
+import { openApiRouteOf, openApiValidator, operationNotBuilt } from './openapi.ts';
 import { nameServerSpan } from './trace-context.ts';
 
 export interface BaseAppOptions {
@@ -155,8 +155,8 @@ export interface ApiAppOptions extends BaseAppOptions {
  * Where OpenTelemetry's instrumentation makes the span, it names it again from Express's route at its end.
  */
 const nameSpanByOperation: RequestHandler = (req, _res, next) => {
-  const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
-  if (route) nameServerSpan(req.method, route);
+  const route = openApiRouteOf(req);
+  if (route !== undefined) nameServerSpan(req.method, route);
   next();
 };
 

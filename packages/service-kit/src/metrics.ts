@@ -3,6 +3,7 @@ import express from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReadinessCheck } from './health.ts';
+import { openApiRouteOf } from './openapi.ts';
 
 /** A process's Prometheus registry and the HTTP middleware that feeds it. */
 export interface Metrics {
@@ -50,8 +51,8 @@ export function setRouteLabel(req: Request, template: string): void {
 function routeLabel(req: Request): string {
   const labelled = (req as Request & { [ROUTE_LABEL]?: string })[ROUTE_LABEL];
   if (labelled !== undefined) return labelled;
-  const openapiRoute = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
-  if (openapiRoute) return openapiRoute;
+  const openapiRoute = openApiRouteOf(req);
+  if (openapiRoute !== undefined) return openapiRoute;
   const routePath = (req.route as { path?: unknown } | undefined)?.path;
   if (typeof routePath === 'string') return `${req.baseUrl}${routePath}`;
   return 'unmatched';
