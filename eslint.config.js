@@ -48,6 +48,17 @@ export default tseslint.config(
     },
   },
   {
+    // The benchmark measures the packages as they ship: through their entry points (package.json
+    // `exports`), so a move inside a package cannot break it unseen.
+    files: ['bench/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../gateway/*', '../services/*', '../packages/*'], message: "import the package's entry point (@platform/<name>/<entry>)" }] },
+      ],
+    },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

@@ -4,7 +4,7 @@ import { freePort } from '@platform/stack';
 import { memorySampler } from './processes.ts';
 import type { RequestShape } from './signer.ts';
 import { imageNodeOptions } from './stack.ts';
-import type { StationRow } from '../services/risk/src/weather-stations/weather-stations.repository.ts';
+import type { StationRow } from '@platform/risk/station-rows';
 
 // Real ids stay below these (station ids are 5 digits, centre ids too), so copy k of a row gets the
 // original id plus k times the stride and never meets another row's id.

@@ -1,8 +1,6 @@
 import { join } from 'node:path';
 import { type Knex, createDatabase, ensureDatabaseExists, migrateToLatest } from '@platform/service-kit';
-import { migrations } from '../services/identity/migrations/index.ts';
-import { encodeCursor } from '../services/identity/src/pagination/cursor.ts';
-import { type UserFilter, findUsers } from '../services/identity/src/user-records/users.repository.ts';
+import { type UserFilter, encodeCursor, findUsers, migrations } from '@platform/identity/user-search';
 import { type RunContext, type ScenarioResult, needStack } from './context.ts';
 import type { LoadResult } from './load.ts';
 import { quantile } from './load.ts';
