@@ -27,7 +27,7 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       await ending.one(audit, session, 'refresh-token-reuse');
       return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
     }
-    if (record.revokedAt !== null || record.sessionRevokedAt !== null) return { ok: false, reason: 'session ended' } as const;
+    if (record.revokedAt !== null || record.sessionEndedAt !== null) return { ok: false, reason: 'session ended' } as const;
     if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
     // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
     if (record.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 <= Date.now()) {

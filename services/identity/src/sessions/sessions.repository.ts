@@ -19,8 +19,10 @@ export interface RefreshTokenRecord {
   userId: string;
   expiresAt: Date;
   usedAt: Date | null;
+  /** When this token itself was revoked. */
   revokedAt: Date | null;
-  sessionRevokedAt: Date | null;
+  /** When its session ended (the column is `sessions.revoked_at`). */
+  sessionEndedAt: Date | null;
   /** When the session started (login): its absolute lifetime counts from here. */
   sessionCreatedAt: Date;
 }
@@ -120,7 +122,7 @@ export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer)
       't.expires_at as expiresAt',
       't.used_at as usedAt',
       't.revoked_at as revokedAt',
-      's.revoked_at as sessionRevokedAt',
+      's.revoked_at as sessionEndedAt',
       's.created_at as sessionCreatedAt',
     )) as RefreshTokenRecord | undefined;
   return row;
