@@ -59,6 +59,13 @@ describe('every path that ends a session: its access token is refused at risk at
       expectStatus(await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: user.refreshToken } }), 401);
       return [user.accessToken];
     },
+    'a refresh by a user no longer active': async (user) => {
+      // Behind the API's back, which would end the sessions itself ('a change of status'): so that refresh's
+      // own check ends it, as after a change it did not see (a race, an operator's SQL).
+      await stack.identity.db('users').where({ id: user.id }).update({ status: 'INACTIVE' });
+      expectStatus(await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: user.refreshToken } }), 401);
+      return [user.accessToken];
+    },
     'the block after repeated failed logins': async (user) => {
       for (let i = 0; i <= stack.identity.config.AUTH_MAX_FAILED_LOGINS; i++) {
         expectStatus(await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: 'not-the-password-1' } }), 401);
