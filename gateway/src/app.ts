@@ -1,5 +1,5 @@
 import type { Express } from 'express';
-import { closeMirrorOnReconnect, createTokenVerifier, jwksKeySource, watchWriteStamp } from '@platform/auth';
+import { createTokenVerifier, guardMirrors, jwksKeySource, watchWriteStamp } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { createAdmissionStore, replayStoreCheck } from './admission/admission.ts';
@@ -88,8 +88,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     onLoss: () => logger.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss'),
     onError: (err) => logger.debug({ err }, 'could not check the write stamp (Redis unreachable); checked again on reconnect'),
   });
-  // And identity's revocations may be what the replica lost: bearer requests wait for its re-seed.
-  const mirrorClose = closeMirrorOnReconnect(deps.redis, (err) => logger.debug({ err }, 'could not close the revocation mirror after a reconnect'));
+  // And identity's revocations may be what the replica lost: bearer requests on its buckets wait for the re-seed.
+  const mirrorGuard = guardMirrors(deps.redis, { onError: (err) => logger.debug({ err }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again') });
   app.use(cors(config.CORS_ORIGINS));
   app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
   app.use(
@@ -113,7 +113,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     close: () => {
       tokenKeys.close();
       stampWatch.stop();
-      mirrorClose.stop();
+      mirrorGuard.stop();
       upstreams.identity.close();
       upstreams.risk.close();
     },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTokenVerifier, redisBlacklist, revocationSlotKeys, staticKeySource } from '@platform/auth';
+import { bucketTag, createTokenVerifier, guardMirrors, redisBlacklist, revocationBucket, revocationSlotKeys, staticKeySource } from '@platform/auth';
 import { closeRedis, createLogger, createRedis, isCluster, waitForRedis } from '@platform/service-kit';
 import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack';
 import request from 'supertest';
@@ -15,6 +15,23 @@ interface Holder {
   tokenId: string;
   revoked: boolean;
 }
+
+/**
+ * Run on a master: its replicas lose KEYS (set to ARGV's value instead, when one is given), and the master
+ * keeps them as they are: what a replica that lagged behind would hold. (Effects replication: the
+ * replicas get the DEL and SET, not the RESTORE after REPL_NONE.)
+ */
+const LAG_REPLICA_LUA = `
+local saved = {}
+for i, key in ipairs(KEYS) do saved[i] = { redis.call('DUMP', key), redis.call('PTTL', key) } end
+for i, key in ipairs(KEYS) do
+  if ARGV[i] == '' then redis.call('DEL', key) else redis.call('SET', key, ARGV[i]) end
+end
+redis.set_repl(redis.REPL_NONE)
+for i, key in ipairs(KEYS) do
+  if saved[i][1] then redis.call('RESTORE', key, math.max(saved[i][2], 0), saved[i][1], 'REPLACE') end
+end
+return #KEYS`;
 
 /**
  * CONTRACT.md part 14 at identity on a Redis Cluster of its own (3 masters, 3 replicas): one shard that
@@ -51,8 +68,18 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
   /** The master serving a holder's revocation bucket now. */
   const masterOf = async (holder: Holder): Promise<number> => {
     const key = `${identity.redis.options.keyPrefix ?? ''}${revocationSlotKeys(holder).mirror}`;
-    const slot = Number(await cluster.cli(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', key));
+    // Asked of a master alive now (a test may have killed the first node).
+    const slot = Number(await cluster.cli((await cluster.masters())[0]!.port, 'CLUSTER', 'KEYSLOT', key));
     return cluster.masterOfSlot(slot);
+  };
+  /** Waits until the replica on `replica` has applied everything its master on `master` sent. */
+  const replicaCaughtUp = async (master: number, replica: number): Promise<void> => {
+    const offset = async (port: number, field: string): Promise<number> => Number(new RegExp(`${field}:(\\d+)`).exec(await cluster.cli(port, 'INFO', 'replication'))?.[1]);
+    const sent = await offset(master, 'master_repl_offset');
+    for (let i = 0; (await offset(replica, 'slave_repl_offset')) < sent; i += 1) {
+      assert.ok(i < 100, 'the replica did not catch up with its master');
+      await sleep(20);
+    }
   };
   const statusOf = async (holder: Holder): Promise<number> => (await request(identity.app).get(`/v1/accounts/${holder.user.id}`).set('Authorization', `Bearer ${holder.token}`)).status;
 
@@ -150,5 +177,86 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     assert.ok(tookMs <= 15_000, `served again after ${tookMs} ms`);
     await cluster.waitUntilOk();
     assert.ok(!(await cluster.masters()).some((m) => m.port === victim), 'the killed master is still listed');
+  });
+
+  it('a master killed whose replica lagged (a revocation and its stamp missing there, the mirror still whole) and that replica promoted: the revoked token is never accepted, at identity or at a verifier beside it (as risk runs it), and the live ones are served again within 15 s', async () => {
+    const prefix = identity.redis.options.keyPrefix ?? '';
+    // A verifier as risk runs it: its own cluster connection, its buckets guarded.
+    const client = createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: prefix, logger: createLogger({ service: 'risk', level: 'silent' }) });
+    const guard = guardMirrors(client, { onError: () => undefined });
+    try {
+      assert.ok(await waitForRedis(client, 10_000));
+      const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));
+      const verifier = createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, blacklist: redisBlacklist(client) });
+      // A session on a shard that still has a replica (the test before took one replica away).
+      const withReplica = new Map((await cluster.masters()).flatMap((m) => (m.replicaPort === undefined ? [] : [[m.port, m.replicaPort] as const])));
+      let victim: Holder | undefined;
+      for (let i = 0; i < 40 && victim === undefined; i += 1) {
+        const user = await identity.createUser();
+        const token = (await identity.login(user)).accessToken;
+        const claims = claimsOf(token) as { sid: string; jti: string };
+        const holder = { user, token, sessionId: claims.sid, tokenId: claims.jti, revoked: true };
+        if (withReplica.has(await masterOf(holder))) victim = holder;
+      }
+      assert.ok(victim !== undefined, 'no session landed on a shard with a replica');
+      const master = await masterOf(victim);
+      const replica = withReplica.get(master)!;
+      assert.equal((await verifier.verify(victim.token)).userId, victim.user.id);
+      // What the replica will lack: identity's stamps in the bucket as they were before the logout.
+      const stampPattern = `${prefix}${bucketTag(revocationBucket(victim.sessionId))}stamp:identity:*`;
+      const stampKeys = (await cluster.cli(master, '--raw', 'KEYS', stampPattern)).split('\n').filter(Boolean);
+      const stampsBefore = await Promise.all(stampKeys.map(async (key) => (await cluster.cli(master, '--raw', 'GET', key)).trim()));
+      assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: victim.token })).status, 200);
+      const revocation = revocationSlotKeys(victim);
+      const revocationKeys = [revocation.session, revocation.token].map((key) => `${prefix}${key}`);
+      // The replica now loses the logout again (the revocation and identity's count of it), as a replica that
+      // lagged behind its master would hold the bucket, its mirror whole; the master keeps it all. (A replica
+      // takes no writes of its own in a cluster: the master sends it the loss, then restores its own copy
+      // unreplicated.)
+      await cluster.cli(master, 'EVAL', LAG_REPLICA_LUA, String(revocationKeys.length + stampKeys.length), ...revocationKeys, ...stampKeys, ...revocationKeys.map(() => ''), ...stampsBefore);
+      await replicaCaughtUp(master, replica);
+      // The revoked token, asked again and again at both while the master dies and the replica takes over.
+      let asking = true;
+      const answers = new Map<string, number>();
+      const count = (answer: string): void => void answers.set(answer, (answers.get(answer) ?? 0) + 1);
+      const revokedAsked = (async () => {
+        while (asking) {
+          const [atIdentity, atVerifier] = await Promise.all([
+            statusOf(victim),
+            verifier.verify(victim.token).then(
+              () => 200,
+              (err: { status?: number }) => err.status ?? 500,
+            ),
+          ]);
+          count(`identity ${atIdentity}`);
+          count(`verifier ${atVerifier}`);
+          assert.ok(atIdentity === 401 || atIdentity === 503, `identity answered the revoked token ${atIdentity}`);
+          assert.ok(atVerifier === 401 || atVerifier === 503, `the verifier answered the revoked token ${atVerifier}`);
+          await sleep(10);
+        }
+      })();
+      // Awaited below; a failure meanwhile is not an unhandled rejection.
+      revokedAsked.catch(() => undefined);
+      try {
+        await cluster.kill(master);
+        const { tookMs } = await ride(15_000);
+        assert.ok(tookMs <= 15_000, `served again after ${tookMs} ms`);
+        await cluster.waitUntilOk();
+        // Identity has re-seeded the bucket from Postgres: the revocation is back on the promoted replica.
+        assert.equal(await cluster.masterOfSlot(Number(await cluster.cli(replica, 'CLUSTER', 'KEYSLOT', revocationKeys[0]!))), replica);
+        for (let i = 0; (await cluster.cli(replica, 'EXISTS', revocationKeys[0]!)).trim() !== '1'; i += 1) {
+          assert.ok(i < 100, 'the revocation was not re-seeded on the promoted replica');
+          await sleep(50);
+        }
+        await sleep(200);
+      } finally {
+        asking = false;
+        await revokedAsked;
+      }
+      assert.ok((answers.get('verifier 401') ?? 0) > 0 && (answers.get('identity 401') ?? 0) > 0, `never refused as revoked: ${JSON.stringify([...answers])}`);
+    } finally {
+      guard.stop();
+      await closeRedis(client);
+    }
   });
 });

@@ -5,7 +5,7 @@ import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/ser
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import { blacklistKey, mirrorKeyOfSession, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
 import { REVOCATION_BUCKETS, revocationBucket, revocationSlotKeys } from '../src/revocations/buckets.ts';
-import { revocationMirror } from '../src/revocations/mirror.ts';
+import { RevocationsUnavailableError, guardMirrors, revocationMirror } from '../src/revocations/mirror.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
@@ -399,6 +399,37 @@ describe('createTokenVerifier', () => {
           assert.equal(await mirror.markNotReady() > 0, true);
         } finally {
           await lost.close();
+        }
+      });
+      it('a connection lost and back (perhaps a failover to a replica that lagged): every bucket is held, no check asks Redis until its mirror is closed there, and the mirror keeps it closed until re-seeded', async () => {
+        const own = await createTestRedis('auth_verifier_guard');
+        const closed = new Set<number>();
+        const guard = guardMirrors(own.redis, { onError: () => undefined, closed: (buckets) => buckets.forEach((bucket) => closed.add(bucket)) });
+        try {
+          await markRevocationsRestored(own.redis);
+          const blacklist = redisBlacklist(own.redis);
+          const token = { tokenId: randomUUID(), sessionId: randomUUID() };
+          assert.equal(await blacklist.isRevoked(token), false);
+          // Asked the moment the connection is back, before the guard's close can have landed (the mirror in
+          // Redis still says whole): held, without asking Redis.
+          const atReady = new Promise<unknown>((resolve) => {
+            own.redis.once('ready', () => {
+              blacklist.isRevoked(token).then(() => resolve('accepted'), resolve);
+            });
+          });
+          own.redis.disconnect(true);
+          assert.ok((await atReady) instanceof RevocationsUnavailableError, 'a check asked Redis before the bucket was closed');
+          for (let i = 0; closed.size < REVOCATION_BUCKETS; i += 1) {
+            assert.ok(i < 100, `only ${closed.size} buckets closed`);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          assert.equal((await revocationMirror(own.redis, mirrorKeyOfSession(token.sessionId)).state()).ready, false);
+          await assert.rejects(blacklist.isRevoked(token), RevocationsUnavailableError, 'the closed mirror holds it, for every process');
+          await markRevocationsRestored(own.redis);
+          assert.equal(await blacklist.isRevoked(token), false);
+        } finally {
+          guard.stop();
+          await own.close();
         }
       });
     });

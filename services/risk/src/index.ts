@@ -1,6 +1,6 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
-import { closeMirrorOnReconnect } from '@platform/auth';
+import { guardMirrors } from '@platform/auth';
 import {
   type Host,
   closeRedis,
@@ -44,9 +44,9 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   // CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
   if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
   const redis = (host.createRedis ?? createRedis)({ ...redisConnectionOf(config), connectionName: 'risk', logger });
-  // CONTRACT.md part 13: after a reconnect (perhaps to a replica that lagged) bearer requests wait until
-  // identity has re-seeded the revocations.
-  const mirrorClose = closeMirrorOnReconnect(redis, (err) => logger.debug({ err }, 'could not close the revocation mirror after a reconnect'));
+  // CONTRACT.md parts 13 and 14: after a shard is lost or replaced (perhaps by a replica that lagged) the
+  // bearer requests of its buckets wait until identity has re-seeded their revocations.
+  const mirrorGuard = guardMirrors(redis, { onError: (err) => logger.debug({ err }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again') });
   const metrics = createMetrics('risk', { collectDefault: true });
   // Not a readiness check (requests are answered from the index while Postgres is away), but its health.
   metrics.watchDependencies([databaseCheck(db)]);
@@ -78,7 +78,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
       {
         name: 'redis',
         close: () => {
-          mirrorClose.stop();
+          mirrorGuard.stop();
           return closeRedis(redis);
         },
       },

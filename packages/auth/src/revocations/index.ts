@@ -17,8 +17,8 @@
  *     ▼                                          │ identity's keeper sees it (≤ REVOCATION_MIRROR_CHECK_MS)
  *   whole ──── Redis loses data ────────────► lost   (every bearer request: 503 until whole again)
  *  ready=1     (flush, restart, lagging replica    ready=0, born=now
- *              promoted, any reconnect, a revocation
- *              that did not reach Redis)
+ *              promoted, a shard lost or replaced,
+ *              a revocation that did not reach Redis)
  *
  * The words, once:
  * - *mirror*: the revocations in Redis, a copy of what Postgres holds; *whole* (`ready` = 1) when it holds
@@ -26,16 +26,20 @@
  * - *born*: when this Redis (or this bucket's slot) was last found without its data (ms). The gateway keeps
  *   a `born` of its own per client key slot: a signature `created` before it is refused there.
  * - *lost*: the hash is missing (created again not ready, born now) or was marked not ready: by a
- *   process that reconnected (closeMirrorOnReconnect: a failover may have lost writes), or by a *stamp*.
+ *   process that lost or saw replaced the bucket's shard (guardMirrors, shards.ts: a failover may have lost
+ *   writes), or by a *stamp*.
  * - *stamp* (write-stamp.ts): a writer's count of its writes that must survive (identity's revocations, one
  *   per bucket; the gateway's nonces, one per client key slot), INCR'd with each write; the writer
  *   remembers the highest count it has *seen*.
  *   Redis holding less went back in time: a replica that lagged was promoted though the hash survived.
+ * - *held*: a bucket whose shard this process lost or saw replaced, until its close has landed: the
+ *   process's own checks on it fail closed meanwhile, without asking Redis (guardMirrors).
  * - *dirty*: identity's keeper was told a revocation could not be published; it re-seeds once Redis answers.
  * - *re-seed*: identity writes every session ended within a token lifetime (of the lost buckets only) back
  *   from Postgres, then marks each re-seeded mirror ready, unless it was lost again meanwhile (`born` changed): then once more.
  *
- * Files: buckets.ts (the key layout), blacklist.ts (the revocation writes, and the per-request check), mirror.ts (the hash; reconnects),
+ * Files: buckets.ts (the key layout), blacklist.ts (the revocation writes, and the per-request check), mirror.ts (the hash; holds),
+ * shards.ts (which buckets a lost or replaced shard holds),
  * write-stamp.ts (stamps), lua/ (every script, loaded once by lua.ts, each function in a file of its own).
  * Identity's keeper (services/identity, revocation mirror keeper) is the one writer of `ready = 1`.
  */
@@ -56,11 +60,11 @@ export {
   type RevocationMirror,
   RevocationsUnavailableError,
   bucketMirrors,
-  closeMirrorOnReconnect,
+  guardMirrors,
   mirrorCloser,
-  onReconnect,
   revocationMirror,
 } from './mirror.ts';
+export { onShardChange } from './shards.ts';
 export type { RedisClient } from './redis-client.ts';
 export {
   type BucketStamps,

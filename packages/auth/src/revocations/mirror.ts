@@ -1,6 +1,7 @@
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
+import { onShardChange } from './shards.ts';
 
 /**
  * A bucket's mirror state hash (buckets.ts: one per bucket, on the bucket's slot). Module head: index.ts.
@@ -79,33 +80,77 @@ export class RevocationsUnavailableError extends Error {
   }
 }
 
-/**
- * Calls `handler` each time `redis` connects again after having been connected (not on the first
- * connection). `stop` removes the listener.
- */
-export function onReconnect(redis: Redis, handler: () => void): { stop: () => void } {
-  let connected = redis.status === 'ready';
-  const listener = (): void => {
-    if (connected) handler();
-    connected = true;
-  };
-  redis.on('ready', listener);
-  return { stop: () => void redis.off('ready', listener) };
+/** The buckets each client's guard holds (bucket → the change that held it); see `guardMirrors`. */
+const heldBuckets = new WeakMap<Redis, Map<number, number>>();
+
+/** Whether the guard on `redis` holds `bucket`: its shard changed and its mirror is not closed yet. */
+export function isHeld(redis: Redis, bucket: number): boolean {
+  return heldBuckets.get(redis)?.has(bucket) === true;
 }
 
+/** How long a guard waits before it tries again to close a bucket whose shard did not answer. */
+const CLOSE_RETRY_MS = 200;
+
 /**
- * For the processes that check tokens against the mirror (the gateway, risk): a reconnect may be a
- * failover to a replica that lagged, which kept the mirror's hash but not the revocations written just
- * before, and identity (their writer) may not have noticed yet (it finds out on its own reconnect or
- * check). So the process that reconnects closes the mirror (not ready; its birth kept, since no nonce of
- * this process is known lost) and bearer requests wait, everywhere, until identity has re-seeded it from
- * Postgres: about a second. The price of a mere network blip is the same second of 503s.
+ * For every process that checks tokens against the mirror (the gateway, identity, risk): a shard that
+ * this process lost or saw replaced (shards.ts) may be a replica that lagged, which kept the bucket's
+ * mirror hash but not the revocations written just before, and identity (their writer) may not have
+ * noticed yet. So the process *holds* those buckets at once (its `isRevoked` on them fails closed, without
+ * asking Redis) and closes their mirrors in Redis (not ready, births kept); once a bucket's close has
+ * landed the hold is let go, and the mirror keeps it closed, for every process, until identity has
+ * re-seeded it from Postgres: about a second. A close that fails (the shard is still down) is tried again
+ * every CLOSE_RETRY_MS. The price of a mere network blip is the same second of 503s on that shard's
+ * buckets. `closed` hears which buckets' closes landed (identity's keeper re-seeds them at once).
  */
-export function closeMirrorOnReconnect(redis: Redis, onError: (err: unknown) => void): { stop: () => void } {
-  const closeAll = mirrorCloser(redis);
-  return onReconnect(redis, () => {
-    closeAll().catch(onError);
+export function guardMirrors(
+  redis: Redis,
+  options: { onError: (err: unknown) => void; closed?: (buckets: readonly number[]) => void },
+): { stop: () => void } {
+  const mirrors = bucketMirrors(redis);
+  const holds = new Map<number, number>();
+  heldBuckets.set(redis, holds);
+  let change = 0;
+  let closing = false;
+  let stopped = false;
+  // One line per outage, not one per retry.
+  let failing = false;
+
+  const closeHeld = async (): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    try {
+      while (holds.size > 0 && !stopped && redis.status !== 'end') {
+        const batch = [...holds];
+        const results = await Promise.allSettled(batch.map(([bucket]) => mirrors[bucket]?.markNotReady()));
+        const closed = batch.filter(([bucket, heldAt], i) => {
+          // A bucket held again meanwhile (another change) needs a close of its own.
+          if (results[i]?.status !== 'fulfilled' || holds.get(bucket) !== heldAt) return false;
+          holds.delete(bucket);
+          return true;
+        });
+        const failure = results.find((result) => result.status === 'rejected');
+        if (failure !== undefined && !failing) options.onError(failure.reason);
+        failing = failure !== undefined;
+        if (closed.length > 0) options.closed?.(closed.map(([bucket]) => bucket));
+        if (failure !== undefined) await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_MS).unref());
+      }
+    } finally {
+      closing = false;
+    }
+  };
+
+  const watch = onShardChange(redis, (buckets) => {
+    change += 1;
+    for (const bucket of buckets) holds.set(bucket, change);
+    void closeHeld();
   });
+  return {
+    stop: () => {
+      stopped = true;
+      watch.stop();
+      heldBuckets.delete(redis);
+    },
+  };
 }
 
 /**

@@ -3,6 +3,7 @@ import { periodic } from '@platform/service-kit';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, bucketStampKey, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
+import { onShardChange } from './shards.ts';
 
 /**
  * How long a writer's stamp outlives its last write or check: a process checks its own every
@@ -112,10 +113,11 @@ export function stampCount(key: string): StampCount {
 const STAMP_CHECK_MS = 60_000;
 
 /**
- * Checks `stamp` whenever `redis` is (re)connected (a failover to a replica always reconnects) and every
- * `intervalMs`, one check at a time (a reconnect during a check gets one of its own right after it);
- * `onLoss` hears of a Redis that went back in time. Errors (Redis unreachable) are the caller's to log:
- * the next reconnect checks again. `stop` removes the timer and the listener.
+ * Checks `stamp` whenever a shard of `redis` changed (shards.ts: a connection lost or back, a slot moved to
+ * another master, as a failover to a replica does) and every `intervalMs`, one check at a time (a change
+ * during a check gets one of its own right after it); `onLoss` hears of a Redis that went back in time.
+ * Errors (Redis unreachable) are the caller's to log: the next change or interval checks again. `stop`
+ * removes the timer and the listeners.
  */
 export function watchWriteStamp(
   redis: Redis,
@@ -128,12 +130,11 @@ export function watchWriteStamp(
     },
     { intervalMs: options.intervalMs ?? STAMP_CHECK_MS, onError: options.onError },
   );
-  const onReady = (): void => void checks.runNow();
-  redis.on('ready', onReady);
+  const changes = onShardChange(redis, () => void checks.runNow());
   checks.start();
   return {
     stop: () => {
-      redis.off('ready', onReady);
+      changes.stop();
       void checks.stop();
     },
   };

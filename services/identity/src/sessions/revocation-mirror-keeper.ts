@@ -1,4 +1,4 @@
-import { ALL_REVOCATION_BUCKETS, type TokenBlacklist, bucketMirrors, bucketStamps, mirrorCloser, onReconnect, redisBlacklist, revocationBucket } from '@platform/auth';
+import { ALL_REVOCATION_BUCKETS, type TokenBlacklist, bucketMirrors, bucketStamps, guardMirrors, mirrorCloser, redisBlacklist, revocationBucket } from '@platform/auth';
 import { type Knex, type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
@@ -24,8 +24,8 @@ const MARGIN_S = 60;
  * written to Redis (it was down): the mirror is then marked not ready as soon as Redis answers, and
  * re-seeded, so a revocation never goes missing. And when Redis holds fewer of this replica's revocations
  * than it wrote (its write stamp went back: a replica that lagged was promoted), though the mirror's hash
- * survived. Checked every `intervalMs` in every identity replica; every reconnect closes the mirror and
- * re-seeds it.
+ * survived. Checked every `intervalMs` in every identity replica; a shard lost or replaced has its
+ * buckets closed and re-seeded.
  */
 export interface RevocationMirrorKeeper {
   /** The blacklist every revocation of this process goes through: each one counts on the keeper's write stamp. */
@@ -162,14 +162,13 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     await checks.runNow();
   };
   checks.start();
-  // A reconnect may be a failover to a replica that lagged: the revocations written just before may be
-  // gone (this replica's or another's) with nothing to show for it but this replica's write stamp. So,
-  // as the gateway and risk do, the mirror is closed at once, and re-seeded from Postgres (which holds
-  // every replica's revocations) before it opens again.
-  const reconnects = onReconnect(redis, () => {
-    dirty = true;
-    closeAllMirrors().catch(() => undefined);
-    void checkNow();
+  // A shard lost or replaced may be a failover to a replica that lagged: the revocations written just
+  // before may be gone (this replica's or another's) with nothing to show for it but this replica's write
+  // stamp. So, as the gateway and risk do, its buckets are held and closed at once, and re-seeded from
+  // Postgres (which holds every replica's revocations) as soon as the close has landed.
+  const guard = guardMirrors(redis, {
+    onError: (err) => logger.debug({ err }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again'),
+    closed: () => void checkNow(),
   });
   void checkNow();
   return {
@@ -185,7 +184,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       },
     },
     stop: async () => {
-      reconnects.stop();
+      guard.stop();
       await checks.stop();
     },
   };
