@@ -85,7 +85,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       // Each key lives as long as the session's tokens could: from its end, one token lifetime and the margin
       // (and the blacklist adds the verifiers' clock tolerance).
       const mine = page.filter((session) => targets.has(revocationBucket(session.id)));
-      await blacklist.restoreEndedSessions(mine.map((session) => ({ sessionId: session.id, latestExp: session.revokedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
+      await blacklist.restoreEndedSessions(mine.map((session) => ({ sessionId: session.id, latestExp: session.endedAt.getTime() / 1000 + options.accessTokenTtlS + MARGIN_S })));
       count += mine.length;
       if (page.length < BATCH) break;
       after = page.at(-1)?.position;

@@ -133,10 +133,10 @@ export async function markRefreshTokenUsed(db: Knex, id: string): Promise<void> 
   await db('refresh_tokens').where({ id }).update({ used_at: db.fn.now() });
 }
 
-/** A session that ended, and when: `revokedAt` for the time its tokens may live, `position` to page on. */
+/** A session that ended, and when: `endedAt` (column `revoked_at`) for the time its tokens may live, `position` to page on. */
 export interface EndedSession {
   id: string;
-  revokedAt: Date;
+  endedAt: Date;
   /** `revoked_at` exactly (microseconds, as `exactInstant` gives it) and the id: where the next page starts. */
   position: Position;
 }
@@ -153,8 +153,8 @@ export async function sessionsEndedSince(db: Knex, since: Date, limit: number, a
     .where('revoked_at', '>', since)
     .orderBy([{ column: 'revoked_at' }, { column: 'id' }])
     .limit(limit)
-    .select('id', 'revoked_at as revokedAt', db.raw(`${exactInstant('revoked_at')} AS "positionAt"`));
+    .select('id', 'revoked_at as endedAt', db.raw(`${exactInstant('revoked_at')} AS "positionAt"`));
   if (after !== undefined) query.whereRaw('(revoked_at, id) > (?::timestamptz, ?::uuid)', [after.at, after.id]);
-  const rows = (await query) as Array<{ id: string; revokedAt: Date; positionAt: string }>;
+  const rows = (await query) as Array<{ id: string; endedAt: Date; positionAt: string }>;
   return rows.map(({ positionAt, ...row }) => ({ ...row, position: { at: positionAt, id: row.id } }));
 }
