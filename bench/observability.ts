@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
 import { freePort, startLocalRedisCluster, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
-import { MIRROR_STATE_LUA, STAMP_LUA, revocationMirrorKey } from '@platform/auth';
+import { MIRROR_STATE_LUA, STAMP_LUA, bucketTag, revocationMirrorKey } from '@platform/auth';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, measureClosedInTurns, needStack, signedTarget } from './context.ts';
@@ -81,7 +81,8 @@ return found`;
   local born, whole = mirror_state(KEYS[1], ARGV[3])
   if whole then found = found + 1 end`);
   const idle = loop('  found = found + 1');
-  const stamp = `bench-stamp:${randomUUID()}`;
+  // In bucket 0's slot, beside its mirror: one script, one slot, as on a cluster.
+  const stamp = `${bucketTag(0)}bench-stamp:${randomUUID()}`;
   const run = async (lua: string) => {
     const t0 = process.hrtime.bigint();
     const found = Number(await redis.eval(lua, 2, revocationMirrorKey(0), stamp, '0', '0', String(Date.now()), String(rounds)));
