@@ -6,7 +6,7 @@ import { DEPLOYABLES, REPO_ROOT } from './deploy-support/deployables.ts';
 import { dockerfileProblems } from './deploy-support/dockerfile-checks.ts';
 import { schemaProblems } from './deploy-support/k8s-schema.ts';
 import { overlayProblems } from './deploy-support/k8s-checks.ts';
-import { kustomizeBuild, readManifests } from './deploy-support/kustomize.ts';
+import { containersOf, kustomizeBuild, readManifests, strategicMerge } from './deploy-support/kustomize.ts';
 import { operatorSecrets, secretReferenceProblems } from './deploy-support/secret-references.ts';
 import { secretProblems } from './deploy-support/secret-scan.ts';
 
@@ -70,6 +70,33 @@ describe('deployment files', () => {
         });
       }
     }
+
+    it('the redis-cluster component on the prod overlay: each deployable reads its cluster seeds and password from its own Secret instead of REDIS_URL, and would start with them', () => {
+      const dir = join(REPO_ROOT, 'deploy', 'k8s', 'components', 'redis-cluster');
+      const component = readManifests(join(dir, 'kustomization.yaml'))[0] as unknown as { kind: string; patches: Array<{ path: string }> };
+      assert.equal(component.kind, 'Component');
+      const objects = kustomizeBuild(overlay('prod'));
+      // What `components: [../../components/redis-cluster]` in the overlay does: its patches on the built objects.
+      const patched = new Set<string>();
+      for (const { path } of component.patches) {
+        for (const patch of readManifests(join(dir, path))) {
+          const target = objects.find((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name);
+          assert.ok(target !== undefined, `${path} patches ${patch.kind} ${patch.metadata.name}, which the overlay does not have`);
+          strategicMerge(target as unknown as Record<string, unknown>, { spec: patch.spec });
+          patched.add(patch.metadata.name);
+        }
+      }
+      assert.deepEqual([...patched].sort(), DEPLOYABLES.map((d) => d.name).sort());
+      for (const d of DEPLOYABLES) {
+        const container = containersOf(objects.find((o) => o.kind === 'Deployment' && o.metadata.name === d.name)!).find((c) => c.name === d.name)!;
+        const env = container.env as Array<{ name: string; valueFrom?: { secretKeyRef?: { name: string } } }>;
+        assert.ok(!env.some((e) => e.name === 'REDIS_URL'), `${d.name} still names REDIS_URL`);
+        for (const name of ['REDIS_CLUSTER_NODES', 'REDIS_PASSWORD']) assert.equal(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef?.name, `${d.name}-secrets`, `${d.name} ${name}`);
+      }
+      assert.deepEqual(overlayProblems('prod', objects, REPO_ROOT, publicHosts('prod')), []);
+      assert.deepEqual(secretReferenceProblems('prod', objects, operatorSecrets(REPO_ROOT)), []);
+      assert.deepEqual(schemaProblems(objects), []);
+    });
 
     it('local needs no Secret of the operator: `kubectl apply -k deploy/k8s/overlays/local` starts as it is', () => {
       const secrets = operatorSecrets(REPO_ROOT);

@@ -104,7 +104,10 @@ export function configProblems(where: string, spec: ConfigSpec, env: ReadonlyMap
     const set = env.get(name);
     // As loadConfig reads it: an empty value is no value.
     const value = set !== undefined && 'literal' in set && set.literal.trim() === '' ? undefined : set;
+    const other = field.unlessSet === undefined ? undefined : env.get(field.unlessSet);
     if (value === undefined) {
+      // Not needed when the key it gives way to is set (REDIS_URL beside REDIS_CLUSTER_NODES).
+      if (other !== undefined && !('literal' in other && other.literal.trim() === '')) continue;
       if (appEnv === 'local' && field.localDefault !== undefined) config[name] = field.localDefault;
       else if (field.default !== undefined) config[name] = field.default;
       else problems.push(`${where}: ${name} is required in APP_ENV=${appEnv} and not set (${field.doc})`);

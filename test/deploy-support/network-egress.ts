@@ -56,6 +56,13 @@ export function egressNeeds(env: ReadonlyMap<string, EnvValue>, options: { trace
   ] as const) {
     if (env.has(name)) add(name, { kind: 'outside' }, urlOf(env, name)?.port ?? port);
   }
+  // A Redis Cluster's seeds: the client then reaches every node the cluster names, on the seeds' port
+  // (managed clusters serve every node on one); a Secret's seeds on Redis's usual port.
+  const seeds = literal(env, 'REDIS_CLUSTER_NODES');
+  if (env.has('REDIS_CLUSTER_NODES')) {
+    const ports = seeds === undefined ? [6379] : [...new Set(seeds.split(',').map((seed) => Number(seed.trim().split(':').at(-1))))];
+    for (const port of ports) add('REDIS_CLUSTER_NODES', { kind: 'outside' }, port);
+  }
   for (const name of ['IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL']) {
     const url = urlOf(env, name);
     if (url === undefined) continue;
