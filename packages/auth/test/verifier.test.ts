@@ -401,10 +401,12 @@ describe('createTokenVerifier', () => {
           await lost.close();
         }
       });
-      it('a connection lost and back (perhaps a failover to a replica that lagged): every bucket is held, no check asks Redis until its mirror is closed there, and the mirror keeps it closed until re-seeded', async () => {
+      it('a connection lost and back (perhaps a failover to a replica that lagged): every bucket is held (whatever other guard on the client stopped), no check asks Redis until its mirror is closed there, and the mirror keeps it closed until re-seeded', async () => {
         const own = await createTestRedis('auth_verifier_guard');
         const closed = new Set<number>();
         const guard = guardMirrors(own.redis, { onError: () => undefined, closed: (buckets) => buckets.forEach((bucket) => closed.add(bucket)) });
+        // A second guard on the same client (a second keeper), stopped: the first one's holds stay in force.
+        guardMirrors(own.redis, { onError: () => undefined }).stop();
         try {
           await markRevocationsRestored(own.redis);
           const blacklist = redisBlacklist(own.redis);

@@ -80,12 +80,15 @@ export class RevocationsUnavailableError extends Error {
   }
 }
 
-/** The buckets each client's guard holds (bucket → the change that held it); see `guardMirrors`. */
-const heldBuckets = new WeakMap<Redis, Map<number, number>>();
+/** The buckets each guard on a client holds (bucket → the change that held it); see `guardMirrors`. */
+const heldBuckets = new WeakMap<Redis, Set<Map<number, number>>>();
 
-/** Whether the guard on `redis` holds `bucket`: its shard changed and its mirror is not closed yet. */
+/** Whether a guard on `redis` holds `bucket`: its shard changed and its mirror is not closed yet. */
 export function isHeld(redis: Redis, bucket: number): boolean {
-  return heldBuckets.get(redis)?.has(bucket) === true;
+  const guards = heldBuckets.get(redis);
+  if (guards === undefined) return false;
+  for (const holds of guards) if (holds.has(bucket)) return true;
+  return false;
 }
 
 /** How long a guard waits before it tries again to close a bucket whose shard did not answer. */
@@ -108,7 +111,10 @@ export function guardMirrors(
 ): { stop: () => void } {
   const mirrors = bucketMirrors(redis);
   const holds = new Map<number, number>();
-  heldBuckets.set(redis, holds);
+  // Each guard on a client its own (two keepers on one client, say: one stopping leaves the other's).
+  const guards = heldBuckets.get(redis) ?? new Set();
+  guards.add(holds);
+  heldBuckets.set(redis, guards);
   let change = 0;
   let closing = false;
   let stopped = false;
@@ -148,7 +154,7 @@ export function guardMirrors(
     stop: () => {
       stopped = true;
       watch.stop();
-      heldBuckets.delete(redis);
+      guards.delete(holds);
     },
   };
 }
