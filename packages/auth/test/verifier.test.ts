@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { type KeyObject, createHmac, createPublicKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
+import { type Redis, isCluster } from '@platform/service-kit';
+import type { Cluster, Redis as OneRedis } from 'ioredis';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import { blacklistKey, mirrorKeyOfSession, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
 import { REVOCATION_BUCKETS, revocationBucket, revocationSlotKeys } from '../src/revocations/buckets.ts';
 import { RevocationsUnavailableError, guardMirrors, revocationMirror } from '../src/revocations/mirror.ts';
+import { bucketRoute } from '../src/revocations/shards.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
 import type { TokenVerifier, TokenVerifierOptions } from '../src/verifier.ts';
@@ -54,6 +57,13 @@ async function assertBadCredentials(promise: Promise<unknown>): Promise<void> {
     assert.equal(err.message, 'Bad Credentials');
     return true;
   });
+}
+
+
+/** The connection of `client` that serves revocation bucket `bucket`: the client itself on one Redis, its slot's master's on a cluster. */
+function nodeOfBucket(client: Redis, bucket: number): OneRedis | Cluster | undefined {
+  if (!isCluster(client)) return client;
+  return client.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === bucketRoute(client, bucket));
 }
 
 describe('createTokenVerifier', () => {
@@ -390,8 +400,14 @@ describe('createTokenVerifier', () => {
           assert.equal(state.ready, false);
           assert.ok(Math.abs(state.born - Date.now()) < 5000, `born ${state.born}`);
           await assert.rejects(guarded.verify(token), { status: 503 }, 'still not ready: nobody re-seeded');
-          assert.equal(await mirror.markReady(state.born + 1), false, 'a re-seed of another loss does not open it');
-          assert.equal(await mirror.markReady(state.born), true);
+          assert.equal(await mirror.markReady({ ...state, born: state.born + 1 }), false, 'a re-seed of another loss does not open it');
+          // A close after the re-seed read the mirror (another process lost its shard, perhaps to a replica
+          // that lagged and took the re-seed's writes): that re-seed cannot open it; the next one can.
+          await mirror.markNotReady();
+          assert.equal(await mirror.markReady(state), false, 'a re-seed read before a close opened the mirror');
+          const again = await mirror.state();
+          assert.equal(again.born, state.born, 'a close keeps the birth');
+          assert.equal(await mirror.markReady(again), true);
           assert.equal((await guarded.verify(token)).tokenId.length > 0, true);
           // Lost again: the hash is gone with everything else.
           await lost.redis.del(mirrorKeyOfSession(sid));
@@ -431,6 +447,35 @@ describe('createTokenVerifier', () => {
           assert.equal(await blacklist.isRevoked(token), false);
         } finally {
           guard.stop();
+          await own.close();
+        }
+      });
+      it('a check under way when the connection drops, sent again after the reconnect and answered by a Redis whose mirror says whole: refused (503), not trusted', async () => {
+        const own = await createTestRedis('auth_verifier_resent');
+        const admin = await createTestRedis('auth_verifier_resent_admin');
+        const guard = guardMirrors(own.redis, { onError: () => undefined });
+        try {
+          await markRevocationsRestored(own.redis);
+          const blacklist = redisBlacklist(own.redis);
+          const token = { tokenId: randomUUID(), sessionId: randomUUID() };
+          assert.equal(await blacklist.isRevoked(token), false);
+          // The server of the token's bucket, and this client's connection to it (on a cluster, its master's).
+          const [server, serverAdmin] = [own.redis, admin.redis].map((client) => nodeOfBucket(client, revocationBucket(token.sessionId)));
+          const id = String(await server!.client('ID'));
+          // Redis holds the check (a script may write) while the connection is cut under it; the client
+          // reconnects and sends it again, and Redis answers it once the pause is over: mirror whole, no key.
+          await serverAdmin!.client('PAUSE', 300, 'WRITE');
+          const answer = blacklist.isRevoked(token).then(
+            (revoked) => `answered ${revoked}`,
+            (err: unknown) => err,
+          );
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          await serverAdmin!.client('KILL', 'ID', id);
+          assert.ok((await answer) instanceof RevocationsUnavailableError, `the answer across the reconnect was trusted: ${String(await answer)}`);
+        } finally {
+          guard.stop();
+          await Promise.all((isCluster(admin.redis) ? admin.redis.nodes('master') : [admin.redis]).map((node) => node.client('UNPAUSE')));
+          await admin.close();
           await own.close();
         }
       });

@@ -95,9 +95,9 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     // A fresh key space is a Redis that lost its data: not whole until identity's keeper says so.
     await assert.rejects(blacklist.isRevoked(token), RevocationsUnavailableError);
     const mirror = revocationMirror(redis, mirrorKeyOfSession(token.sessionId));
-    const { born, ready } = await mirror.state();
-    assert.equal(ready, false);
-    assert.equal(await mirror.markReady(born), true);
+    const state = await mirror.state();
+    assert.equal(state.ready, false);
+    assert.equal(await mirror.markReady(state), true);
     assert.equal(await blacklist.isRevoked(token), false);
     await blacklist.revoke(token, Math.floor(Date.now() / 1000) + 60);
     assert.equal(await blacklist.isRevoked(token), true);

@@ -2,7 +2,7 @@ import type { ChainableCommander } from 'ioredis';
 import { revocationExpiry } from '../token-lifetime.ts';
 import { blacklistKey, revocationBucket, revocationMirrorKey, revocationSlotKeys, sessionRevocationKey } from './buckets.ts';
 import { luaScript } from './lua.ts';
-import { RevocationsUnavailableError, isHeld } from './mirror.ts';
+import { RevocationsUnavailableError, revocationTicket, sameTicket } from './mirror.ts';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { type BucketStamps, STAMP_TTL_MS } from './write-stamp.ts';
 
@@ -109,11 +109,14 @@ export function redisBlacklist(redis: Redis, options: { stamps?: BucketStamps } 
       );
     },
     async isRevoked(token) {
-      // Its shard changed under this process and its mirror is not closed yet (guardMirrors): fail closed.
-      if (isHeld(redis, revocationBucket(token.sessionId))) throw new RevocationsUnavailableError();
+      // Its shard changed under this process and its mirror is not closed yet (guardMirrors): fail closed,
+      // without asking; and an answer that came back across such a change is not trusted either.
+      const bucket = revocationBucket(token.sessionId);
+      const ticket = revocationTicket(redis, bucket);
+      if (ticket === undefined) throw new RevocationsUnavailableError();
       const keys = revocationSlotKeys(token);
       const found = await commands.revocationCheck(keys.mirror, keys.token, keys.session, String(Date.now()));
-      if (found < 0) throw new RevocationsUnavailableError();
+      if (found < 0 || !sameTicket(redis, bucket, ticket)) throw new RevocationsUnavailableError();
       return found > 0;
     },
   };

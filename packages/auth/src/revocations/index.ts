@@ -33,7 +33,11 @@
  *   remembers the highest count it has *seen*.
  *   Redis holding less went back in time: a replica that lagged was promoted though the hash survived.
  * - *held*: a bucket whose shard this process lost or saw replaced, until its close has landed: the
- *   process's own checks on it fail closed meanwhile, without asking Redis (guardMirrors).
+ *   process's own checks on it fail closed meanwhile, without asking Redis (guardMirrors); and a check's
+ *   answer that came back across such a change (sent again after a reconnect, or to a new master after a
+ *   MOVED) is not trusted either (`revocationTicket`).
+ * - *closes*: how often a bucket's mirror was closed; a re-seed opens it only if nobody closed it after
+ *   the re-seed read it (a close then may be a failover that took the re-seed's own writes).
  * - *dirty*: identity's keeper was told a revocation could not be published; it re-seeds once Redis answers.
  * - *re-seed*: identity writes every session ended within a token lifetime (of the lost buckets only) back
  *   from Postgres, then marks each re-seeded mirror ready, unless it was lost again meanwhile (`born` changed): then once more.
@@ -57,6 +61,7 @@ export {
 export { type TokenBlacklist, mirrorKeyOfSession, redisBlacklist, revocationKeys } from './blacklist.ts';
 export {
   MIRROR_STATE_LUA,
+  type MirrorSeen,
   type RevocationMirror,
   RevocationsUnavailableError,
   bucketMirrors,

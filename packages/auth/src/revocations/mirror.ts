@@ -1,7 +1,7 @@
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
-import { onShardChange } from './shards.ts';
+import { type ShardWatch, bucketRoute, onShardChange } from './shards.ts';
 
 /**
  * A bucket's mirror state hash (buckets.ts: one per bucket, on the bucket's slot). Module head: index.ts.
@@ -14,17 +14,23 @@ import { onShardChange } from './shards.ts';
 interface MirrorCommands {
   revocationMirrorState(key: string, now: string): Promise<string>;
   revocationMirrorNotReady(key: string, now: string): Promise<number>;
-  revocationMirrorReady(key: string, born: string): Promise<number>;
+  revocationMirrorReady(key: string, born: string, closes: string): Promise<number>;
+}
+
+/** Which mirror a re-seed read: its `born` and how many closes it had seen (`closes`), for `markReady`. */
+export interface MirrorSeen {
+  born: number;
+  closes: number;
 }
 
 /** The mirror's state as identity's keeper reads and changes it. */
 export interface RevocationMirror {
-  /** Whether the mirror is whole, and since when this Redis has it; a missing mirror is created not ready. */
-  state(): Promise<{ born: number; ready: boolean }>;
+  /** Whether the mirror is whole, since when this Redis has it, how often it was closed; a missing mirror is created not ready. */
+  state(): Promise<MirrorSeen & { ready: boolean }>;
   /** Fails every bearer request closed until `markReady` (a revocation may be missing from Redis); returns `born`. */
   markNotReady(): Promise<number>;
-  /** Opens again after a re-seed of the mirror born at `born`; false when Redis lost it meanwhile (re-seed again). */
-  markReady(born: number): Promise<boolean>;
+  /** Opens again after a re-seed of the mirror as `seen`; false when Redis lost it, or someone closed it, meanwhile (re-seed again). */
+  markReady(seen: MirrorSeen): Promise<boolean>;
 }
 
 /** Defines the mirror scripts on `redis` once (defineCommand again would load them again). */
@@ -44,14 +50,14 @@ export function revocationMirror(redis: Redis, key: string): RevocationMirror {
   const commands = mirrorCommands(redis);
   return {
     async state() {
-      const [born, ready] = String(await commands.revocationMirrorState(key, String(Date.now()))).split(':');
-      return { born: Number(born), ready: ready === '1' };
+      const [born, ready, closes] = String(await commands.revocationMirrorState(key, String(Date.now()))).split(':');
+      return { born: Number(born), ready: ready === '1', closes: Number(closes) };
     },
     async markNotReady() {
       return Number(await commands.revocationMirrorNotReady(key, String(Date.now())));
     },
-    async markReady(born) {
-      return Number(await commands.revocationMirrorReady(key, String(born))) === 1;
+    async markReady(seen) {
+      return Number(await commands.revocationMirrorReady(key, String(seen.born), String(seen.closes))) === 1;
     },
   };
 }
@@ -80,15 +86,32 @@ export class RevocationsUnavailableError extends Error {
   }
 }
 
-/** The buckets each guard on a client holds (bucket → the change that held it); see `guardMirrors`. */
-const heldBuckets = new WeakMap<Redis, Set<Map<number, number>>>();
+/** One guard on a client: the buckets it holds (bucket → the change that held it) and its shard watch. */
+interface Guard {
+  holds: Map<number, number>;
+  watch: ShardWatch;
+}
 
-/** Whether a guard on `redis` holds `bucket`: its shard changed and its mirror is not closed yet. */
-export function isHeld(redis: Redis, bucket: number): boolean {
-  const guards = heldBuckets.get(redis);
-  if (guards === undefined) return false;
-  for (const holds of guards) if (holds.has(bucket)) return true;
-  return false;
+/** The guards on each client, and a count per bucket of every shard change they heard. */
+const guarded = new WeakMap<Redis, { guards: Set<Guard>; changes: Uint32Array }>();
+
+/**
+ * Where a revocation check of `bucket` on `redis` stands before it is sent: undefined while a guard holds
+ * the bucket (its shard changed and its mirror is not closed yet: fail closed without asking), else a
+ * ticket to compare after the answer (`sameTicket`): an answer that came back across a shard change (a
+ * check sent again after a reconnect, or to a new master after a MOVED) is not trusted either.
+ */
+export function revocationTicket(redis: Redis, bucket: number): string | undefined {
+  const state = guarded.get(redis);
+  if (state !== undefined) {
+    for (const guard of state.guards) if (guard.holds.has(bucket) || guard.watch.routeMoved(bucket)) return undefined;
+  }
+  return `${state?.changes[bucket] ?? 0}@${bucketRoute(redis, bucket)}`;
+}
+
+/** Whether nothing changed for `bucket` on `redis` since `ticket` was taken (`revocationTicket`). */
+export function sameTicket(redis: Redis, bucket: number, ticket: string): boolean {
+  return revocationTicket(redis, bucket) === ticket;
 }
 
 /** How long a guard waits before it tries again to close a bucket whose shard did not answer. */
@@ -111,10 +134,9 @@ export function guardMirrors(
 ): { stop: () => void } {
   const mirrors = bucketMirrors(redis);
   const holds = new Map<number, number>();
-  // Each guard on a client its own (two keepers on one client, say: one stopping leaves the other's).
-  const guards = heldBuckets.get(redis) ?? new Set();
-  guards.add(holds);
-  heldBuckets.set(redis, guards);
+  // Each guard on a client its own holds (two keepers on one client, say: one stopping leaves the other's).
+  const state = guarded.get(redis) ?? { guards: new Set<Guard>(), changes: new Uint32Array(ALL_REVOCATION_BUCKETS.length) };
+  guarded.set(redis, state);
   let change = 0;
   let closing = false;
   let stopped = false;
@@ -134,6 +156,7 @@ export function guardMirrors(
           holds.delete(bucket);
           return true;
         });
+        if (stopped) return;
         const failure = results.find((result) => result.status === 'rejected');
         if (failure !== undefined && !failing) options.onError(failure.reason);
         failing = failure !== undefined;
@@ -147,14 +170,19 @@ export function guardMirrors(
 
   const watch = onShardChange(redis, (buckets) => {
     change += 1;
-    for (const bucket of buckets) holds.set(bucket, change);
+    for (const bucket of buckets) {
+      holds.set(bucket, change);
+      state.changes[bucket] = (state.changes[bucket] ?? 0) + 1;
+    }
     void closeHeld();
   });
+  const guard: Guard = { holds, watch };
+  state.guards.add(guard);
   return {
     stop: () => {
       stopped = true;
       watch.stop();
-      guards.delete(holds);
+      state.guards.delete(guard);
     },
   };
 }

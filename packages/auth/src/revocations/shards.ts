@@ -16,16 +16,38 @@ function bucketMasters(cluster: Cluster): Array<string | undefined> {
 }
 
 /**
+ * Where `redis` sends bucket's commands now: on a cluster the master node key of its slot, as ioredis
+ * routes it (a MOVED answer changes it at once, before any slot refresh); on one Redis always ''.
+ */
+export function bucketRoute(redis: Redis, bucket: number): string {
+  if (!(redis instanceof Cluster)) return '';
+  return (redis as unknown as SlotMap).slots[BUCKET_SLOTS[bucket] ?? -1]?.[0] ?? '';
+}
+
+/** A watch on the shards of a client's buckets (`onShardChange`). */
+export interface ShardWatch {
+  /**
+   * Whether the client routes `bucket` to another master than the watch last saw (ioredis followed a MOVED
+   * before any event said so): the watch then takes the new master as seen and reports the change first.
+   */
+  routeMoved(bucket: number): boolean;
+  stop(): void;
+}
+
+/**
  * Calls `changed` with the buckets whose shard this client may have seen lose writes: a connection to it
  * lost, or its slot now served by another master (a failover, perhaps to a replica that lagged, or a
  * resharding). On one Redis that is every bucket, when the connection drops after having been ready and
  * when it is ready again. On a Redis Cluster it is the buckets of one master: when ioredis drops its node
- * (`-node`: it died, restarted or was cut off) and when a new slot map moves a bucket to another master.
- * Both are heard before any command of this client reaches the new master (a command that failed waits
- * `retryDelayOnFailover` before it is sent again), so a caller that holds the buckets at once holds them
- * in time. `stop` removes the listeners.
+ * (`-node`: it died, restarted or was cut off), when it connects to that node again (`+node`), and when a
+ * new slot map moves a bucket to another master; and every bucket when the whole client is ready again.
+ * Neither is always heard before a command reaches the new master: a command under way when the
+ * connection dropped is sent again (to the new master, after a refresh, or at once after a MOVED), and a
+ * MOVED moves the route before any refresh. So a caller also asks `routeMoved` before a command and
+ * compares what it asked with what holds after the answer (mirror.ts, `revocationTicket`). `stop` removes
+ * the listeners.
  */
-export function onShardChange(redis: Redis, changed: (buckets: readonly number[]) => void): { stop: () => void } {
+export function onShardChange(redis: Redis, changed: (buckets: readonly number[]) => void): ShardWatch {
   if (!(redis instanceof Cluster)) {
     let ready = redis.status === 'ready';
     // A first connection changes nothing: nothing was read from this Redis before it.
@@ -43,6 +65,7 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
     redis.on('close', lost);
     redis.on('ready', back);
     return {
+      routeMoved: () => false,
       stop: () => {
         redis.off('close', lost);
         redis.off('ready', back);
@@ -51,10 +74,25 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
   }
   let masters = bucketMasters(redis);
   const bucketsOf = (node: string): number[] => ALL_REVOCATION_BUCKETS.filter((bucket) => masters[bucket] === node);
-  // The cluster passes on its pool's `-node` with the node's client only; its key is ioredis' `host:port`.
-  const nodeGone = (node: { options: { host?: string; port?: number } }): void => {
-    const buckets = bucketsOf(`${node.options.host}:${node.options.port}`);
+  // The cluster passes on its pool's `-node` and `+node` with the node's client only; its key is ioredis' `host:port`.
+  const keyOf = (node: { options: { host?: string; port?: number } }): string => `${node.options.host}:${node.options.port}`;
+  // Nodes dropped since: one connected again is told too (what was read there before may be gone).
+  const gone = new Set<string>();
+  const tell = (buckets: readonly number[]): void => {
     if (buckets.length > 0) changed(buckets);
+  };
+  const nodeGone = (node: { options: { host?: string; port?: number } }): void => {
+    gone.add(keyOf(node));
+    tell(bucketsOf(keyOf(node)));
+  };
+  const nodeBack = (node: { options: { host?: string; port?: number } }): void => {
+    if (gone.delete(keyOf(node))) tell(bucketsOf(keyOf(node)));
+  };
+  // The whole client connected again (every node dropped, as by disconnect and reconnect): every bucket.
+  let readyBefore = redis.status === 'ready';
+  const ready = (): void => {
+    if (readyBefore) changed(ALL_REVOCATION_BUCKETS);
+    readyBefore = true;
   };
   const refreshed = (): void => {
     const now = bucketMasters(redis);
@@ -63,11 +101,23 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
     if (moved.length > 0) changed(moved);
   };
   redis.on('-node', nodeGone);
+  redis.on('+node', nodeBack);
   redis.on('refresh', refreshed);
+  redis.on('ready', ready);
   return {
+    routeMoved(bucket) {
+      const seen = masters[bucket];
+      const now = bucketRoute(redis, bucket);
+      if (seen === undefined || now === '' || now === seen) return false;
+      masters[bucket] = now;
+      changed([bucket]);
+      return true;
+    },
     stop: () => {
       redis.off('-node', nodeGone);
+      redis.off('+node', nodeBack);
       redis.off('refresh', refreshed);
+      redis.off('ready', ready);
     },
   };
 }

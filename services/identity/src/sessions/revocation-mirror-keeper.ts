@@ -132,7 +132,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     whole = false;
     const started = Date.now();
     const sessions = await reseed(new Set(lost.map((state) => state.bucket)));
-    const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state.born) ?? false));
+    const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state) ?? false));
     if (reopened.includes(false)) throw new Error('a Redis shard lost its data again during the re-seed');
     whole = true;
     if (unreachable > 0) throw new ShardsUnreachable(unreachable);
