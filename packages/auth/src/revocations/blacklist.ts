@@ -2,7 +2,7 @@ import type { ChainableCommander } from 'ioredis';
 import { revocationExpiry } from '../token-lifetime.ts';
 import { blacklistKey, revocationBucket, revocationMirrorKey, revocationSlotKeys, sessionRevocationKey } from './buckets.ts';
 import { luaScript } from './lua.ts';
-import { RevocationsUnavailableError, revocationTicket, sameTicket } from './mirror.ts';
+import { RevocationsUnavailableError, revocationTicket, sameTicket, shardsOf } from './mirror.ts';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { type BucketStamps, STAMP_TTL_MS } from './write-stamp.ts';
 
@@ -78,6 +78,8 @@ export function redisBlacklist(redis: Redis, options: { stamps?: BucketStamps } 
     if (stamp !== undefined) stamp.observe(Number(results.at(-2)?.[1]));
   };
   redis.defineCommand('revocationCheck', { numberOfKeys: 3, lua: luaScript('mirror-state', 'is-revoked') });
+  // The client's shard watch, from now on: an answer that comes back across a change is not trusted.
+  shardsOf(redis);
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as BlacklistCommands;
   return {

@@ -26,7 +26,7 @@ export function bucketTag(bucket: number): string {
   return `auth:{rv:${bucket}}:`;
 }
 
-/** The mirror hash (`born`, `ready`) of bucket `b` (below the client's prefix). */
+/** The mirror hash (`born`, `ready`, `closed`) of bucket `b` (below the client's prefix). */
 export function revocationMirrorKey(bucket: number): string {
   return `${bucketTag(bucket)}mirror`;
 }

@@ -36,8 +36,8 @@
  *   process's own checks on it fail closed meanwhile, without asking Redis (guardMirrors); and a check's
  *   answer that came back across such a change (sent again after a reconnect, or to a new master after a
  *   MOVED) is not trusted either (`revocationTicket`).
- * - *closes*: how often a bucket's mirror was closed; a re-seed opens it only if nobody closed it after
- *   the re-seed read it (a close then may be a failover that took the re-seed's own writes).
+ * - *closed*: the id of a mirror's last close (random per close); a re-seed opens the mirror only if no
+ *   close came after the re-seed read it (a close then may be a failover that took the re-seed's writes).
  * - *dirty*: identity's keeper was told a revocation could not be published; it re-seeds once Redis answers.
  * - *re-seed*: identity writes every session ended within a token lifetime (of the lost buckets only) back
  *   from Postgres, then marks each re-seeded mirror ready, unless it was lost again meanwhile (`born` changed): then once more.
@@ -68,6 +68,8 @@ export {
   guardMirrors,
   mirrorCloser,
   revocationMirror,
+  revocationTicket,
+  sameTicket,
 } from './mirror.ts';
 export { onShardChange } from './shards.ts';
 export type { RedisClient } from './redis-client.ts';

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
@@ -13,19 +14,19 @@ import { type ShardWatch, bucketRoute, onShardChange } from './shards.ts';
  */
 interface MirrorCommands {
   revocationMirrorState(key: string, now: string): Promise<string>;
-  revocationMirrorNotReady(key: string, now: string): Promise<number>;
-  revocationMirrorReady(key: string, born: string, closes: string): Promise<number>;
+  revocationMirrorNotReady(key: string, now: string, closeId: string): Promise<number>;
+  revocationMirrorReady(key: string, born: string, closed: string): Promise<number>;
 }
 
-/** Which mirror a re-seed read: its `born` and how many closes it had seen (`closes`), for `markReady`. */
+/** Which mirror a re-seed read: its `born` and its last close's id (`closed`, '' for none), for `markReady`. */
 export interface MirrorSeen {
   born: number;
-  closes: number;
+  closed: string;
 }
 
 /** The mirror's state as identity's keeper reads and changes it. */
 export interface RevocationMirror {
-  /** Whether the mirror is whole, since when this Redis has it, how often it was closed; a missing mirror is created not ready. */
+  /** Whether the mirror is whole, since when this Redis has it, its last close; a missing mirror is created not ready. */
   state(): Promise<MirrorSeen & { ready: boolean }>;
   /** Fails every bearer request closed until `markReady` (a revocation may be missing from Redis); returns `born`. */
   markNotReady(): Promise<number>;
@@ -50,14 +51,14 @@ export function revocationMirror(redis: Redis, key: string): RevocationMirror {
   const commands = mirrorCommands(redis);
   return {
     async state() {
-      const [born, ready, closes] = String(await commands.revocationMirrorState(key, String(Date.now()))).split(':');
-      return { born: Number(born), ready: ready === '1', closes: Number(closes) };
+      const [born, ready, closed = ''] = String(await commands.revocationMirrorState(key, String(Date.now()))).split(':');
+      return { born: Number(born), ready: ready === '1', closed };
     },
     async markNotReady() {
-      return Number(await commands.revocationMirrorNotReady(key, String(Date.now())));
+      return Number(await commands.revocationMirrorNotReady(key, String(Date.now()), randomUUID()));
     },
     async markReady(seen) {
-      return Number(await commands.revocationMirrorReady(key, String(seen.born), String(seen.closes))) === 1;
+      return Number(await commands.revocationMirrorReady(key, String(seen.born), seen.closed)) === 1;
     },
   };
 }
@@ -86,27 +87,48 @@ export class RevocationsUnavailableError extends Error {
   }
 }
 
-/** One guard on a client: the buckets it holds (bucket → the change that held it) and its shard watch. */
-interface Guard {
-  holds: Map<number, number>;
+/** What a client's revocation checks rely on: one shard watch, a count per bucket of the changes it heard, the guards' holds. */
+interface ClientShards {
   watch: ShardWatch;
+  changes: Uint32Array;
+  /** Each guard's hold on a change (two keepers on one client, say: one stopping leaves the other's). */
+  guards: Set<{ holds: ReadonlyMap<number, number>; hold: (buckets: readonly number[]) => void }>;
 }
 
-/** The guards on each client, and a count per bucket of every shard change they heard. */
-const guarded = new WeakMap<Redis, { guards: Set<Guard>; changes: Uint32Array }>();
+const clientShards = new WeakMap<Redis, ClientShards>();
+
+/**
+ * The one shard watch of `redis`, started on first use (by its blacklist or a guard) and kept as long as
+ * the client: every check on the client compares its answer with it, guarded or not.
+ */
+export function shardsOf(redis: Redis): ClientShards {
+  let shards = clientShards.get(redis);
+  if (shards === undefined) {
+    const changes = new Uint32Array(ALL_REVOCATION_BUCKETS.length);
+    const guards: ClientShards['guards'] = new Set();
+    const watch = onShardChange(redis, (buckets) => {
+      for (const bucket of buckets) changes[bucket] = (changes[bucket] ?? 0) + 1;
+      for (const guard of guards) guard.hold(buckets);
+    });
+    shards = { watch, changes, guards };
+    clientShards.set(redis, shards);
+  }
+  return shards;
+}
 
 /**
  * Where a revocation check of `bucket` on `redis` stands before it is sent: undefined while a guard holds
- * the bucket (its shard changed and its mirror is not closed yet: fail closed without asking), else a
- * ticket to compare after the answer (`sameTicket`): an answer that came back across a shard change (a
- * check sent again after a reconnect, or to a new master after a MOVED) is not trusted either.
+ * the bucket (its shard changed and its mirror is not closed yet: fail closed without asking), or while
+ * the client already routes it to another master than its last slot map said (a MOVED followed before the
+ * refresh it starts), else a ticket to compare after the answer (`sameTicket`): an answer that came back
+ * across a shard change (a check sent again after a reconnect, or to a new master after a MOVED) is not
+ * trusted either.
  */
 export function revocationTicket(redis: Redis, bucket: number): string | undefined {
-  const state = guarded.get(redis);
-  if (state !== undefined) {
-    for (const guard of state.guards) if (guard.holds.has(bucket) || guard.watch.routeMoved(bucket)) return undefined;
-  }
-  return `${state?.changes[bucket] ?? 0}@${bucketRoute(redis, bucket)}`;
+  const shards = shardsOf(redis);
+  for (const guard of shards.guards) if (guard.holds.has(bucket)) return undefined;
+  if (shards.watch.routeMoved(bucket)) return undefined;
+  return `${shards.changes[bucket] ?? 0}@${bucketRoute(redis, bucket)}`;
 }
 
 /** Whether nothing changed for `bucket` on `redis` since `ticket` was taken (`revocationTicket`). */
@@ -134,9 +156,7 @@ export function guardMirrors(
 ): { stop: () => void } {
   const mirrors = bucketMirrors(redis);
   const holds = new Map<number, number>();
-  // Each guard on a client its own holds (two keepers on one client, say: one stopping leaves the other's).
-  const state = guarded.get(redis) ?? { guards: new Set<Guard>(), changes: new Uint32Array(ALL_REVOCATION_BUCKETS.length) };
-  guarded.set(redis, state);
+  const shards = shardsOf(redis);
   let change = 0;
   let closing = false;
   let stopped = false;
@@ -168,21 +188,19 @@ export function guardMirrors(
     }
   };
 
-  const watch = onShardChange(redis, (buckets) => {
-    change += 1;
-    for (const bucket of buckets) {
-      holds.set(bucket, change);
-      state.changes[bucket] = (state.changes[bucket] ?? 0) + 1;
-    }
-    void closeHeld();
-  });
-  const guard: Guard = { holds, watch };
-  state.guards.add(guard);
+  const guard = {
+    holds,
+    hold: (buckets: readonly number[]) => {
+      change += 1;
+      for (const bucket of buckets) holds.set(bucket, change);
+      void closeHeld();
+    },
+  };
+  shards.guards.add(guard);
   return {
     stop: () => {
       stopped = true;
-      watch.stop();
-      state.guards.delete(guard);
+      shards.guards.delete(guard);
     },
   };
 }

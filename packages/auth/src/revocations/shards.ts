@@ -27,8 +27,8 @@ export function bucketRoute(redis: Redis, bucket: number): string {
 /** A watch on the shards of a client's buckets (`onShardChange`). */
 export interface ShardWatch {
   /**
-   * Whether the client routes `bucket` to another master than the watch last saw (ioredis followed a MOVED
-   * before any event said so): the watch then takes the new master as seen and reports the change first.
+   * Whether the client routes `bucket` to another master than its last slot map said (ioredis followed a
+   * MOVED; the refresh it starts tells whether the bucket really moved).
    */
   routeMoved(bucket: number): boolean;
   stop(): void;
@@ -106,12 +106,11 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
   redis.on('ready', ready);
   return {
     routeMoved(bucket) {
+      // Only says so: the refresh every MOVED starts tells the change, if there is one. (ioredis' MOVED
+      // changes the route of a whole range of slots that share one array, not only the slot that moved.)
       const seen = masters[bucket];
       const now = bucketRoute(redis, bucket);
-      if (seen === undefined || now === '' || now === seen) return false;
-      masters[bucket] = now;
-      changed([bucket]);
-      return true;
+      return seen !== undefined && now !== '' && now !== seen;
     },
     stop: () => {
       redis.off('-node', nodeGone);

@@ -53,8 +53,8 @@ export interface BucketState {
   ready: boolean;
   /** Whether this check found the writer's stamp gone back (a lagging replica promoted) and marked the bucket lost. */
   wentBack: boolean;
-  /** How often the bucket's mirror was closed: a re-seed opens it only if nobody closed it since (`markReady`). */
-  closes: number;
+  /** The id of the mirror's last close ('' for none): a re-seed opens it only if nobody closed it since (`markReady`). */
+  closed: string;
 }
 
 /**
@@ -88,8 +88,8 @@ export function bucketStamps(redis: Redis, writer: string): BucketStamps {
     async check(bucket) {
       const stamp = stampOf(bucket);
       const answer = await commands.revocationBucketCheck(revocationMirrorKey(bucket), stamp.key, stamp.seen(), stamp.lastWrite(), String(Date.now()), String(STAMP_TTL_MS));
-      const [born, ready, wentBack, closes] = String(answer).split(':');
-      return { bucket, born: Number(born), ready: ready === '1', wentBack: wentBack === '1', closes: Number(closes) };
+      const [born, ready, wentBack, closed = ''] = String(answer).split(':');
+      return { bucket, born: Number(born), ready: ready === '1', wentBack: wentBack === '1', closed };
     },
   };
 }

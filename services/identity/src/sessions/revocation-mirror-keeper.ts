@@ -1,10 +1,12 @@
-import { ALL_REVOCATION_BUCKETS, type TokenBlacklist, bucketMirrors, bucketStamps, guardMirrors, mirrorCloser, redisBlacklist, revocationBucket } from '@platform/auth';
+import { ALL_REVOCATION_BUCKETS, type TokenBlacklist, bucketMirrors, bucketStamps, guardMirrors, mirrorCloser, redisBlacklist, revocationBucket, revocationTicket, sameTicket } from '@platform/auth';
 import { type Knex, type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
 
 /** While checks keep failing, how often the log says so again (the first failure and the recovery always do). */
 const FAILING_REMINDER_MS = 60_000;
+/** How soon a re-seed whose buckets were closed again meanwhile runs again. */
+const RESEED_AGAIN_MS = 100;
 /** Sessions read and written to Redis per step of a re-seed. */
 const BATCH = 1000;
 /**
@@ -72,6 +74,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   const blacklist = redisBlacklist(redis, { stamps });
   const closeAllMirrors = mirrorCloser(redis);
   let dirty = false;
+  let stopping = false;
   // Whether the last check found (or left) every mirror whole; false until the first one succeeds.
   let whole = false;
 
@@ -114,6 +117,10 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       // Cleared before the re-seed: a revocation that misses Redis while it runs is re-seeded next time.
       dirty = false;
     }
+    // Where each bucket's shard stood before it was read: a re-seed does not open a bucket whose shard
+    // changed since (its writes may have gone to a master that is gone); the guard closes it, and it is
+    // read and re-seeded again.
+    const tickets = ALL_REVOCATION_BUCKETS.map((bucket) => revocationTicket(redis, bucket));
     // Every bucket at once (one script per slot, auto-pipelined per shard): a shard that does not answer
     // leaves its buckets for the next check, and does not hold up the others.
     const bucketReads = await Promise.allSettled(ALL_REVOCATION_BUCKETS.map((bucket) => stamps.check(bucket)));
@@ -132,8 +139,22 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     whole = false;
     const started = Date.now();
     const sessions = await reseed(new Set(lost.map((state) => state.bucket)));
-    const reopened = await Promise.all(lost.map((state) => buckets[state.bucket]?.markReady(state) ?? false));
-    if (reopened.includes(false)) throw new Error('a Redis shard lost its data again during the re-seed');
+    const reopened = await Promise.all(
+      lost.map((state) => {
+        const ticket = tickets[state.bucket];
+        if (ticket === undefined || !sameTicket(redis, state.bucket, ticket)) return false;
+        return buckets[state.bucket]?.markReady(state) ?? false;
+      }),
+    );
+    if (reopened.includes(false)) {
+      // Closed, lost or moved again while it was re-seeded (a shard changed meanwhile): once more, shortly.
+      // Not a failed check: nothing is unreachable.
+      logger.info({ buckets: reopened.filter((opened) => !opened).length }, 'revocation mirror closed again during its re-seed (a Redis shard changed meanwhile); re-seeding again');
+      setTimeout(() => {
+        if (!stopping) void checkNow();
+      }, RESEED_AGAIN_MS).unref();
+      return;
+    }
     whole = true;
     if (unreachable > 0) throw new ShardsUnreachable(unreachable);
     const wentBack = lost.filter((state) => state.wentBack).length;
@@ -184,6 +205,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       },
     },
     stop: async () => {
+      stopping = true;
       guard.stop();
       await checks.stop();
     },
