@@ -450,10 +450,11 @@ describe('createTokenVerifier', () => {
           await own.close();
         }
       });
-      it('a check under way when the connection drops, sent again after the reconnect and answered by a Redis whose mirror says whole: refused (503), not trusted', async () => {
+      for (const guarded of [true, false]) {
+      it(`a check under way when the connection drops, sent again after the reconnect and answered by a Redis whose mirror says whole: refused (503), not trusted (${guarded ? 'a guard on the client' : 'no guard: the blacklist\'s own shard watch'})`, async () => {
         const own = await createTestRedis('auth_verifier_resent');
         const admin = await createTestRedis('auth_verifier_resent_admin');
-        const guard = guardMirrors(own.redis, { onError: () => undefined });
+        const guard = guarded ? guardMirrors(own.redis, { onError: () => undefined }) : undefined;
         try {
           await markRevocationsRestored(own.redis);
           const blacklist = redisBlacklist(own.redis);
@@ -473,12 +474,13 @@ describe('createTokenVerifier', () => {
           await serverAdmin!.client('KILL', 'ID', id);
           assert.ok((await answer) instanceof RevocationsUnavailableError, `the answer across the reconnect was trusted: ${String(await answer)}`);
         } finally {
-          guard.stop();
+          guard?.stop();
           await Promise.all((isCluster(admin.redis) ? admin.redis.nodes('master') : [admin.redis]).map((node) => node.client('UNPAUSE')));
           await admin.close();
           await own.close();
         }
       });
+      }
     });
 
     describe('when Redis is unreachable', () => {
