@@ -4,10 +4,11 @@ import { HttpError, ServiceUnavailableError, UnauthorizedError } from '@platform
 import { type Redis, isCluster } from '@platform/service-kit';
 import type { Cluster, Redis as OneRedis } from 'ioredis';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
+import calculateSlot from 'cluster-key-slot';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import { blacklistKey, mirrorKeyOfSession, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
-import { REVOCATION_BUCKETS, revocationBucket, revocationSlotKeys } from '../src/revocations/buckets.ts';
-import { RevocationsUnavailableError, guardMirrors, revocationMirror } from '../src/revocations/mirror.ts';
+import { REVOCATION_BUCKETS, revocationBucket, revocationMirrorKey, revocationSlotKeys } from '../src/revocations/buckets.ts';
+import { RevocationsUnavailableError, guardMirrors, revocationMirror, revocationTicket, sameTicket } from '../src/revocations/mirror.ts';
 import { bucketRoute } from '../src/revocations/shards.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
@@ -450,6 +451,31 @@ describe('createTokenVerifier', () => {
           await own.close();
         }
       });
+      it('on a cluster, an answer to a check whose bucket a MOVED pointed at another master is not trusted, even when a refresh from before the MOVED points it back before the answer is read', async function () {
+        const own = await createTestRedis('auth_verifier_moved');
+        try {
+          // One Redis has no slots to move; the cluster run of this file (.mocharc.cluster.yml) runs it.
+          if (!isCluster(own.redis)) return this.skip();
+          const cluster = own.redis;
+          redisBlacklist(cluster);
+          const bucket = 5;
+          const ticket = revocationTicket(cluster, bucket);
+          assert.ok(ticket !== undefined);
+          const slots = (cluster as unknown as { slots: string[][] }).slots;
+          const slot = calculateSlot(revocationMirrorKey(bucket));
+          const before = slots[slot]!;
+          const other = cluster.nodes('master').map((node) => `${node.options.host}:${node.options.port}`).find((key) => key !== before[0])!;
+          // What ioredis' MOVED handler does: the slot pointed at the new master, then a refresh asked for.
+          slots[slot] = [other];
+          cluster.refreshSlotsCache();
+          // A refresh under way from before the MOVED puts the old master back.
+          slots[slot] = before;
+          assert.equal(sameTicket(cluster, bucket, ticket), false, 'an answer across the MOVED would be trusted');
+        } finally {
+          await own.close();
+        }
+      });
+
       for (const guarded of [true, false]) {
       it(`a check under way when the connection drops, sent again after the reconnect and answered by a Redis whose mirror says whole: refused (503), not trusted (${guarded ? 'a guard on the client' : 'no guard: the blacklist\'s own shard watch'})`, async () => {
         const own = await createTestRedis('auth_verifier_resent');

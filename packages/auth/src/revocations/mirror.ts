@@ -106,10 +106,17 @@ export function shardsOf(redis: Redis): ClientShards {
   if (shards === undefined) {
     const changes = new Uint32Array(ALL_REVOCATION_BUCKETS.length);
     const guards: ClientShards['guards'] = new Set();
-    const watch = onShardChange(redis, (buckets) => {
+    const count = (buckets: readonly number[]): void => {
       for (const bucket of buckets) changes[bucket] = (changes[bucket] ?? 0) + 1;
-      for (const guard of guards) guard.hold(buckets);
-    });
+    };
+    const watch = onShardChange(
+      redis,
+      (buckets) => {
+        count(buckets);
+        for (const guard of guards) guard.hold(buckets);
+      },
+      count,
+    );
     shards = { watch, changes, guards };
     clientShards.set(redis, shards);
   }

@@ -24,6 +24,32 @@ export function bucketRoute(redis: Redis, bucket: number): string {
   return (redis as unknown as SlotMap).slots[BUCKET_SLOTS[bucket] ?? -1]?.[0] ?? '';
 }
 
+/** Who hears each cluster client's MOVED answers (`onMoved`). */
+const movedListeners = new WeakMap<Cluster, Set<() => void>>();
+
+/**
+ * Calls `listener` each time `cluster` has followed a MOVED: ioredis emits nothing then, but right after
+ * pointing the slot at the new master it asks for a slot refresh without a callback (cluster/index.js and
+ * Pipeline.js of 5.11.1; a retry after a failover does too, harmlessly: the listener compares routes).
+ * The client's method is wrapped once. Returns the function that removes the listener.
+ */
+function onMoved(cluster: Cluster, listener: () => void): () => void {
+  let listeners = movedListeners.get(cluster);
+  if (listeners === undefined) {
+    const heard = new Set<() => void>();
+    const refresh = cluster.refreshSlotsCache.bind(cluster);
+    cluster.refreshSlotsCache = (callback) => {
+      if (callback === undefined) for (const each of heard) each();
+      refresh(callback);
+    };
+    listeners = heard;
+    movedListeners.set(cluster, heard);
+  }
+  listeners.add(listener);
+  const added = listeners;
+  return () => void added.delete(listener);
+}
+
 /** A watch on the shards of a client's buckets (`onShardChange`). */
 export interface ShardWatch {
   /**
@@ -44,10 +70,10 @@ export interface ShardWatch {
  * Neither is always heard before a command reaches the new master: a command under way when the
  * connection dropped is sent again (to the new master, after a refresh, or at once after a MOVED), and a
  * MOVED moves the route before any refresh. So a caller also asks `routeMoved` before a command and
- * compares what it asked with what holds after the answer (mirror.ts, `revocationTicket`). `stop` removes
- * the listeners.
+ * compares what it asked with what holds after the answer (mirror.ts, `revocationTicket`); `moved` hears
+ * the buckets a MOVED pointed elsewhere, at once. `stop` removes the listeners.
  */
-export function onShardChange(redis: Redis, changed: (buckets: readonly number[]) => void): ShardWatch {
+export function onShardChange(redis: Redis, changed: (buckets: readonly number[]) => void, moved?: (buckets: readonly number[]) => void): ShardWatch {
   if (!(redis instanceof Cluster)) {
     let ready = redis.status === 'ready';
     // A first connection changes nothing: nothing was read from this Redis before it.
@@ -58,7 +84,8 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
       changed(ALL_REVOCATION_BUCKETS);
     };
     const back = (): void => {
-      if (readyBefore) changed(ALL_REVOCATION_BUCKETS);
+      // Only a `ready` after a `close` (the in-process stand-in says `ready` once more after it was).
+      if (readyBefore && !ready) changed(ALL_REVOCATION_BUCKETS);
       ready = true;
       readyBefore = true;
     };
@@ -89,11 +116,24 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
     if (gone.delete(keyOf(node))) tell(bucketsOf(keyOf(node)));
   };
   // The whole client connected again (every node dropped, as by disconnect and reconnect): every bucket.
-  let readyBefore = redis.status === 'ready';
+  let whole = redis.status === 'ready';
+  let readyBefore = whole;
+  const closed = (): void => {
+    whole = false;
+  };
   const ready = (): void => {
-    if (readyBefore) changed(ALL_REVOCATION_BUCKETS);
+    if (readyBefore && !whole) changed(ALL_REVOCATION_BUCKETS);
+    whole = true;
     readyBefore = true;
   };
+  // A MOVED points a slot at another master before any refresh, and a refresh under way from before it
+  // may point it back: the buckets whose route moved are told to `moved` at once, so that no answer from
+  // the new master passes for one from the old (their tickets change). No close: the refresh the MOVED
+  // starts says whether the bucket really moved.
+  const movedOff = onMoved(redis, () => {
+    const flipped = ALL_REVOCATION_BUCKETS.filter((bucket) => masters[bucket] !== undefined && bucketRoute(redis, bucket) !== masters[bucket]);
+    if (flipped.length > 0) moved?.(flipped);
+  });
   const refreshed = (): void => {
     const now = bucketMasters(redis);
     const moved = ALL_REVOCATION_BUCKETS.filter((bucket) => masters[bucket] !== undefined && now[bucket] !== masters[bucket]);
@@ -104,6 +144,7 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
   redis.on('+node', nodeBack);
   redis.on('refresh', refreshed);
   redis.on('ready', ready);
+  redis.on('close', closed);
   return {
     routeMoved(bucket) {
       // Only says so: the refresh every MOVED starts tells the change, if there is one. (ioredis' MOVED
@@ -117,6 +158,8 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
       redis.off('+node', nodeBack);
       redis.off('refresh', refreshed);
       redis.off('ready', ready);
+      redis.off('close', closed);
+      movedOff();
     },
   };
 }

@@ -5,7 +5,7 @@ import { sessionsEndedSince } from './sessions.repository.ts';
 
 /** While checks keep failing, how often the log says so again (the first failure and the recovery always do). */
 const FAILING_REMINDER_MS = 60_000;
-/** How soon a re-seed whose buckets were closed again meanwhile runs again. */
+/** How soon a re-seed whose buckets were closed again meanwhile runs again: doubled each time in a row, up to the check interval. */
 const RESEED_AGAIN_MS = 100;
 /** Sessions read and written to Redis per step of a re-seed. */
 const BATCH = 1000;
@@ -75,6 +75,8 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   const closeAllMirrors = mirrorCloser(redis);
   let dirty = false;
   let stopping = false;
+  // Re-seeds in a row whose buckets were closed again meanwhile (their next one waits longer each time).
+  let reseedsInARow = 0;
   // Whether the last check found (or left) every mirror whole; false until the first one succeeds.
   let whole = false;
 
@@ -149,12 +151,15 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
     if (reopened.includes(false)) {
       // Closed, lost or moved again while it was re-seeded (a shard changed meanwhile): once more, shortly.
       // Not a failed check: nothing is unreachable.
-      logger.info({ buckets: reopened.filter((opened) => !opened).length }, 'revocation mirror closed again during its re-seed (a Redis shard changed meanwhile); re-seeding again');
+      const againMs = Math.min(RESEED_AGAIN_MS * 2 ** reseedsInARow, options.intervalMs);
+      reseedsInARow += 1;
+      logger.info({ buckets: reopened.filter((opened) => !opened).length, againMs }, 'revocation mirror closed again during its re-seed (a Redis shard changed meanwhile); re-seeding again');
       setTimeout(() => {
         if (!stopping) void checkNow();
-      }, RESEED_AGAIN_MS).unref();
+      }, againMs).unref();
       return;
     }
+    reseedsInARow = 0;
     whole = true;
     if (unreachable > 0) throw new ShardsUnreachable(unreachable);
     const wentBack = lost.filter((state) => state.wentBack).length;
