@@ -115,6 +115,13 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
   const nodeBack = (node: { options: { host?: string; port?: number } }): void => {
     if (gone.delete(keyOf(node))) tell(bucketsOf(keyOf(node)));
   };
+  // Only says so: the refresh every MOVED starts tells the change, if there is one. (ioredis' MOVED
+  // changes the route of a whole range of slots that share one array, not only the slot that moved.)
+  const routeMoved = (bucket: number): boolean => {
+    const seen = masters[bucket];
+    const now = bucketRoute(redis, bucket);
+    return seen !== undefined && now !== '' && now !== seen;
+  };
   // The whole client connected again (every node dropped, as by disconnect and reconnect): every bucket.
   let whole = redis.status === 'ready';
   let readyBefore = whole;
@@ -131,14 +138,14 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
   // the new master passes for one from the old (their tickets change). No close: the refresh the MOVED
   // starts says whether the bucket really moved.
   const movedOff = onMoved(redis, () => {
-    const flipped = ALL_REVOCATION_BUCKETS.filter((bucket) => masters[bucket] !== undefined && bucketRoute(redis, bucket) !== masters[bucket]);
+    const flipped = ALL_REVOCATION_BUCKETS.filter(routeMoved);
     if (flipped.length > 0) moved?.(flipped);
   });
   const refreshed = (): void => {
     const now = bucketMasters(redis);
-    const moved = ALL_REVOCATION_BUCKETS.filter((bucket) => masters[bucket] !== undefined && now[bucket] !== masters[bucket]);
+    const elsewhere = ALL_REVOCATION_BUCKETS.filter((bucket) => masters[bucket] !== undefined && now[bucket] !== masters[bucket]);
     masters = now;
-    if (moved.length > 0) changed(moved);
+    tell(elsewhere);
   };
   redis.on('-node', nodeGone);
   redis.on('+node', nodeBack);
@@ -146,13 +153,7 @@ export function onShardChange(redis: Redis, changed: (buckets: readonly number[]
   redis.on('ready', ready);
   redis.on('close', closed);
   return {
-    routeMoved(bucket) {
-      // Only says so: the refresh every MOVED starts tells the change, if there is one. (ioredis' MOVED
-      // changes the route of a whole range of slots that share one array, not only the slot that moved.)
-      const seen = masters[bucket];
-      const now = bucketRoute(redis, bucket);
-      return seen !== undefined && now !== '' && now !== seen;
-    },
+    routeMoved,
     stop: () => {
       redis.off('-node', nodeGone);
       redis.off('+node', nodeBack);
