@@ -149,11 +149,12 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
       }),
     );
     if (reopened.includes(false)) {
-      // Closed, lost or moved again while it was re-seeded (a shard changed meanwhile): once more, shortly.
-      // Not a failed check: nothing is unreachable.
+      // Closed, lost or moved again while it was re-seeded (a shard changed meanwhile; every reconnect
+      // does it once, as the guards close what the re-seed read): once more, shortly. Not a failed check,
+      // nothing is unreachable, and not an operator's line: the re-seed that opens the buckets logs.
       const againMs = Math.min(RESEED_AGAIN_MS * 2 ** reseedsInARow, options.intervalMs);
       reseedsInARow += 1;
-      logger.info({ buckets: reopened.filter((opened) => !opened).length, againMs }, 'revocation mirror closed again during its re-seed (a Redis shard changed meanwhile); re-seeding again');
+      logger.debug({ buckets: reopened.filter((opened) => !opened).length, againMs }, 'revocation mirror closed again during its re-seed (a Redis shard changed meanwhile); re-seeding again');
       setTimeout(() => {
         if (!stopping) void checkNow();
       }, againMs).unref();
