@@ -67,6 +67,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   ratio('gateway CPU by-id / limit C, at one fixed rate', cpuAtPace('gateway-by-id-equal-rate', 'gateway'), cpuAtPace('limit-c-equal-rate', 'limit-c'));
   // No target: limit D, the contract's per-request work and nothing else, against limit C (where the 1.5×
   // target stands against the contract's own floor) and the gateway against it (what the gateway adds).
+  ratio('limit D CPU by-id / limit C, at one fixed rate', cpuAtPace('limit-d-equal-rate', 'limit-d'), cpuAtPace('limit-c-equal-rate', 'limit-c'));
+  ratio('gateway CPU by-id / limit D, at one fixed rate', cpuAtPace('gateway-by-id-equal-rate', 'gateway'), cpuAtPace('limit-d-equal-rate', 'limit-d'));
   for (const lookup of ['by-id', 'city-district']) {
     ratio(`limit D CPU ${lookup} / limit C`, cpu(`limit-d-${lookup}`, 'limit-d'), cpu('limit-c', 'limit-c'));
     ratio(`gateway CPU ${lookup} / limit D`, cpu(`gateway-${lookup}`, 'gateway'), cpu(`limit-d-${lookup}`, 'limit-d'));

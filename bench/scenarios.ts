@@ -90,6 +90,8 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
     const floorServers = { 'limit-d': floor.pid, risk: stack.riskPid };
     await measureClosed(ctx, 'limit-d-by-id', 'limit D: the contract\'s floor → risk by/id (signed)', await signedTarget(ctx, floor.url, byId(session.token)), { servers: floorServers });
     await measureClosed(ctx, 'limit-d-city-district', 'limit D: the contract\'s floor → risk by/city-district (signed)', await signedTarget(ctx, floor.url, cityDistrict(session.token)), { servers: floorServers });
+    // At limit C's pace too: the floor and the gateway compared where neither gets more answers per wake-up.
+    await measureFixed(ctx, 'limit-d-equal-rate', `limit D: the contract's floor → risk by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, floor.url, byId(session.token)), ctx.config.equalRate, floorServers);
   } finally {
     await floor.stop();
   }
