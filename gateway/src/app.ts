@@ -89,7 +89,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     onError: (err) => logger.debug({ err }, 'could not check the write stamp (Redis unreachable); checked again on reconnect'),
   });
   // And identity's revocations may be what the replica lost: bearer requests on its buckets wait for the re-seed.
-  const mirrorGuard = guardMirrors(deps.redis, { onError: (err) => logger.debug({ err }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again') });
+  const mirrorGuard = guardMirrors(deps.redis, { logger });
   app.use(cors(config.CORS_ORIGINS));
   app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
   app.use(

@@ -191,7 +191,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     const prefix = identity.redis.options.keyPrefix ?? '';
     // A verifier as risk runs it: its own cluster connection, its buckets guarded.
     const client = createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: prefix, logger: createLogger({ service: 'risk', level: 'silent' }) });
-    const guard = guardMirrors(client, { onError: () => undefined });
+    const guard = guardMirrors(client, { logger: { debug: () => undefined } });
     try {
       assert.ok(await waitForRedis(client, 10_000));
       const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));

@@ -8,7 +8,7 @@ import calculateSlot from 'cluster-key-slot';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import { blacklistKey, mirrorKeyOfSession, redisBlacklist, sessionRevocationKey } from '../src/revocations/blacklist.ts';
 import { REVOCATION_BUCKETS, revocationBucket, revocationMirrorKey, revocationSlotKeys } from '../src/revocations/buckets.ts';
-import { RevocationsUnavailableError, guardMirrors, revocationMirror, revocationTicket, sameTicket } from '../src/revocations/mirror.ts';
+import { RevocationsUnavailableError, guardMirrors, onClientShardChange, revocationMirror, revocationTicket, sameTicket } from '../src/revocations/mirror.ts';
 import { bucketRoute } from '../src/revocations/shards.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from '../src/token-lifetime.ts';
@@ -17,6 +17,8 @@ import { REVOCATIONS_RESTORING_MESSAGE, createTokenVerifier } from '../src/verif
 import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '../src/testing/index.ts';
 
 const now = (): number => Math.floor(Date.now() / 1000);
+/** A guard's logger that says nothing. */
+const quiet = { debug: () => undefined };
 const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 /** Claims a valid token of `issuer` carries; tests override one at a time. */
@@ -421,9 +423,9 @@ describe('createTokenVerifier', () => {
       it('a connection lost and back (perhaps a failover to a replica that lagged): every bucket is held (whatever other guard on the client stopped), no check asks Redis until its mirror is closed there, and the mirror keeps it closed until re-seeded', async () => {
         const own = await createTestRedis('auth_verifier_guard');
         const closed = new Set<number>();
-        const guard = guardMirrors(own.redis, { onError: () => undefined, closed: (buckets) => buckets.forEach((bucket) => closed.add(bucket)) });
+        const guard = guardMirrors(own.redis, { logger: quiet, closed: (buckets) => buckets.forEach((bucket) => closed.add(bucket)) });
         // A second guard on the same client (a second keeper), stopped: the first one's holds stay in force.
-        guardMirrors(own.redis, { onError: () => undefined }).stop();
+        guardMirrors(own.redis, { logger: quiet }).stop();
         try {
           await markRevocationsRestored(own.redis);
           const blacklist = redisBlacklist(own.redis);
@@ -449,6 +451,43 @@ describe('createTokenVerifier', () => {
         } finally {
           guard.stop();
           await own.close();
+        }
+      });
+      it('a close that does not land (writes paused past the command timeout) is one debug line for the outage, tried again every 200 ms until it lands; a listener of the client\'s shard changes hears every bucket, and no more once stopped', async function () {
+        const own = await createTestRedis('auth_verifier_close_retry');
+        const admin = await createTestRedis('auth_verifier_close_retry_admin');
+        const lines: unknown[][] = [];
+        const closed = new Set<number>();
+        const heard: number[][] = [];
+        const guard = guardMirrors(own.redis, { logger: { debug: (...args: unknown[]) => void lines.push(args) }, closed: (buckets) => buckets.forEach((bucket) => closed.add(bucket)) });
+        const stopListening = onClientShardChange(own.redis, (buckets) => void heard.push([...buckets]));
+        try {
+          // CLIENT PAUSE is per server: the cluster run of this file skips it.
+          if (isCluster(own.redis)) return this.skip();
+          await markRevocationsRestored(own.redis);
+          const reconnected = new Promise((resolve) => own.redis.once('ready', resolve));
+          // Writes (scripts too) wait 1.5 s: each close times out after the client's 500 ms.
+          await admin.redis.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+          own.redis.disconnect(true);
+          await reconnected;
+          assert.deepEqual(heard.map((buckets) => buckets.length), [REVOCATION_BUCKETS, REVOCATION_BUCKETS], 'lost, then back');
+          for (let i = 0; closed.size < REVOCATION_BUCKETS; i += 1) {
+            assert.ok(i < 150, `only ${closed.size} buckets closed`);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          assert.equal(lines.length, 1, `one line for the outage, not one per try: ${JSON.stringify(lines.map((line) => line[1]))}`);
+          assert.match(String(lines[0]?.[1]), /could not close the revocation mirror/);
+          assert.ok((lines[0]?.[0] as { err?: unknown }).err instanceof Error, 'the line carries the failure');
+          stopListening();
+          own.redis.disconnect(true);
+          await new Promise((resolve) => own.redis.once('ready', resolve));
+          assert.equal(heard.length, 2, 'a stopped listener heard the next change');
+        } finally {
+          await admin.redis.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+          stopListening();
+          guard.stop();
+          await own.close();
+          await admin.close();
         }
       });
       it('on a cluster, an answer to a check whose bucket a MOVED pointed at another master is not trusted, even when a refresh from before the MOVED points it back before the answer is read', async function () {
@@ -480,7 +519,7 @@ describe('createTokenVerifier', () => {
       it(`a check under way when the connection drops, sent again after the reconnect and answered by a Redis whose mirror says whole: refused (503), not trusted (${guarded ? 'a guard on the client' : 'no guard: the blacklist\'s own shard watch'})`, async () => {
         const own = await createTestRedis('auth_verifier_resent');
         const admin = await createTestRedis('auth_verifier_resent_admin');
-        const guard = guarded ? guardMirrors(own.redis, { onError: () => undefined }) : undefined;
+        const guard = guarded ? guardMirrors(own.redis, { logger: quiet }) : undefined;
         try {
           await markRevocationsRestored(own.redis);
           const blacklist = redisBlacklist(own.redis);

@@ -46,7 +46,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   const redis = (host.createRedis ?? createRedis)({ ...redisConnectionOf(config), connectionName: 'risk', logger });
   // CONTRACT.md parts 13 and 14: after a shard is lost or replaced (perhaps by a replica that lagged) the
   // bearer requests of its buckets wait until identity has re-seeded their revocations.
-  const mirrorGuard = guardMirrors(redis, { onError: (err) => logger.debug({ err }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again') });
+  const mirrorGuard = guardMirrors(redis, { logger });
   const metrics = createMetrics('risk', { collectDefault: true });
   // Not a readiness check (requests are answered from the index while Postgres is away), but its health.
   metrics.watchDependencies([databaseCheck(db)]);

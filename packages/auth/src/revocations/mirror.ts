@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from '@platform/service-kit';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
@@ -87,12 +88,17 @@ export class RevocationsUnavailableError extends Error {
   }
 }
 
-/** What a client's revocation checks rely on: one shard watch, a count per bucket of the changes it heard, the guards' holds. */
+/**
+ * What a client's revocation checks rely on: one shard watch, a count per bucket of the changes it heard,
+ * the guards' holds, and whatever else acts on a change (`onClientShardChange`).
+ */
 interface ClientShards {
   watch: ShardWatch;
   changes: Uint32Array;
   /** Each guard's hold on a change (two keepers on one client, say: one stopping leaves the other's). */
   guards: Set<{ holds: ReadonlyMap<number, number>; hold: (buckets: readonly number[]) => void }>;
+  /** Told after the counts and the holds, so that what they do finds the buckets held already. */
+  listeners: Set<(buckets: readonly number[]) => void>;
 }
 
 const clientShards = new WeakMap<Redis, ClientShards>();
@@ -106,6 +112,7 @@ export function shardsOf(redis: Redis): ClientShards {
   if (shards === undefined) {
     const changes = new Uint32Array(ALL_REVOCATION_BUCKETS.length);
     const guards: ClientShards['guards'] = new Set();
+    const listeners: ClientShards['listeners'] = new Set();
     const count = (buckets: readonly number[]): void => {
       for (const bucket of buckets) changes[bucket] = (changes[bucket] ?? 0) + 1;
     };
@@ -114,13 +121,26 @@ export function shardsOf(redis: Redis): ClientShards {
       (buckets) => {
         count(buckets);
         for (const guard of guards) guard.hold(buckets);
+        for (const listener of listeners) listener(buckets);
       },
       count,
     );
-    shards = { watch, changes, guards };
+    shards = { watch, changes, guards, listeners };
     clientShards.set(redis, shards);
   }
   return shards;
+}
+
+/**
+ * Calls `changed` with the buckets of every shard change `redis` hears (shards.ts), through the client's one
+ * watch (`shardsOf`), after the guards' holds. Returns the function that stops it.
+ */
+export function onClientShardChange(redis: Redis, changed: (buckets: readonly number[]) => void): () => void {
+  const { listeners } = shardsOf(redis);
+  // A wrapper of its own: the same function passed twice is two listeners, each stopped by its own call.
+  const listener = (buckets: readonly number[]): void => changed(buckets);
+  listeners.add(listener);
+  return () => void listeners.delete(listener);
 }
 
 /**
@@ -155,11 +175,13 @@ const CLOSE_RETRY_MS = 200;
  * landed the hold is let go, and the mirror keeps it closed, for every process, until identity has
  * re-seeded it from Postgres: about a second. A close that fails (the shard is still down) is tried again
  * every CLOSE_RETRY_MS. The price of a mere network blip is the same second of 503s on that shard's
- * buckets. `closed` hears which buckets' closes landed (identity's keeper re-seeds them at once).
+ * buckets. A close that fails is a debug line on `logger`, once per outage (the shard is down; its
+ * process's Redis errors say so already). `closed` hears which buckets' closes landed (identity's keeper
+ * re-seeds them at once).
  */
 export function guardMirrors(
   redis: Redis,
-  options: { onError: (err: unknown) => void; closed?: (buckets: readonly number[]) => void },
+  options: { logger: Pick<Logger, 'debug'>; closed?: (buckets: readonly number[]) => void },
 ): { stop: () => void } {
   const mirrors = bucketMirrors(redis);
   const holds = new Map<number, number>();
@@ -185,7 +207,7 @@ export function guardMirrors(
         });
         if (stopped) return;
         const failure = results.find((result) => result.status === 'rejected');
-        if (failure !== undefined && !failing) options.onError(failure.reason);
+        if (failure !== undefined && !failing) options.logger.debug({ err: failure.reason }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again');
         failing = failure !== undefined;
         if (closed.length > 0) options.closed?.(closed.map(([bucket]) => bucket));
         if (failure !== undefined) await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_MS).unref());

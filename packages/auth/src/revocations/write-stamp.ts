@@ -3,7 +3,7 @@ import { periodic } from '@platform/service-kit';
 import type { RedisClient as Redis } from './redis-client.ts';
 import { ALL_REVOCATION_BUCKETS, bucketStampKey, revocationMirrorKey } from './buckets.ts';
 import { luaFile, luaScript } from './lua.ts';
-import { onShardChange } from './shards.ts';
+import { onClientShardChange } from './mirror.ts';
 
 /**
  * How long a writer's stamp outlives its last write or check: a process checks its own every
@@ -132,11 +132,12 @@ export function watchWriteStamp(
     },
     { intervalMs: options.intervalMs ?? STAMP_CHECK_MS, onError: options.onError },
   );
-  const changes = onShardChange(redis, () => void checks.runNow());
+  // The client's one shard watch (mirror.ts), which its revocation checks and guards use too.
+  const stopChanges = onClientShardChange(redis, () => void checks.runNow());
   checks.start();
   return {
     stop: () => {
-      changes.stop();
+      stopChanges();
       void checks.stop();
     },
   };

@@ -193,10 +193,7 @@ export function startRevocationMirrorKeeper(options: RevocationMirrorKeeperOptio
   // before may be gone (this replica's or another's) with nothing to show for it but this replica's write
   // stamp. So, as the gateway and risk do, its buckets are held and closed at once, and re-seeded from
   // Postgres (which holds every replica's revocations) as soon as the close has landed.
-  const guard = guardMirrors(redis, {
-    onError: (err) => logger.debug({ err }, 'could not close the revocation mirror of a lost or replaced shard yet; trying again'),
-    closed: () => void checkNow(),
-  });
+  const guard = guardMirrors(redis, { logger, closed: () => void checkNow() });
   void checkNow();
   return {
     blacklist,
