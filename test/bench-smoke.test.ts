@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { kindOf, parseReport, summarise } from '../bench/perf-summary.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -59,5 +60,41 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS', () => {
       assert.ok(fromImage !== undefined && 'literal' in fromImage, `${d.name}'s image sets no NODE_OPTIONS`);
       assert.equal(imageNodeOptions(d.name), fromImage.literal);
     }
+  });
+});
+
+describe('pnpm bench:perf-summary (bench/perf-summary.ts)', () => {
+  it('files each perf row under its kind of work: the kernel, JIT code, megamorphic loads, the GC and the compiler on any thread', () => {
+    assert.equal(kindOf('[kernel.kallsyms]', '[k] tcp_sendmsg_locked'), 'kernel');
+    assert.equal(kindOf('[JIT] tid 6436', "[.] JS:*'admit file:///gateway/dist/src/admission/admission.js:149:20"), 'JIT-compiled JavaScript');
+    assert.equal(kindOf('node', '[.] Builtins_KeyedLoadIC_Megamorphic'), 'V8 builtins: megamorphic property access');
+    assert.equal(kindOf('node', '[.] Builtins_LoadIC'), 'V8 builtins: property access (inline caches)');
+    assert.equal(kindOf('node', '[.] Builtins_FulfillPromise'), 'V8 builtins: promises and async functions');
+    assert.equal(kindOf('node', '[.] Builtins_StringAdd_CheckNone'), 'V8 builtins: the rest');
+    assert.equal(kindOf('node', '[.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>'), 'garbage collection');
+    assert.equal(kindOf('node', '[.] v8::internal::compiler::GraphReducer::ReduceTop'), 'optimising compiler');
+    assert.equal(kindOf('libc.so.6', '[.] _int_malloc'), 'libc');
+    assert.equal(kindOf('node', '[.] llhttp__internal__run'), 'V8 runtime, Node and the rest');
+  });
+
+  it('reads perf report\'s tab-separated rows and its event count, and sums CPU time per kind and per thread', () => {
+    const text = [
+      '# Samples: 3K of event \'cpu-clock\'',
+      '# Event count (approx.): 2000000000',
+      '#',
+      '    50.00%\tMainThread\t[kernel.kallsyms]\t[k] pvm_irq_enable',
+      '    30.00%\tMainThread\tnode\t[.] Builtins_LoadIC_Megamorphic',
+      '    20.00%\tV8Worker\tnode\t[.] v8::internal::Scavenger::ScavengePage',
+      '',
+    ].join('\n');
+    const { rows, totalUs } = parseReport(text);
+    assert.equal(totalUs, 2_000_000);
+    assert.equal(rows.length, 3);
+    const { kinds, threads } = summarise(rows, totalUs);
+    assert.equal(kinds.get('kernel'), 1_000_000);
+    assert.equal(kinds.get('V8 builtins: megamorphic property access'), 600_000);
+    assert.equal(kinds.get('garbage collection'), 400_000);
+    assert.equal(kinds.get('JIT-compiled JavaScript'), 0);
+    assert.deepEqual([...threads], [['MainThread', 1_600_000], ['V8Worker', 400_000]]);
   });
 });
