@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isErrorBody } from '@platform/errors';
@@ -19,6 +20,29 @@ const loginBody = Buffer.from(JSON.stringify(admin));
 
 const signedLogin = (gatewayUrl: string, idempotencyKey = newIdempotencyKey()) =>
   send(gatewayUrl, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: KEY, body: loginBody, idempotencyKey }), loginBody);
+
+/**
+ * A login on a connection of its own: `sent` once the whole request is in the socket, `status` with the
+ * answer. (fetch sends when the test process gets to it, which on a busy machine may be after the SIGTERM
+ * the test means to send once the logins are in flight.)
+ */
+function loginInFlight(url: string): { sent: Promise<void>; status: Promise<number> } {
+  let sent!: () => void;
+  const written = new Promise<void>((resolve) => {
+    sent = resolve;
+  });
+  const status = new Promise<number>((resolve, reject) => {
+    const req = request(`${url}/v1/auth/login`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': loginBody.length } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.on('finish', sent);
+    req.end(loginBody);
+  });
+  return { sent: written, status };
+}
 
 /** True once a new connection to `url` is refused: the process stopped accepting. */
 const refusesConnections = (url: string) =>
@@ -136,14 +160,14 @@ describe('processes under faults of their own (real processes)', function () {
   it('when identity gets SIGTERM under login load, finishes the logins in flight, accepts no new ones, and exits 0', async () => {
     // A realistic hash cost on one worker thread keeps the logins queued for about a second.
     const identity = await startIdentity({ BCRYPT_COST: '11' }, undefined);
-    const logins = Array.from({ length: 8 }, () =>
-      fetch(`${identity.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: loginBody }),
-    );
+    const logins = Array.from({ length: 8 }, () => loginInFlight(identity.url));
+    // Every request written, and identity given a moment to read them: in flight, not still on their way.
+    await Promise.all(logins.map((login) => login.sent));
     await new Promise((resolve) => setTimeout(resolve, 250));
     identity.child.kill('SIGTERM');
     assert.ok(await refusesConnections(identity.url), 'still accepting connections after SIGTERM');
-    const answers = await Promise.all(logins);
-    assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
+    const statuses = await Promise.all(logins.map((login) => login.status));
+    assert.deepEqual(statuses, Array(8).fill(200));
     assert.equal(await identity.exited, 0, identity.output());
   });
 });
