@@ -6,13 +6,21 @@
 // gateway can do and still keep CONTRACT.md's per-request promises: a bare Express 5 app that reads the
 // body, checks the SDK's HMAC signature and Content-Digest, claims the nonce in one Redis round trip and
 // forwards over kept-alive connections with node:http; no logs, metrics, rate limit, revocations or
-// idempotency keys: the floor of the gateway's work on this machine, below the gateway itself).
+// idempotency keys: the floor of the gateway's work on this machine, below the gateway itself); `checks`
+// (limit E: limit D whose one Redis round trip is the gateway's own admission, @platform/gateway/engine: the
+// rate window, the nonce, the idempotency key, the revocation check and the slot's past, after the bearer
+// token verified as the gateway verifies it; still one flat handler, no logs, metrics or headers of its own:
+// what the gateway's checks cost without its pipeline).
 // Usage: node bench/limit-server.ts node|express <port>, node bench/limit-server.ts proxy <port> <target>,
-// node bench/limit-server.ts contract <port> <target> <redis-url> <key-secret>
-import { createHash, createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+// node bench/limit-server.ts contract <port> <target> <redis-url> <key-secret>,
+// node bench/limit-server.ts checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>
+import { createHash, createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse, createServer, request } from 'node:http';
+import { bearerTokenOf, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { signatureBase } from '@platform/client';
-import express from 'express';
+import { createAdmissionStore } from '@platform/gateway/engine';
+import { createLogger, createRedis } from '@platform/service-kit';
+import express, { type Request } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { Redis } from 'ioredis';
 
@@ -21,11 +29,18 @@ export const STATION_JSON = Buffer.from(
   JSON.stringify({ stationId: 17130, stationName: 'Keçiören', latitude: 39.9727, longitude: 32.8637, city: 'Ankara', district: 'Keçiören' }),
 );
 
-const [mode, portText, target, redisUrl, keySecret] = process.argv.slice(2);
+const [mode, portText, target, redisUrl, keySecret, redisPrefix, jwksUrl] = process.argv.slice(2);
 const port = Number(portText);
-const known = mode === 'node' || mode === 'express' || (mode === 'proxy' && target !== undefined) || (mode === 'contract' && keySecret !== undefined);
+const known =
+  mode === 'node' ||
+  mode === 'express' ||
+  (mode === 'proxy' && target !== undefined) ||
+  (mode === 'contract' && keySecret !== undefined) ||
+  (mode === 'checks' && jwksUrl !== undefined);
 if (!known || !Number.isInteger(port)) {
-  process.stderr.write('usage: node bench/limit-server.ts node|express <port>, proxy <port> <target>, or contract <port> <target> <redis-url> <key-secret>\n');
+  process.stderr.write(
+    'usage: node bench/limit-server.ts node|express <port>, proxy <port> <target>, contract <port> <target> <redis-url> <key-secret>, or checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>\n',
+  );
   process.exit(2);
 }
 
@@ -72,48 +87,51 @@ function bodyOf(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-function contractFloor(upstream: string, redis: Redis, secret: string) {
-  const key = createSecretKey(Buffer.from(secret, 'utf8'));
+/** What a request signed as the SDK signs is: its key id, nonce and `created`; undefined when it is not. */
+interface Signed {
+  keyId: string;
+  nonce: string;
+  created: number;
+}
+
+/** Limit D's signature check: the SDK's canonical headers, the digest of the body, the HMAC in constant time. */
+function checkSignature(req: Request, body: Buffer, key: ReturnType<typeof createSecretKey>): Signed | 400 | 401 {
+  const matched = PARAMS.exec(String(req.headers['signature-input']));
+  const signature = /^sig1=:([A-Za-z0-9+/=]+):$/.exec(String(req.headers.signature));
+  if (matched === null || signature === null) return 401;
+  const [, params, created, nonce, keyId] = matched as unknown as [string, string, string, string, string];
+  const digest = req.headers['content-digest'];
+  if (body.length > 0 && digest !== `sha-256=:${createHash('sha256').update(body).digest('base64')}:`) return 400;
+  const query = req.url.indexOf('?');
+  let built: ReturnType<typeof signatureBase>;
+  try {
+    built = signatureBase({
+      method: req.method as 'GET' | 'POST',
+      path: query === -1 ? req.url : req.url.slice(0, query),
+      query: query === -1 ? '' : req.url.slice(query),
+      idempotencyKey: String(req.headers['x-idempotency-key']),
+      contentDigest: typeof digest === 'string' ? digest : undefined,
+      authorization: req.headers.authorization,
+      created: Number(created),
+      nonce,
+      keyId,
+      alg: 'hmac-sha256',
+    });
+  } catch {
+    return 401;
+  }
+  const expected = createHmac('sha256', key).update(built.base).digest();
+  const sent = Buffer.from(String(signature[1]), 'base64');
+  if (built.params !== params || sent.length !== expected.length || !timingSafeEqual(sent, expected)) return 401;
+  return { keyId, nonce, created: Number(created) };
+}
+
+/** Sends the checked request on over kept-alive connections and relays the answer. */
+function forwarder(upstream: string): (req: Request, res: ServerResponse, body: Buffer) => void {
   const agent = new Agent({ keepAlive: true });
   const origin = new URL(upstream);
-  const app = express();
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.get('/health/live', (_req, res) => {
-    res.json({ status: 'UP' });
-  });
-  app.use(async (req, res) => {
-    const body = await bodyOf(req);
-    const matched = PARAMS.exec(String(req.headers['signature-input']));
-    const signature = /^sig1=:([A-Za-z0-9+/=]+):$/.exec(String(req.headers.signature));
-    if (matched === null || signature === null) return refuse(res, 401);
-    const [, params, created, nonce, keyId] = matched as unknown as [string, string, string, string, string];
-    const digest = req.headers['content-digest'];
-    const authorization = req.headers.authorization;
-    if (body.length > 0 && digest !== `sha-256=:${createHash('sha256').update(body).digest('base64')}:`) return refuse(res, 400);
-    const query = req.url.indexOf('?');
-    let built: ReturnType<typeof signatureBase>;
-    try {
-      built = signatureBase({
-        method: req.method as 'GET' | 'POST',
-        path: query === -1 ? req.url : req.url.slice(0, query),
-        query: query === -1 ? '' : req.url.slice(query),
-        idempotencyKey: String(req.headers['x-idempotency-key']),
-        contentDigest: typeof digest === 'string' ? digest : undefined,
-        authorization,
-        created: Number(created),
-        nonce,
-        keyId,
-        alg: 'hmac-sha256',
-      });
-    } catch {
-      return refuse(res, 401);
-    }
-    const expected = createHmac('sha256', key).update(built.base).digest();
-    const sent = Buffer.from(String(signature[1]), 'base64');
-    if (built.params !== params || sent.length !== expected.length || !timingSafeEqual(sent, expected)) return refuse(res, 401);
-    if ((await redis.set(`limit-d:nonce:${keyId}:${nonce}`, '1', 'PX', 300_000, 'NX')) === null) return refuse(res, 409);
-    const headers: OutgoingHttpHeaders = { host: origin.host, authorization, 'x-idempotency-key': req.headers['x-idempotency-key'] };
+  return (req, res, body) => {
+    const headers: OutgoingHttpHeaders = { host: origin.host, authorization: req.headers.authorization, 'x-idempotency-key': req.headers['x-idempotency-key'] };
     if (body.length > 0) Object.assign(headers, { 'content-type': req.headers['content-type'], 'content-length': body.length });
     const out = request({ host: origin.hostname, port: origin.port, method: req.method, path: req.url, headers, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'], 'content-length': answer.headers['content-length'] });
@@ -123,8 +141,65 @@ function contractFloor(upstream: string, redis: Redis, secret: string) {
       if (!res.headersSent) refuse(res, 502);
     });
     out.end(body);
+  };
+}
+
+/** An Express app answering `/health/live`, every other request through `handle`. */
+function floorApp(handle: (req: Request, res: ServerResponse, body: Buffer) => Promise<void>) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.get('/health/live', (_req, res) => {
+    res.json({ status: 'UP' });
+  });
+  app.use(async (req, res) => {
+    await handle(req, res, await bodyOf(req));
   });
   return createServer(app);
+}
+
+function contractFloor(upstream: string, redis: Redis, secret: string) {
+  const key = createSecretKey(Buffer.from(secret, 'utf8'));
+  const forward = forwarder(upstream);
+  return floorApp(async (req, res, body) => {
+    const signed = checkSignature(req, body, key);
+    if (typeof signed === 'number') return refuse(res, signed);
+    if ((await redis.set(`limit-d:nonce:${signed.keyId}:${signed.nonce}`, '1', 'PX', 300_000, 'NX')) === null) return refuse(res, 409);
+    forward(req, res, body);
+  });
+}
+
+/** The gateway's defaults (gateway/src/config.ts): the token's issuer and audience, the rate limit of `*`. */
+const ISSUER = 'urn:identity-risk-platform:identity';
+const AUDIENCE = 'urn:identity-risk-platform:api';
+const RATE = { limit: 10_000, windowS: 1 };
+
+function checksFloor(upstream: string, secret: string, prefix: string, jwks: string) {
+  const key = createSecretKey(Buffer.from(secret, 'utf8'));
+  const forward = forwarder(upstream);
+  // The stack's prefix: its revocation mirror (identity's) and the client key's slot, as the gateway sees them.
+  const redis = createRedis({ url: String(redisUrl), keyPrefix: prefix, logger: createLogger({ service: 'limit-e', level: 'silent' }), autoPipelining: false });
+  const store = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 86_400, unsafeTtlS: 86_400 });
+  const tokens = createTokenVerifier({ keys: jwksKeySource({ url: jwks, refreshIntervalMs: 5000 }), issuer: ISSUER, audience: AUDIENCE });
+  return floorApp(async (req, res, body) => {
+    const signed = checkSignature(req, body, key);
+    if (typeof signed === 'number') return refuse(res, signed);
+    const principal = await tokens.verify(bearerTokenOf(req.headers.authorization) ?? '').catch(() => undefined);
+    if (principal === undefined) return refuse(res, 401);
+    const admission = await store.admit({
+      keyId: signed.keyId,
+      nonce: signed.nonce,
+      idempotencyKey: String(req.headers['x-idempotency-key']),
+      method: req.method,
+      token: principal,
+      bearing: true,
+      created: signed.created,
+      owner: randomUUID(),
+      rate: RATE,
+    });
+    if (admission.outcome !== 'claimed') return refuse(res, admission.outcome === 'rate-limited' ? 429 : admission.outcome === 'token-revoked' ? 401 : 409);
+    forward(req, res, body);
+  });
 }
 
 const server =
@@ -134,6 +209,8 @@ const server =
       ? bareExpress()
       : mode === 'proxy'
         ? bareProxy(String(target))
-        : contractFloor(String(target), new Redis(String(redisUrl), { enableAutoPipelining: false, maxRetriesPerRequest: 1 }), String(keySecret));
+        : mode === 'contract'
+          ? contractFloor(String(target), new Redis(String(redisUrl), { enableAutoPipelining: false, maxRetriesPerRequest: 1 }), String(keySecret))
+          : checksFloor(String(target), String(keySecret), String(redisPrefix), String(jwksUrl));
 server.listen(port, '127.0.0.1', () => process.stdout.write(`listening ${port}\n`));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -95,6 +95,19 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   } finally {
     await floor.stop();
   }
+  // Limit E: limit D with the gateway's own checks (the bearer token, the whole admission), still one flat handler.
+  if (stack.redisPrefix !== undefined) {
+    const checksPort = await freePort();
+    const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
+    const checks = await startLimitServer(ctx, 'limit-e', ['checks', String(checksPort), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, stack.redisPrefix, jwks], checksPort, '/health/live');
+    try {
+      const checksServers = { 'limit-e': checks.pid, risk: stack.riskPid };
+      await measureClosed(ctx, 'limit-e-by-id', 'limit E: limit D with the gateway\'s checks → risk by/id (signed)', await signedTarget(ctx, checks.url, byId(session.token)), { servers: checksServers });
+      await measureFixed(ctx, 'limit-e-equal-rate', `limit E: limit D with the gateway's checks → risk by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, checks.url, byId(session.token)), ctx.config.equalRate, checksServers);
+    } finally {
+      await checks.stop();
+    }
+  }
   const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
   await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', (await signedTarget(ctx, stack.gatewayUrl, byId(session.token))), { servers });
   await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', (await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token))), { servers });

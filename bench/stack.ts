@@ -14,6 +14,8 @@ export interface Stack {
   identityPid: number | undefined;
   /** INTERNAL_ASSERTION_KEY of a stack the benchmark started (to vouch for requests as the gateway does); undefined for a running one. */
   assertionKey: string | undefined;
+  /** REDIS_KEY_PREFIX of a stack the benchmark started (limit E admits in its slots); undefined for a running one. */
+  redisPrefix: string | undefined;
   /** A fresh database URL on the benchmark's Postgres, named for this run and dropped at the end. */
   database(name: string): string;
   /** Starts one more process of a deployable beside the stack's (stopped by `close`), ready when it resolves. */
@@ -46,7 +48,7 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     const fail = () => {
       throw new Error('a running stack (BENCH_*_URL) has no database server or processes of the benchmark');
     };
-    return { ...config.external, identityPid: undefined, assertionKey: undefined, database: fail, start: fail, close: async () => undefined };
+    return { ...config.external, identityPid: undefined, assertionKey: undefined, redisPrefix: undefined, database: fail, start: fail, close: async () => undefined };
   }
   const assertionKey = randomBytes(32).toString('base64url');
   const stack = await launch({
@@ -76,6 +78,7 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     gatewayPid: stack.processOf('gateway').pid,
     identityPid: stack.processOf('identity').pid,
     assertionKey,
+    redisPrefix: `${runId}:`,
     database: (name) => stack.database(name),
     start: (name, extra) => stack.start(name, extra),
     close: async () => {
