@@ -87,14 +87,14 @@ function bodyOf(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** What a request signed as the SDK signs is: its key id, nonce and `created`; undefined when it is not. */
+/** What a request signed as the SDK signs says: its key id, nonce and `created`. */
 interface Signed {
   keyId: string;
   nonce: string;
   created: number;
 }
 
-/** Limit D's signature check: the SDK's canonical headers, the digest of the body, the HMAC in constant time. */
+/** Limit D's signature check: the SDK's canonical headers, the digest of the body, the HMAC in constant time; the status of the refusal when it fails. */
 function checkSignature(req: Request, body: Buffer, key: ReturnType<typeof createSecretKey>): Signed | 400 | 401 {
   const matched = PARAMS.exec(String(req.headers['signature-input']));
   const signature = /^sig1=:([A-Za-z0-9+/=]+):$/.exec(String(req.headers.signature));
@@ -174,11 +174,11 @@ const ISSUER = 'urn:identity-risk-platform:identity';
 const AUDIENCE = 'urn:identity-risk-platform:api';
 const RATE = { limit: 10_000, windowS: 1 };
 
-function checksFloor(upstream: string, secret: string, prefix: string, jwks: string) {
+function checksFloor(upstream: string, url: string, secret: string, prefix: string, jwks: string) {
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
   const forward = forwarder(upstream);
   // The stack's prefix: its revocation mirror (identity's) and the client key's slot, as the gateway sees them.
-  const redis = createRedis({ url: String(redisUrl), keyPrefix: prefix, logger: createLogger({ service: 'limit-e', level: 'silent' }), autoPipelining: false });
+  const redis = createRedis({ url, keyPrefix: prefix, logger: createLogger({ service: 'limit-e', level: 'silent' }), autoPipelining: false });
   const store = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 86_400, unsafeTtlS: 86_400 });
   const tokens = createTokenVerifier({ keys: jwksKeySource({ url: jwks, refreshIntervalMs: 5000 }), issuer: ISSUER, audience: AUDIENCE });
   return floorApp(async (req, res, body) => {
@@ -211,6 +211,6 @@ const server =
         ? bareProxy(String(target))
         : mode === 'contract'
           ? contractFloor(String(target), new Redis(String(redisUrl), { enableAutoPipelining: false, maxRetriesPerRequest: 1 }), String(keySecret))
-          : checksFloor(String(target), String(keySecret), String(redisPrefix), String(jwksUrl));
+          : checksFloor(String(target), String(redisUrl), String(keySecret), String(redisPrefix), String(jwksUrl));
 server.listen(port, '127.0.0.1', () => process.stdout.write(`listening ${port}\n`));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

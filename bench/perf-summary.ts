@@ -82,7 +82,9 @@ if (import.meta.main) {
     process.stderr.write('usage: pnpm bench:perf-summary <perf.data> [answers in the recorded window]\n');
     process.exit(2);
   }
-  const answers = answersText === undefined ? undefined : Number(answersText);
+  // Per answer when a positive count is given, else the whole recording in ms.
+  const answers = answersText === undefined ? 0 : Number(answersText);
+  const perAnswer = answers > 0;
   const text = execFileSync('perf', ['report', '-i', file, '--no-children', '--sort', 'comm,dso,sym', '--stdio', '-t', '\t'], {
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
@@ -90,8 +92,8 @@ if (import.meta.main) {
   });
   const { rows, totalUs } = parseReport(text);
   const { kinds, threads } = summarise(rows, totalUs);
-  const unit = answers === undefined || !(answers > 0) ? 'ms in all' : 'µs per answer';
-  const figure = (us: number) => (answers === undefined || !(answers > 0) ? us / 1000 : us / answers).toFixed(1).padStart(8);
+  const unit = perAnswer ? 'µs per answer' : 'ms in all';
+  const figure = (us: number) => (perAnswer ? us / answers : us / 1000).toFixed(1).padStart(8);
   process.stdout.write(`${unit} (recorded CPU ${(totalUs / 1e6).toFixed(2)} s)\n\nby kind of work:\n`);
   for (const [kind, us] of kinds) process.stdout.write(`${figure(us)}  ${kind}\n`);
   process.stdout.write('\nby thread:\n');
