@@ -74,6 +74,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   ratio('gateway CPU by-id / limit E', cpu('gateway-by-id', 'gateway'), cpu('limit-e-by-id', 'limit-e'));
   ratio('limit E CPU by-id / limit D, at one fixed rate', cpuAtPace('limit-e-equal-rate', 'limit-e'), cpuAtPace('limit-d-equal-rate', 'limit-d'));
   ratio('gateway CPU by-id / limit E, at one fixed rate', cpuAtPace('gateway-by-id-equal-rate', 'gateway'), cpuAtPace('limit-e-equal-rate', 'limit-e'));
+  // BENCH_ONLY=pipeline: the same two by turns, medians of BENCH_ROUNDS.
+  ratio('gateway CPU by-id / limit E, at one fixed rate, by turns', cpuAtPace('pipeline-gateway', 'gateway'), cpuAtPace('pipeline-limit-e', 'limit-e'));
   for (const lookup of ['by-id', 'city-district']) {
     ratio(`limit D CPU ${lookup} / limit C`, cpu(`limit-d-${lookup}`, 'limit-d'), cpu('limit-c', 'limit-c'));
     ratio(`gateway CPU ${lookup} / limit D`, cpu(`gateway-${lookup}`, 'gateway'), cpu(`limit-d-${lookup}`, 'limit-d'));

@@ -12,7 +12,7 @@ import { rateLimitScenarios, tracingScenarios } from './observability.ts';
 import { memorySampler } from './processes.ts';
 import { type Report, evaluate, formatReport, machine } from './report.ts';
 import { scaleScenarios } from './scale.ts';
-import { gatewayScenarios, latencyScenarios, limitScenarios, riskScenarios } from './scenarios.ts';
+import { gatewayScenarios, latencyScenarios, limitScenarios, pipelineScenarios, riskScenarios } from './scenarios.ts';
 import { createSigner } from './signer.ts';
 import { userSearchScenarios } from './users.ts';
 import { adminSession, startStack } from './stack.ts';
@@ -28,6 +28,7 @@ const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
   tracing: tracingScenarios,
   users: userSearchScenarios,
   hardening: hardeningScenarios,
+  pipeline: pipelineScenarios,
 };
 
 function progress(message: string): void {

@@ -116,6 +116,32 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }
 
+/**
+ * Limit E and the gateway by/id at one pace (BENCH_EQUAL_RATE), by turns (BENCH_ROUNDS rounds, the median
+ * of each): what the gateway's pipeline costs beyond its checks, the figure to move when working on it,
+ * without the rest of the gateway group (issue 27).
+ */
+export async function pipelineScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  if (stack.redisPrefix === undefined) throw new Error('the pipeline group needs a stack of its own (limit E shares its Redis prefix)');
+  const port = await freePort();
+  const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
+  const checks = await startLimitServer(ctx, 'limit-e', ['checks', String(port), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, stack.redisPrefix, jwks], port, '/health/live');
+  try {
+    const rate = ctx.config.equalRate;
+    await measureClosedInTurns(
+      ctx,
+      [
+        { id: 'pipeline-limit-e', label: `limit E → risk by/id (signed), at ${rate} req/s`, target: await signedTarget(ctx, checks.url, byId(session.token)), servers: { 'limit-e': checks.pid } },
+        { id: 'pipeline-gateway', label: `gateway: by/id (signed), at ${rate} req/s`, target: await signedTarget(ctx, stack.gatewayUrl, byId(session.token)), servers: { gateway: stack.gatewayPid } },
+      ],
+      rate,
+    );
+  } finally {
+    await checks.stop();
+  }
+}
+
 /** p50/p99 at the fixed light rate, direct and through the gateway (alternating), for both lookups. */
 export async function latencyScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
