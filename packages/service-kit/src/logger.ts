@@ -58,16 +58,17 @@ function sharedStdout(): DestinationStream {
 }
 
 /**
- * stdout written once per event-loop turn: the lines logged during a turn are handed to pino's asynchronous
- * destination (sonic-boom) together when the turn ends (`setImmediate`), so a busy process makes one
- * write of several request lines instead of a write per line (each write costs a thread-pool hop and a
- * syscall: ~6 % of the gateway's CPU per answer at 1,500 req/s, bench/README.md, issue 27). A line is
- * never held longer than the turn it was logged in, and the lines logged right before `process.exit`
- * (the crash handler's) are written synchronously on exit.
+ * stdout written once per event-loop turn, synchronously: the lines logged during a turn are handed to
+ * pino's destination (sonic-boom) together when the turn ends (`setImmediate`), as one `write(2)`. An
+ * asynchronous write (pino's default) costs ~33 µs of CPU per call on this machine kind (the thread-pool
+ * hop, its wake-ups and the completion) against ~2 µs for the same write made synchronously
+ * (bench/README.md, issue 27): per request line, that was ~6 % of the gateway's CPU per answer. A line is
+ * never held past the turn it was logged in, and the lines logged right before `process.exit` (the crash
+ * handler's) are written on exit. The price: a reader of stdout that stops reading (a full pipe) stalls the
+ * process at its next turn's write, where the asynchronous writer would have buffered without bound.
  */
 function turnBatchedStdout(): DestinationStream {
-  const out = pino.destination({ dest: 1, sync: false });
-  // Ended by pino when the event loop runs dry (`beforeExit`); the typings do not name the flag.
+  const out = pino.destination({ dest: 1, sync: true });
   const ended = () => (out as { destroyed?: boolean }).destroyed === true;
   let pending = '';
   const handOver = (): void => {
@@ -75,10 +76,7 @@ function turnBatchedStdout(): DestinationStream {
     pending = '';
     if (text !== '' && !ended()) out.write(text);
   };
-  process.once('exit', () => {
-    handOver();
-    if (!ended()) out.flushSync();
-  });
+  process.once('exit', handOver);
   return {
     write(line: string) {
       if (pending === '') setImmediate(handOver);
