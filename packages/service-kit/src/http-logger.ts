@@ -140,8 +140,6 @@ export function httpLogger(logger: Logger, requestIdFrom?: RequestIdSource): Req
     (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined, sdkSpan: activeSpanContext(), trace: undefined };
     if (!QUIET_PATHS.test(req.url)) {
       const done = () => {
-        res.off('finish', done);
-        res.off('close', done);
         // The error handler leaves a 5xx's cause here, so the line carries its stack.
         const err = (res as { err?: unknown }).err;
         const line = { req: fields, traceId: requestTrace(req).traceId, res: { statusCode: res.statusCode }, responseTime: Date.now() - started };
@@ -150,8 +148,7 @@ export function httpLogger(logger: Logger, requestIdFrom?: RequestIdSource): Req
         else if (res.statusCode >= 400) access.warn(line, message);
         else access.info(line, message);
       };
-      // Whichever comes first: `close` alone means the client went away before the answer was complete.
-      res.once('finish', done);
+      // `close` follows every answer, finished or not (the client went away first): one listener, not two.
       res.once('close', done);
     }
     requestContext.run({ id: fields.id, logger, req }, next);
