@@ -63,6 +63,39 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS', () => {
   });
 });
 
+describe('pnpm bench:log-writes (bench/log-writes.ts)', function () {
+  this.timeout(60_000);
+
+  it('writes every line of each measurement to the file it is given and prints CPU per line for 1, 3 and 10 lines a write', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'log-writes-'));
+    const file = join(dir, 'lines.log');
+    try {
+      const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', 'bench/log-writes.ts', file], {
+        cwd: root,
+        env: { ...process.env, BENCH_LOG_LINES: '300' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      assert.equal(code, 0, output);
+      const rows = [...output.matchAll(/^round (\d), +(\d+) lines a write: fs\.write +(\d+\.\d), fs\.writeSync +(\d+\.\d)$/gm)];
+      assert.deepEqual(
+        rows.map((row) => `${row[1]}:${row[2]}`),
+        ['1:1', '1:3', '1:10', '2:1', '2:3', '2:10', '3:1', '3:3', '3:10'],
+        output,
+      );
+      // 3 rounds × 3 batch sizes × (300 written asynchronously + 300 synchronously), each the whole line.
+      const lines = (await readFile(file, 'utf8')).split('\n').filter((line) => line !== '');
+      assert.equal(lines.length, 5400);
+      assert.ok(lines.every((line) => (JSON.parse(line) as { msg?: string }).msg === 'GET 200'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('pnpm bench:perf-summary (bench/perf-summary.ts)', () => {
   it('files each perf row under its kind of work: the kernel, JIT code, megamorphic loads, the GC and the compiler on any thread', () => {
     assert.equal(kindOf('[kernel.kallsyms]', '[k] tcp_sendmsg_locked'), 'kernel');
