@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { captureLogger } from '../src/testing/index.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/log-turns.ts', import.meta.url));
 
@@ -47,5 +48,21 @@ describe('the log on stdout', function () {
       run.lines.map(({ turn, line }) => ({ turn, line })),
       expected(2, 25),
     );
+  });
+
+  it('stamps each line with the ISO time of its own millisecond', async () => {
+    const { logger, lines } = captureLogger('time-test');
+    const before = Date.now();
+    logger.info('first');
+    logger.info('second');
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    const middle = Date.now();
+    logger.info('third');
+    const after = Date.now();
+    const times = lines().map((line) => Date.parse(String(line.time)));
+    assert.equal(times.length, 3);
+    for (const [i, line] of lines().entries()) assert.match(String(line.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, `line ${i}`);
+    assert.ok((times[0] as number) >= before && (times[1] as number) >= (times[0] as number) && (times[1] as number) <= middle);
+    assert.ok((times[2] as number) >= middle && (times[2] as number) <= after, 'the third line carries a time of before the pause');
   });
 });
