@@ -13,6 +13,21 @@ interface WrittenReport {
   targets: Array<{ name: string; met: boolean | null }>;
 }
 
+/** Runs a bench script on the workspace's Node with `env` added: its exit code and its output (stdout and stderr). */
+async function runScript(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  // 'close': exited, and its output read to the end.
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, output };
+}
+
 // The benchmark itself is `pnpm bench` (minutes, bench/README.md); this only proves the harness runs:
 // the limit scenarios need no stack, so one second of each is enough.
 describe('pnpm bench (bench/run.ts), smoke', function () {
@@ -21,15 +36,7 @@ describe('pnpm bench (bench/run.ts), smoke', function () {
   it('runs the limit scenarios for a second, prints the table and writes the JSON', async () => {
     const resultsDir = await mkdtemp(join(tmpdir(), 'bench-smoke-'));
     try {
-      const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', 'bench/run.ts'], {
-        cwd: root,
-        env: { ...process.env, BENCH_ONLY: 'limits', BENCH_DURATION_S: '1', BENCH_WARMUP_S: '0', BENCH_CONNECTIONS: '4', BENCH_RESULTS_DIR: resultsDir },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      const { code, output } = await runScript(['bench/run.ts'], { BENCH_ONLY: 'limits', BENCH_DURATION_S: '1', BENCH_WARMUP_S: '0', BENCH_CONNECTIONS: '4', BENCH_RESULTS_DIR: resultsDir });
       assert.equal(code, 0, output);
       assert.match(output, /limit A: bare node:http/);
       assert.match(output, /limit B: bare Express 5/);
@@ -70,15 +77,7 @@ describe('pnpm bench:log-writes (bench/log-writes.ts)', function () {
     const dir = await mkdtemp(join(tmpdir(), 'log-writes-'));
     const file = join(dir, 'lines.log');
     try {
-      const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', 'bench/log-writes.ts', file], {
-        cwd: root,
-        env: { ...process.env, BENCH_LOG_LINES: '300' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      const { code, output } = await runScript(['bench/log-writes.ts', file], { BENCH_LOG_LINES: '300' });
       assert.equal(code, 0, output);
       const rows = [...output.matchAll(/^round (\d), +(\d+) lines a write: fs\.write +(\d+\.\d), fs\.writeSync +(\d+\.\d)$/gm)];
       assert.deepEqual(
