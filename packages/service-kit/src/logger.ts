@@ -76,7 +76,7 @@ function sharedStdout(): DestinationStream {
 /**
  * stdout written once per event-loop turn, synchronously: the lines logged during a turn are handed to
  * pino's destination (sonic-boom) together when the turn ends (`setImmediate`), as one `write(2)`. An
- * asynchronous write (pino's default) costs ~33 µs of CPU per call on this machine kind (the thread-pool
+ * asynchronous write (pino's default) costs ~40 µs of CPU per call on this machine kind (the thread-pool
  * hop, its wake-ups and the completion) against ~2 µs for the same write made synchronously
  * (bench/README.md, issue 27): per request line, that was ~6 % of the gateway's CPU per answer. A line is
  * never held past the turn it was logged in, and the lines logged right before `process.exit` (the crash
