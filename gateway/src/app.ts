@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import { createTokenVerifier, guardMirrors, jwksKeySource, watchWriteStamp } from '@platform/auth';
-import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, onlyUnder, redisCheck } from '@platform/service-kit';
+import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, inSequence, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { createAdmissionStore, replayStoreCheck } from './admission/admission.ts';
 import { cors } from './cors/cors.ts';
@@ -90,22 +90,26 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
   // And identity's revocations may be what the replica lost: bearer requests on its buckets wait for the re-seed.
   const mirrorGuard = guardMirrors(deps.redis, { logger });
-  app.use(cors(config.CORS_ORIGINS));
-  app.use(onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)));
+  // One Express layer for the three: every layer costs each request a dispatch and its allocations
+  // (issue 27); inSequence runs them in order, as layers would, errors included.
   app.use(
-    apiRouter({
-      operations: operationTable(deps.apiDocument, Object.values(routes)),
-      upstreams,
-      bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
-      signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
-      rateLimits: config.GATEWAY_RATE_LIMITS,
-      tokens,
-      admission,
-      metrics: createGatewayMetrics(deps.metrics),
-      logger,
-      trustedProxyHops: config.TRUSTED_PROXY_HOPS,
-      assertionKey: config.INTERNAL_ASSERTION_KEY,
-    }),
+    inSequence([
+      cors(config.CORS_ORIGINS),
+      onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)),
+      apiRouter({
+        operations: operationTable(deps.apiDocument, Object.values(routes)),
+        upstreams,
+        bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+        signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
+        rateLimits: config.GATEWAY_RATE_LIMITS,
+        tokens,
+        admission,
+        metrics: createGatewayMetrics(deps.metrics),
+        logger,
+        trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+        assertionKey: config.INTERNAL_ASSERTION_KEY,
+      }),
+    ]),
   );
   return {
     app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req.originalUrl)) }),

@@ -33,7 +33,9 @@ export function chain(operation: GatewayOperation, steps: readonly Step[], forwa
     const request = new GatewayRequest(req, res, operation, randomUUID());
     const run = async (): Promise<number | undefined> => {
       for (const step of steps) {
-        await step(request);
+        // A step that decides at once returns nothing: no promise, no microtask to wait for.
+        const pending = step(request);
+        if (pending !== undefined) await pending;
         if (res.headersSent) return res.statusCode;
       }
       return await forward(request);

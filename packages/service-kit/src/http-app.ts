@@ -41,6 +41,11 @@ export function createBaseApp(options: BaseAppOptions): Express {
     if (options.lifecycle.draining) res.setHeader('Connection', 'close');
     next();
   };
+  const operations = express.Router();
+  options.metrics.watchDependencies(options.checks);
+  operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger, onReadiness: options.metrics.readiness }));
+  const serveMetrics = options.serveMetrics ?? true;
+  if (serveMetrics) operations.use(options.metrics.router);
   app.use(
     inSequence([
       httpLogger(options.logger, options.requestIdFrom),
@@ -48,14 +53,9 @@ export function createBaseApp(options: BaseAppOptions): Express {
       securityHeaders,
       ...(options.requestDeadlineMs === undefined ? [] : [requestDeadline(options.requestDeadlineMs, options.logger)]),
       drainingCloses,
+      onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations),
     ]),
   );
-  const operations = express.Router();
-  options.metrics.watchDependencies(options.checks);
-  operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger, onReadiness: options.metrics.readiness }));
-  const serveMetrics = options.serveMetrics ?? true;
-  if (serveMetrics) operations.use(options.metrics.router);
-  app.use(onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations));
   return app;
 }
 
