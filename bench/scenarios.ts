@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixed, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RequestShape } from './signer.ts';
+import type { Stack } from './stack.ts';
 
 const BY_ID = `/v1/weather-stations/by/id/${STATION_ID}`;
 
@@ -22,6 +23,13 @@ async function startLimitServer(ctx: RunContext, name: string, args: readonly st
     throw new Error(`${name} never answered ${path}; see ${server.log}`);
   }
   return server;
+}
+
+/** Limit E (bench/limit-server.ts `checks`) in front of the stack's risk, on its identity's keys and in its Redis prefix. */
+async function startLimitE(ctx: RunContext, stack: Stack, redisPrefix: string): Promise<StartedProcess> {
+  const port = await freePort();
+  const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
+  return startLimitServer(ctx, 'limit-e', ['checks', String(port), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, redisPrefix, jwks], port, '/health/live');
 }
 
 /** Limits A and B: each started alone in its own process, measured, stopped. */
@@ -97,9 +105,7 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   }
   // Limit E: limit D with the gateway's own checks (the bearer token, the whole admission), still one flat handler.
   if (stack.redisPrefix !== undefined) {
-    const checksPort = await freePort();
-    const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
-    const checks = await startLimitServer(ctx, 'limit-e', ['checks', String(checksPort), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, stack.redisPrefix, jwks], checksPort, '/health/live');
+    const checks = await startLimitE(ctx, stack, stack.redisPrefix);
     try {
       const checksServers = { 'limit-e': checks.pid, risk: stack.riskPid };
       await measureClosed(ctx, 'limit-e-by-id', 'limit E: limit D with the gateway\'s checks → risk by/id (signed)', await signedTarget(ctx, checks.url, byId(session.token)), { servers: checksServers });
@@ -124,9 +130,7 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
 export async function pipelineScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   if (stack.redisPrefix === undefined) throw new Error('the pipeline group needs a stack of its own (limit E shares its Redis prefix)');
-  const port = await freePort();
-  const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
-  const checks = await startLimitServer(ctx, 'limit-e', ['checks', String(port), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, stack.redisPrefix, jwks], port, '/health/live');
+  const checks = await startLimitE(ctx, stack, stack.redisPrefix);
   try {
     const rate = ctx.config.equalRate;
     await measureClosedInTurns(
