@@ -84,13 +84,13 @@ function sharedStdout(): DestinationStream {
  * process at its next turn's write, where the asynchronous writer would have buffered without bound.
  */
 function turnBatchedStdout(): DestinationStream {
+  // Synchronous, so pino never ends it at exit; a closed stdout (EPIPE) makes its write a no-op.
   const out = pino.destination({ dest: 1, sync: true });
-  const ended = () => (out as { destroyed?: boolean }).destroyed === true;
   let pending = '';
   const handOver = (): void => {
     const text = pending;
     pending = '';
-    if (text !== '' && !ended()) out.write(text);
+    if (text !== '') out.write(text);
   };
   process.once('exit', handOver);
   return {

@@ -24,8 +24,12 @@ async function logTurns(turns: number, lines: number, exit: 'return' | 'exit'): 
   return { code, lines: parsed, writes: Number(writes[1]) };
 }
 
-function expected(turns: number, lines: number): Array<{ turn: number; line: number }> {
-  return Array.from({ length: turns * lines }, (_, i) => ({ turn: Math.floor(i / lines), line: i % lines }));
+/** Asserts that `logged` holds every line of `turns` turns of `lines` lines, each once, in the order logged. */
+function assertEveryLineInOrder(logged: ReadonlyArray<{ turn: number; line: number }>, turns: number, lines: number): void {
+  assert.deepEqual(
+    logged.map(({ turn, line }) => ({ turn, line })),
+    Array.from({ length: turns * lines }, (_, i) => ({ turn: Math.floor(i / lines), line: i % lines })),
+  );
 }
 
 describe('the log on stdout', function () {
@@ -34,20 +38,14 @@ describe('the log on stdout', function () {
   it('writes the lines of one event-loop turn together, every line in order, one write per turn', async () => {
     const run = await logTurns(3, 40, 'return');
     assert.equal(run.code, 0);
-    assert.deepEqual(
-      run.lines.map(({ turn, line }) => ({ turn, line })),
-      expected(3, 40),
-    );
+    assertEveryLineInOrder(run.lines, 3, 40);
     assert.equal(run.writes, 3);
   });
 
   it('loses no line logged right before process.exit (the crash handler exits in the same turn)', async () => {
     const run = await logTurns(2, 25, 'exit');
     assert.equal(run.code, 3);
-    assert.deepEqual(
-      run.lines.map(({ turn, line }) => ({ turn, line })),
-      expected(2, 25),
-    );
+    assertEveryLineInOrder(run.lines, 2, 25);
   });
 
   it('stamps each line with the ISO time of its own millisecond', async () => {
