@@ -14,7 +14,8 @@
 // as slow while a neighbour is busy. The median is shown beside it for that noise.
 import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
-import { inSequence, openApiValidator, rejectMalformedText, strictNumericParameters } from '@platform/service-kit';
+import { inSequence, rejectMalformedText } from '@platform/service-kit';
+import { openApiValidator, strictNumericParameters } from '@platform/service-kit/api-app';
 import { loadApiDocument, operationTable, pathOf, upstreamRoutes } from '@platform/gateway/engine';
 import { ROOT } from './config.ts';
 import type { RunContext } from './context.ts';

@@ -1,4 +1,4 @@
-import { createDatabase } from '@platform/service-kit';
+import { createDatabase } from '@platform/service-kit/database';
 import { type RunContext, CITY_DISTRICT_BODY, directTarget, measureFixedPair, needStack } from './context.ts';
 import { freePort } from '@platform/stack';
 import { memorySampler } from './processes.ts';

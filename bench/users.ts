@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type Knex, createDatabase, ensureDatabaseExists, migrateToLatest } from '@platform/service-kit';
+import { type Knex, createDatabase, ensureDatabaseExists, migrateToLatest } from '@platform/service-kit/database';
 import { type UserFilter, encodeCursor, findUsers, migrations } from '@platform/identity/user-search';
 import { type RunContext, type ScenarioResult, needStack } from './context.ts';
 import type { LoadResult } from './load.ts';

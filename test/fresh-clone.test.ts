@@ -3,7 +3,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { uniqueName } from '@platform/service-kit/testing';
 import { REPO_ROOT } from './deploy-support/deployables.ts';
 import { freePort, testDatabaseUrl, waitUntilOk } from './support/processes.ts';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { uniqueName } from '@platform/service-kit/testing';
 import { freePort, startPnpmStart, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createPublicKey } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, uniqueName } from '@platform/service-kit/testing';
 import { type LocalRedisCluster, type StartedProcess, databaseUrl, freePort, startDeployable, startLocalRedisCluster } from '@platform/stack';
 import { send } from '../../gateway/test/support/gateway-harness.ts';

@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isErrorBody } from '@platform/errors';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
 import { send } from '../../gateway/test/support/gateway-harness.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestIssuer, createTestIssuer } from '@platform/auth/testing';
 import { isErrorBody } from '@platform/errors';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { eventually } from './support/ports.ts';
 import { type ServiceProcess, startProcess } from './support/service-process.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { uniqueName } from '@platform/service-kit/testing';
 import { type PrivateRedis, startPrivateRedis } from '@platform/stack';
 import { testDatabaseUrl } from '../support/processes.ts';

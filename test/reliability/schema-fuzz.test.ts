@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Knex, createDatabase } from '@platform/service-kit';
+import { type Knex, createDatabase } from '@platform/service-kit/database';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { type FuzzProblem, describeProblem, runFuzz, summaryLine } from '../../scripts/fuzz/engine.ts';
 import { type Stack, startStack } from '../e2e/support/stack.ts';

@@ -1,7 +1,6 @@
 import type { RequestListener } from 'node:http';
 import type { AppEnv } from './config.ts';
 import { exitOnUncaughtErrors } from './crash.ts';
-import { type Knex, type Migration, createDatabase, databaseName, ensureDatabaseExists, migrateToLatest } from './database.ts';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { safeUrl } from './paths.ts';
@@ -18,40 +17,6 @@ export interface Host {
   createRedis?: (options: RedisOptions) => Redis;
   /** Called instead of `process.exit(code)` once the deployable has drained and closed. */
   exit?: (code: number) => void;
-}
-
-export interface ConnectDatabaseOptions {
-  appEnv: AppEnv;
-  url: string;
-  applicationName: string;
-  migrations: readonly Migration[];
-  logger: Logger;
-  /** Apply pending migrations now; defaults to `appEnv === 'local'` (elsewhere a migration Job does it). */
-  migrate?: boolean;
-  /** How long a new connection may take before the attempt fails. */
-  connectTimeoutMs?: number;
-  /** Server-side limit of one statement (the client gives up one second later). */
-  statementTimeoutMs?: number;
-}
-
-/**
- * Opens a service's database. In `local` it first creates the database when missing and applies
- * pending migrations, so a fresh machine needs no setup; in `test`/`prod` a migration Job does that.
- */
-export async function connectDatabase(options: ConnectDatabaseOptions): Promise<Knex> {
-  const local = options.appEnv === 'local';
-  if (local) await ensureDatabaseExists(options.url, options.logger);
-  const db = createDatabase({
-    url: options.url,
-    applicationName: options.applicationName,
-    connectTimeoutMs: options.connectTimeoutMs,
-    statementTimeoutMs: options.statementTimeoutMs,
-  });
-  if (options.migrate ?? local) {
-    const applied = await migrateToLatest(db, options.migrations);
-    options.logger.info({ database: databaseName(options.url), applied }, 'migrations up to date');
-  }
-  return db;
 }
 
 export interface ServeOptions {

@@ -3,6 +3,7 @@ import pg from 'pg';
 
 // knex ships CommonJS only: its factory is the default export under Node's ESM loader.
 const knex = knexModule;
+import type { AppEnv } from './config.ts';
 import type { ReadinessCheck } from './health.ts';
 import type { Logger } from './logger.ts';
 
@@ -127,4 +128,38 @@ export function databaseCheck(db: Knex): ReadinessCheck {
       await db.raw('select 1');
     },
   };
+}
+
+export interface ConnectDatabaseOptions {
+  appEnv: AppEnv;
+  url: string;
+  applicationName: string;
+  migrations: readonly Migration[];
+  logger: Logger;
+  /** Apply pending migrations now; defaults to `appEnv === 'local'` (elsewhere a migration Job does it). */
+  migrate?: boolean;
+  /** How long a new connection may take before the attempt fails. */
+  connectTimeoutMs?: number;
+  /** Server-side limit of one statement (the client gives up one second later). */
+  statementTimeoutMs?: number;
+}
+
+/**
+ * Opens a service's database. In `local` it first creates the database when missing and applies
+ * pending migrations, so a fresh machine needs no setup; in `test`/`prod` a migration Job does that.
+ */
+export async function connectDatabase(options: ConnectDatabaseOptions): Promise<Knex> {
+  const local = options.appEnv === 'local';
+  if (local) await ensureDatabaseExists(options.url, options.logger);
+  const db = createDatabase({
+    url: options.url,
+    applicationName: options.applicationName,
+    connectTimeoutMs: options.connectTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs,
+  });
+  if (options.migrate ?? local) {
+    const applied = await migrateToLatest(db, options.migrations);
+    options.logger.info({ database: databaseName(options.url), applied }, 'migrations up to date');
+  }
+  return db;
 }

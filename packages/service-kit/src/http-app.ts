@@ -1,14 +1,10 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
-import { rejectMalformedText, requestDeadline, securityHeaders } from './http-guards.ts';
+import { requestDeadline, securityHeaders } from './http-guards.ts';
 import { type RequestIdSource, httpLogger } from './http-logger.ts';
-import { gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
-import { strictNumericParameters } from './numeric-parameters.ts';
-import { openApiRouteOf, openApiValidator, operationNotBuilt } from './openapi.ts';
-import { nameServerSpan } from './trace-context.ts';
 
 export interface BaseAppOptions {
   logger: Logger;
@@ -133,52 +129,4 @@ export function finishApp(app: Express, options?: ErrorHandlerOptions): Express 
   app.use(notFoundHandler);
   app.use(errorHandler(options));
   return app;
-}
-
-export interface ApiAppOptions extends BaseAppOptions {
-  /** Path of the service's `openapi.yaml`. */
-  apiSpec: string;
-  /** Also check responses against the document (tests). */
-  validateResponses: boolean;
-  /** The service's component routers, mounted behind the validator. */
-  routers: readonly RequestHandler[];
-  /** How the error handler fills `messages`. */
-  errors?: ErrorHandlerOptions;
-  /** INTERNAL_ASSERTION_KEY: forwarded addresses and client key ids are believed only under its assertion. */
-  internalAssertionKey: string;
-}
-
-/**
- * Names the request's server span by the documented operation the validator matched
- * (`GET /v1/weather-stations/by/id/{stationId}`), as the gateway names its own: for a service that makes
- * its HTTP spans itself (risk, `httpSpans: 'own'`), whose span would otherwise carry the method alone.
- * Where OpenTelemetry's instrumentation makes the span, it names it again from Express's route at its end.
- */
-const nameSpanByOperation: RequestHandler = (req, _res, next) => {
-  const route = openApiRouteOf(req);
-  if (route !== undefined) nameServerSpan(req.method, route);
-  next();
-};
-
-/**
- * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id only under
- * its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
- * bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
- * yet, then the 404 and error handlers.
- */
-export function createApiApp(options: ApiAppOptions): Express {
-  const app = createBaseApp({ ...options, requestIdFrom: gatewayRequestId(options.internalAssertionKey) });
-  app.use(
-    inSequence([
-      trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),
-      express.json({ limit: '100kb' }),
-      rejectMalformedText,
-      ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),
-      strictNumericParameters(options.apiSpec),
-      nameSpanByOperation,
-    ]),
-  );
-  for (const router of options.routers) app.use(router);
-  app.use(operationNotBuilt);
-  return finishApp(app, options.errors);
 }

@@ -1,7 +1,9 @@
+// The main entry: what every deployable needs. A database (`./database`: knex, pg) and an OpenAPI-validated
+// API app (`./api-app`: express-openapi-validator) are entries of their own, so that the gateway, which
+// needs neither, does not load them (their modules were ~6 MB of its live heap).
 export * from './bootstrap.ts';
 export * from './config.ts';
 export * from './crash.ts';
-export * from './database.ts';
 export * from './health.ts';
 export * from './http-app.ts';
 export * from './http-guards.ts';
@@ -11,9 +13,8 @@ export * from './internal-assertion.ts';
 export * from './limits-config.ts';
 export * from './logger.ts';
 export * from './metrics.ts';
-export * from './numeric-parameters.ts';
 export * from './openapi-document.ts';
-export * from './openapi.ts';
+export * from './openapi-route.ts';
 export * from './paths.ts';
 export * from './periodic.ts';
 export * from './redis.ts';

@@ -3,7 +3,7 @@ import express from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReadinessCheck } from './health.ts';
-import { openApiRouteOf } from './openapi.ts';
+import { openApiRouteOf } from './openapi-route.ts';
 
 /** A process's Prometheus registry and the HTTP middleware that feeds it. */
 export interface Metrics {

@@ -26,11 +26,6 @@ export function openApiValidator(options: OpenApiOptions): RequestHandler[] {
   }) as RequestHandler[];
 }
 
-/** The documented route template the validator matched for `req` (`/v1/accounts/{userId}`); undefined before it ran or when none matched. */
-export function openApiRouteOf(req: object): string | undefined {
-  return (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute || undefined;
-}
-
 /**
  * Mounted after a service's routers: a request that matched a documented operation but no built
  * handler answers 501 in the error shape, so an operation that has not landed yet is never a 404.

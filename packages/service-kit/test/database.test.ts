@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ensureDatabaseExists, type Migration } from '../src/index.ts';
+import { ensureDatabaseExists, type Migration } from '../src/database.ts';
 import { TEST_POSTGRES_URL, createTestDatabase, uniqueName } from '../src/testing/index.ts';
 import { createDatabase, dropDatabase } from '../src/database.ts';
 

@@ -167,7 +167,7 @@ async function deleteKeys(where: StackRedis): Promise<void> {
 
 async function dropDatabases(urls: readonly string[]): Promise<void> {
   if (urls.length === 0) return;
-  const { dropDatabase } = await import('@platform/service-kit');
+  const { dropDatabase } = await import('@platform/service-kit/database');
   for (const url of urls) await dropDatabase(url).catch(() => undefined);
 }
 

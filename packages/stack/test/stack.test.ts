@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { closeRedis, createDatabase, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
+import { closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
+import { createDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL } from '@platform/service-kit/testing';
 import { startStack } from '../src/index.ts';
 

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /** citext: usernames are unique case-insensitively, enforced by the database rather than by code. */
 export const extensions: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 // Enumerations are CHECK constraints rather than Postgres enums: adding a value later is one
 // constraint swap instead of an ALTER TYPE that cannot run inside a transaction.

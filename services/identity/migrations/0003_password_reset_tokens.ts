@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * Password reset tokens (CONTRACT.md part 5): only the SHA-256 of a 256-bit token is kept; a token is

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * Phone activation codes (CONTRACT.md part 6). Only an HMAC of the 6-digit code is kept: a plain hash of a

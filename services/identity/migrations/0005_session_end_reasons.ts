@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 const BEFORE = `'logout', 'refresh-token-reuse', 'user-changed', 'password-reset'`;
 // user-blocked: the block after failed logins; username-changed: the login and recovery address moved;

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * How often a user's username was changed by someone other than an ADMIN, per UTC day (CONTRACT.md part 4:

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * The account's phone number as stored (as the user typed it) when the code was made, beside the E.164

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /** The event types of CONTRACT.md part 11, and the security-relevant changes this service records besides. */
 const TYPES = [

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 const BEFORE = `'logout', 'refresh-token-reuse', 'user-changed', 'password-reset', 'user-blocked', 'username-changed', 'max-lifetime'`;
 // revoked: its owner or an ADMIN ended it (DELETE /v1/auth/sessions, CONTRACT.md part 11).

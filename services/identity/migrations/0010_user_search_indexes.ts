@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * The indexes that keep GET /v1/users fast with a million users (CONTRACT.md part 11; bench/README.md has

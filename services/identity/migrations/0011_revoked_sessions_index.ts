@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * Serves the re-seed of Redis's revocation mirror after Redis lost its data (CONTRACT.md part 13): the

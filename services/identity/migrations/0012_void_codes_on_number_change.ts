@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * A code verifies only the number it was sent to: once `mobile_phone_number` changes, the account's open

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * The characters a screen or terminal acts on instead of showing (C0 and C1 controls, DEL, the line and

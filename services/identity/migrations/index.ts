@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 import { extensions } from './0001_extensions.ts';
 import { usersAccountsSessions } from './0002_users_accounts_sessions.ts';
 import { passwordResetTokens } from './0003_password_reset_tokens.ts';

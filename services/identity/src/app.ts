@@ -2,16 +2,18 @@ import { join } from 'node:path';
 import type { Express } from 'express';
 import { createTokenVerifier, staticKeySource } from '@platform/auth';
 import {
-  type Knex,
   type Lifecycle,
   type Logger,
   type Metrics,
   type Redis,
-  createApiApp,
-  databaseCheck,
   packageRoot,
   redisCheck,
 } from '@platform/service-kit';
+import { createApiApp } from '@platform/service-kit/api-app';
+import {
+  type Knex,
+  databaseCheck,
+} from '@platform/service-kit/database';
 import { createAccessTokenIssuer } from './auth/access-tokens.ts';
 import type { AuthServices } from './auth/auth-services.ts';
 import { accountsRouter } from './accounts/accounts.routes.ts';

@@ -4,7 +4,6 @@ import { isAbsolute, join } from 'node:path';
 import {
   type Host,
   closeRedis,
-  connectDatabase,
   createLogger,
   createMetrics,
   createMetricsApp,
@@ -16,6 +15,7 @@ import {
   packageRoot,
   serveUntilStopped,
 } from '@platform/service-kit';
+import { connectDatabase } from '@platform/service-kit/database';
 import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
 import { startAuditPruning } from './audit/audit-retention.ts';

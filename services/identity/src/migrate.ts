@@ -1,4 +1,5 @@
-import { connectDatabase, createLogger, loadConfigOrExit } from '@platform/service-kit';
+import { createLogger, loadConfigOrExit } from '@platform/service-kit';
+import { connectDatabase } from '@platform/service-kit/database';
 import { migrations } from '../migrations/index.ts';
 import { identityConfigSpec } from './config.ts';
 

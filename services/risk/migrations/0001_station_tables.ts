@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 /**
  * The three MGM data sets of data/SOURCES.md, with their rules in the database: official districts,

@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 
 const STATION_TABLES = ['districts', 'stations', 'mgm_centers'] as const;
 

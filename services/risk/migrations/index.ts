@@ -1,4 +1,4 @@
-import type { Migration } from '@platform/service-kit';
+import type { Migration } from '@platform/service-kit/database';
 import { stationTables } from './0001_station_tables.ts';
 import { stationDataVersion } from './0002_station_data_version.ts';
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Knex, packageRoot } from '@platform/service-kit';
+import { packageRoot } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { StationRow } from '../src/weather-stations/weather-stations.repository.ts';
 import { type CsvRecord, parseCsv } from './csv.ts';
 

@@ -7,10 +7,10 @@ import {
   type Logger,
   type Metrics,
   type Redis,
-  createApiApp,
   packageRoot,
   redisCheck,
 } from '@platform/service-kit';
+import { createApiApp } from '@platform/service-kit/api-app';
 import type { RiskConfig } from './config.ts';
 import { type StationIndexSource, stationIndexCheck } from './weather-stations/station-index-loader.ts';
 import { weatherStationsRouter } from './weather-stations/weather-stations.routes.ts';

@@ -4,19 +4,21 @@ import { guardMirrors } from '@platform/auth';
 import {
   type Host,
   closeRedis,
-  connectDatabase,
   createLogger,
   createMetrics,
   createMetricsApp,
   createRedis,
   redisConnectionName,
   redisConnectionOf,
-  databaseCheck,
   loadConfigOrExit,
   stopTracing,
   serveUntilStopped,
   withServerSpans,
 } from '@platform/service-kit';
+import {
+  connectDatabase,
+  databaseCheck,
+} from '@platform/service-kit/database';
 import { migrations } from '../migrations/index.ts';
 import { seedStationData } from '../seeds/station-data.ts';
 import { createRisk } from './app.ts';

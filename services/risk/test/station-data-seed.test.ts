@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { type TestDatabase, createTestDatabase } from '@platform/service-kit/testing';
 import { migrations } from '../migrations/index.ts';
 import { seedStationData } from '../seeds/station-data.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { captureLogger, createTestDatabase } from '@platform/service-kit/testing';
 import { migrations } from '../migrations/index.ts';
 import { seedStationData } from '../seeds/station-data.ts';

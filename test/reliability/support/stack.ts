@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { markRevocationsRestored } from '@platform/auth/testing';
 import type { Role } from '@platform/auth';
-import { type Knex, type Redis, createDatabase, loadConfig } from '@platform/service-kit';
+import { type Redis, loadConfig } from '@platform/service-kit';
+import { type Knex, createDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, type TestRedis, createTestRedis, testRedisClusterNodes, uniqueName } from '@platform/service-kit/testing';
 import { type Deployable, type StartedProcess, startStack as launch } from '@platform/stack';
 import { markReplayStoreWhole } from '../../../gateway/test/support/gateway-harness.ts';

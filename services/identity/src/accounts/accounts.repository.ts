@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { AccountRecord } from './account.ts';
 
 /** Columns of `accounts` under the names of `AccountRecord`. */

@@ -1,5 +1,5 @@
 import { type TokenVerifier, bearerAuth, principalOf } from '@platform/auth';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { Router } from 'express';
 import { auditContextOf } from '../request/audit-context.ts';
 import type { components } from '@platform/client/openapi/identity';

@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { ConflictError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '@platform/client/openapi/identity';

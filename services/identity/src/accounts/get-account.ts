@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { type AccountResponse, toAccountResponse } from './account.ts';
 import { assertMayUseAccountOf } from './account-access.ts';
 import { findAccountByUserId } from './accounts.repository.ts';

@@ -1,4 +1,5 @@
-import { type Knex, type Logger, periodic } from '@platform/service-kit';
+import { type Logger, periodic } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { deleteAuditEventsBefore } from './audit.repository.ts';
 
 /** Rows per DELETE: short statements, so pruning a backlog never holds locks or the statement timeout long. */

@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { type Position, exactInstant } from '../pagination/cursor.ts';
 import type { AuditEventType, NewAuditEvent } from './audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';

@@ -1,5 +1,5 @@
 import { type TokenVerifier, bearerAuth, requireAnyRole } from '@platform/auth';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { Router } from 'express';
 import { type AuditEventsQuery, listAuditEvents } from './list-audit-events.ts';
 

@@ -1,5 +1,5 @@
 import { BadRequestError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { operations } from '@platform/client/openapi/identity';
 import { decodeCursor, isBigint } from '../pagination/cursor.ts';

@@ -1,4 +1,5 @@
-import { type Knex, type Logger, currentRequestLog } from '@platform/service-kit';
+import { type Logger, currentRequestLog } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { Mailer } from '../notifications/mailer.ts';

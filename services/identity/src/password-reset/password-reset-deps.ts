@@ -1,4 +1,5 @@
-import type { Knex, Logger } from '@platform/service-kit';
+import type { Logger } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { Mailer } from '../notifications/mailer.ts';
 
 /** What the use cases of a password reset request need: its own file, so none of them imports another for its type. */

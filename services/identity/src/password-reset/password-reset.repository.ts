@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { UserRecord } from '../user-records/user.ts';
 
 /** A reset token row. */

@@ -1,5 +1,5 @@
 import { BadRequestError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';

@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { AccountRecord } from '../accounts/account.ts';
 import { ACCOUNT_COLUMNS } from '../accounts/accounts.repository.ts';
 

@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { BadRequestError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById, lockAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';

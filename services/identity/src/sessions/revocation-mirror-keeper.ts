@@ -1,5 +1,6 @@
 import { ALL_REVOCATION_BUCKETS, type TokenBlacklist, bucketMirrors, bucketStamps, guardMirrors, mirrorCloser, redisBlacklist, revocationBucket, revocationTicket, sameTicket } from '@platform/auth';
-import { type Knex, type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
+import { type Logger, type ReadinessCheck, type Redis, periodic } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { Position } from '../pagination/cursor.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
 

@@ -1,5 +1,6 @@
 import type { TokenBlacklist } from '@platform/auth';
-import { type Knex, type Logger, currentRequestLog } from '@platform/service-kit';
+import { type Logger, currentRequestLog } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';

@@ -1,5 +1,5 @@
 import type { TokenVerifier } from '@platform/auth';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { SessionEndings } from './session-endings.ts';
 
 /** What the sessions component works with (GET and DELETE /v1/auth/sessions); made once in app.ts. */

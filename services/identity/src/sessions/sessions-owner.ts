@@ -1,6 +1,6 @@
 import { type Principal, assertAnyRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 

@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { type Position, exactInstant } from '../pagination/cursor.ts';
 
 /** Why a session ended (the `sessions.revoked_reason` constraint lists the same). */

@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 
 /**
  * Counts one more change of the user's username today (UTC) and returns today's count, in the caller's

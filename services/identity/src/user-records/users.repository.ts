@@ -1,5 +1,5 @@
 import type { Role } from '@platform/auth';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { type Position, exactInstant } from '../pagination/cursor.ts';
 import type { UserRecord, UserStatus } from './user.ts';
 

@@ -1,4 +1,5 @@
-import type { Knex, Logger } from '@platform/service-kit';
+import type { Logger } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { SYSTEM_AUDIT_CONTEXT } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';

@@ -1,5 +1,5 @@
 import { ConflictError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';

@@ -1,6 +1,6 @@
 import { type Principal, assertSelfOrRole } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
 import { findUserById } from '../user-records/users.repository.ts';

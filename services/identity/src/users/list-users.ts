@@ -1,5 +1,5 @@
 import type { Role } from '@platform/auth';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { findAccountsByUserIds } from '../accounts/accounts.repository.ts';
 import type { operations } from '@platform/client/openapi/identity';
 import { decodeCursor } from '../pagination/cursor.ts';

@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';

@@ -1,5 +1,6 @@
 import { ServiceUnavailableError } from '@platform/errors';
-import { type Knex, type Logger, type ReadinessCheck, periodic } from '@platform/service-kit';
+import { type Logger, type ReadinessCheck, periodic } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import { type StationIndex, buildStationIndex } from './station-index.ts';
 import { readStationData, readStationDataVersion } from './weather-stations.repository.ts';
 

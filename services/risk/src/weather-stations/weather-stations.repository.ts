@@ -1,4 +1,4 @@
-import type { Knex } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
 import type { Station, StationData } from './station-index.ts';
 
 /** A row of `stations` as stored (stations.csv). */
