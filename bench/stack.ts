@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { type Deployable, type ExtraProcess, type StartedProcess, imageNodeOptions as imageNodeOptionsIn, startStack as launch } from '@platform/stack';
+import {
+  type Deployable,
+  type ExtraProcess,
+  type StartedProcess,
+  imageNodeArgs as imageNodeArgsIn,
+  imageNodeOptions as imageNodeOptionsIn,
+  startStack as launch,
+} from '@platform/stack';
 import { type BenchConfig, ROOT } from './config.ts';
 import { type RequestShape, signOnce } from './signer.ts';
 
@@ -30,6 +37,11 @@ export interface Stack {
  */
 export function imageNodeOptions(name: Deployable): string {
   return imageNodeOptionsIn(ROOT, name);
+}
+
+/** The V8 flags a deployable's image passes on its CMD line, before the script (deploy/<name>/Dockerfile). */
+export function imageNodeArgs(name: Deployable): string[] {
+  return imageNodeArgsIn(ROOT, name);
 }
 
 /** The deployable a started process is an instance of (`risk-scaled` is a risk). */
@@ -67,8 +79,13 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
     redis: { url: config.redisUrl, prefix: `${runId}:` },
     output: { dir: logDir },
     nodeOptions: (name) => config.nodeOptions ?? imageNodeOptions(deployableOf(name)),
+    // The image's heap flags are its NODE_OPTIONS and its CMD's: BENCH_NODE_OPTIONS replaces both.
     // A profile is written when the process exits, so it covers the whole run.
-    nodeArgs: (name) => [...config.nodeArgs, ...(config.cpuProf.has(name) ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])],
+    nodeArgs: (name) => [
+      ...(config.nodeOptions === undefined ? imageNodeArgs(deployableOf(name)) : []),
+      ...config.nodeArgs,
+      ...(config.cpuProf.has(name) ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+    ],
   });
   return {
     gatewayUrl: stack.urls.gateway,

@@ -58,7 +58,7 @@ describe('pnpm bench (bench/run.ts), smoke', function () {
   });
 });
 
-describe('pnpm bench: the services run with their images NODE_OPTIONS', () => {
+describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD flags', () => {
   it('reads the same value from each Dockerfile as the deployment checks do', async () => {
     const { imageNodeOptions } = await import('../bench/stack.ts');
     const { DEPLOYABLES, imageEnv } = await import('./deploy-support/deployables.ts');
@@ -67,6 +67,16 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS', () => {
       assert.ok(fromImage !== undefined && 'literal' in fromImage, `${d.name}'s image sets no NODE_OPTIONS`);
       assert.equal(imageNodeOptions(d.name), fromImage.literal);
     }
+  });
+
+  it('passes the flags of each image\'s CMD line too (the gateway\'s --heap-growing-percent)', async () => {
+    const { imageNodeArgs } = await import('../bench/stack.ts');
+    const { DEPLOYABLES, parseDockerfile, readDockerfile } = await import('./deploy-support/deployables.ts');
+    for (const d of DEPLOYABLES) {
+      const cmd = parseDockerfile(readDockerfile(root, d)).at(-1)?.instructions.find((i) => i.op === 'CMD')?.args ?? '';
+      assert.deepEqual(imageNodeArgs(d.name), (JSON.parse(cmd) as string[]).slice(1, -1), `${d.name}: ${cmd}`);
+    }
+    assert.deepEqual(imageNodeArgs('gateway'), ['--heap-growing-percent=20']);
   });
 });
 

@@ -4,10 +4,10 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { dropDatabase } from '@platform/service-kit';
+import { dropDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
-import { DEPLOYABLES, type DeployableName, REPO_ROOT, imageEnv, parseDockerfile, readDockerfile } from './deploy-support/deployables.ts';
+import { DEPLOYABLES, type DeployableName, REPO_ROOT, imageEnv, imageNodeArgs, parseDockerfile, readDockerfile } from './deploy-support/deployables.ts';
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 
 // Without a Docker engine, each image is laid out as its Dockerfile's runtime stage does it: the
@@ -91,7 +91,9 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
         const env: Record<string, string> = {};
         for (const [name, value] of imageEnv(REPO_ROOT, d)) if ('literal' in value) env[name] = inApp(app, value.literal);
         Object.assign(env, shared, { [d.portKey]: String(ports[d.name]) }, d.name === 'gateway' ? { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } : {});
-        children.push(startProcess({ name: d.name, entry: 'dist/src/index.js', cwd: app, env, url: `http://127.0.0.1:${ports[d.name]}`, output: 'capture' }));
+        // The CMD's node flags too (the gateway's --heap-growing-percent): a flag this Node refused would stop it here.
+        const nodeArgs = imageNodeArgs(REPO_ROOT, d.name);
+        children.push(startProcess({ name: d.name, entry: 'dist/src/index.js', nodeArgs, cwd: app, env, url: `http://127.0.0.1:${ports[d.name]}`, output: 'capture' }));
       }
       const deadline = Date.now() + 60_000;
       for (const child of children) assert.ok(await untilOk(`${child.url}/health/ready`, deadline, child), `${child.url} never ready:\n${output()}`);

@@ -154,4 +154,11 @@ describe('deployment checks on a broken copy', () => {
     mutate('deploy/risk/Dockerfile', 'ENV NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=192"', 'ENV NODE_OPTIONS="--max-semi-space-size=16 --inspect=0.0.0.0:9229"');
     includes(dockerfileProblems(root, deployable('risk')), 'NODE_OPTIONS may only size the V8 heap');
   });
+
+  it('rejects a CMD that passes node more than the heap-growing flag (a debugger port, a preloaded file)', () => {
+    mutate('deploy/gateway/Dockerfile', 'CMD ["node", "--heap-growing-percent=20", "dist/src/index.js"]', 'CMD ["node", "--inspect=0.0.0.0:9229", "dist/src/index.js"]');
+    mutate('deploy/risk/Dockerfile', 'CMD ["node", "dist/src/index.js"]', 'CMD ["node", "--heap-growing-percent=20", "--require=/tmp/x.js", "dist/src/index.js"]');
+    includes(dockerfileProblems(root, deployable('gateway')), 'CMD must be ["node", "dist/src/index.js"], with at most --heap-growing-percent=<n>');
+    includes(dockerfileProblems(root, deployable('risk')), 'CMD must be ["node", "dist/src/index.js"], with at most --heap-growing-percent=<n>');
+  });
 });

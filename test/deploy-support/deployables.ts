@@ -138,4 +138,4 @@ export function sourceOf(d: Deployable, compiled: string): string | undefined {
 }
 
 // The Dockerfile reader is the launcher's (@platform/stack), which the benchmark reads images' NODE_OPTIONS with.
-export { type DockerInstruction, imageEnv, parseDockerfile, readDockerfile, stageEnv } from '@platform/stack';
+export { type DockerInstruction, imageEnv, imageNodeArgs, parseDockerfile, readDockerfile, stageEnv } from '@platform/stack';

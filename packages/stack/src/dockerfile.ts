@@ -54,3 +54,23 @@ export function imageNodeOptions(root: string, name: string): string {
   const value = imageEnv(root, { name }).get('NODE_OPTIONS');
   return value !== undefined && 'literal' in value ? value.literal : '';
 }
+
+/**
+ * The node flags a deployable's image puts before its script in the final stage's CMD
+ * (`["node", "--heap-growing-percent=20", "dist/src/index.js"]` → `--heap-growing-percent=20`): V8 flags
+ * that NODE_OPTIONS refuses. Empty when the CMD has none or is not that exec form.
+ */
+export function imageNodeArgs(root: string, name: string): string[] {
+  const cmd = parseDockerfile(readDockerfile(root, { name }))
+    .at(-1)
+    ?.instructions.filter((i) => i.op === 'CMD')
+    .at(-1)?.args;
+  let argv: unknown;
+  try {
+    argv = JSON.parse(cmd ?? '[]');
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(argv) || argv[0] !== 'node' || !argv.every((a) => typeof a === 'string')) return [];
+  return (argv as string[]).slice(1, -1);
+}
