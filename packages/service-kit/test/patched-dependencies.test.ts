@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Command, Redis } from 'ioredis';
+import { TEST_REDIS_URL } from '../src/testing/index.ts';
 
 // patches/ (package.json pnpm.patchedDependencies) carries measured hot-path fixes of dependencies
 // (bench/README.md, second pass). pnpm refuses to install when a patch no longer applies; these check
@@ -14,6 +15,20 @@ describe('patched dependencies', () => {
       const pipeline = redis.pipeline().set('a', '1').get('a');
       assert.equal(Object.getOwnPropertyDescriptor(pipeline, 'length'), undefined);
       assert.equal(pipeline.length, 2);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('ioredis: a command answered within its timeout keeps its timer field, set to undefined, not deleted (no dictionary mode)', async () => {
+    const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 5000, lazyConnect: true });
+    try {
+      await redis.connect();
+      const timed = new Command('ping', [], { replyEncoding: 'utf8' });
+      assert.equal(await redis.sendCommand(timed), 'PONG');
+      // It had a timer (commandTimeout), and _clearTimers ended it on the answer.
+      assert.ok(Object.hasOwn(timed, '_commandTimeoutTimer'), 'the timer field was deleted');
+      assert.equal((timed as unknown as { _commandTimeoutTimer?: unknown })._commandTimeoutTimer, undefined);
     } finally {
       redis.disconnect();
     }
