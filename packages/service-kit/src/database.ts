@@ -1,11 +1,14 @@
 import knexModule, { type Knex } from 'knex';
 import pg from 'pg';
-
-// knex ships CommonJS only: its factory is the default export under Node's ESM loader.
-const knex = knexModule;
 import type { AppEnv } from './config.ts';
 import type { ReadinessCheck } from './health.ts';
 import type { Logger } from './logger.ts';
+
+// `@platform/service-kit/database`, apart from the main entry so that a process without a database (the
+// gateway) does not load knex and pg.
+
+// knex ships CommonJS only: its factory is the default export under Node's ESM loader.
+const knex = knexModule;
 
 export type { Knex } from 'knex';
 
