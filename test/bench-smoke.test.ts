@@ -69,14 +69,15 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD fl
     }
   });
 
-  it('passes the flags of each image\'s CMD line too (the gateway\'s --heap-growing-percent)', async () => {
+  it('passes the flags of each image\'s CMD line too (the gateway\'s --heap-growing-percent, --no-maglev)', async () => {
     const { imageNodeArgs } = await import('../bench/stack.ts');
     const { DEPLOYABLES, parseDockerfile, readDockerfile } = await import('./deploy-support/deployables.ts');
     for (const d of DEPLOYABLES) {
       const cmd = parseDockerfile(readDockerfile(root, d)).at(-1)?.instructions.find((i) => i.op === 'CMD')?.args ?? '';
       assert.deepEqual(imageNodeArgs(d.name), (JSON.parse(cmd) as string[]).slice(1, -1), `${d.name}: ${cmd}`);
     }
-    assert.deepEqual(imageNodeArgs('gateway'), ['--heap-growing-percent=20']);
+    assert.deepEqual(imageNodeArgs('gateway'), ['--heap-growing-percent=20', '--no-maglev']);
+    assert.deepEqual(imageNodeArgs('risk'), ['--no-maglev']);
   });
 });
 

@@ -91,7 +91,7 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
         const env: Record<string, string> = {};
         for (const [name, value] of imageEnv(REPO_ROOT, d)) if ('literal' in value) env[name] = inApp(app, value.literal);
         Object.assign(env, shared, { [d.portKey]: String(ports[d.name]) }, d.name === 'gateway' ? { GATEWAY_MANAGEMENT_PORT: String(await freePort()) } : {});
-        // The CMD's node flags too (the gateway's --heap-growing-percent): a flag this Node refused would stop it here.
+        // The CMD's node flags too (--heap-growing-percent, --no-maglev): a flag this Node refused would stop it here.
         const nodeArgs = imageNodeArgs(REPO_ROOT, d.name);
         children.push(startProcess({ name: d.name, entry: 'dist/src/index.js', nodeArgs, cwd: app, env, url: `http://127.0.0.1:${ports[d.name]}`, output: 'capture' }));
       }

@@ -98,10 +98,10 @@ export function dockerfileProblems(root: string, d: Deployable): string[] {
   if (!healthcheck.includes('/health/live') || !healthcheck.includes(`process.env.${d.portKey}`)) {
     problems.push(`${where}: HEALTHCHECK must call /health/live on $${d.portKey}`);
   }
-  // CMD: node on the compiled entry; between them only the V8 heap flags NODE_OPTIONS refuses.
+  // CMD: node on the compiled entry; between them only the V8 memory flags NODE_OPTIONS refuses, in this order.
   const cmd = final.filter((i) => i.op === 'CMD').at(-1)?.args;
-  if (cmd === undefined || !/^\["node", ("--heap-growing-percent=\d+", )?"dist\/src\/index\.js"\]$/.test(cmd)) {
-    problems.push(`${where}: CMD must be ["node", "dist/src/index.js"], with at most --heap-growing-percent=<n> before the script, got ${cmd}`);
+  if (cmd === undefined || !/^\["node", ("--heap-growing-percent=\d+", )?("--no-maglev", )?"dist\/src\/index\.js"\]$/.test(cmd)) {
+    problems.push(`${where}: CMD must be ["node", "dist/src/index.js"], with at most --heap-growing-percent=<n> and --no-maglev before the script, got ${cmd}`);
   }
   if (pkg.main !== './dist/src/index.js' || sourceOf(d, 'dist/src/index.js') === undefined) {
     problems.push(`${where}: ${d.dir}/package.json main (${pkg.main}) is not dist/src/index.js compiled from src/index.ts`);

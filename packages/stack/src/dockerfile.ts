@@ -57,7 +57,7 @@ export function imageNodeOptions(root: string, name: string): string {
 
 /**
  * The node flags a deployable's image puts before its script in the final stage's CMD
- * (`["node", "--heap-growing-percent=20", "dist/src/index.js"]` → `--heap-growing-percent=20`): V8 flags
+ * (`["node", "--heap-growing-percent=20", "--no-maglev", "dist/src/index.js"]` → both flags): V8 flags
  * that NODE_OPTIONS refuses. Empty when the CMD has none or is not that exec form.
  */
 export function imageNodeArgs(root: string, name: string): string[] {
