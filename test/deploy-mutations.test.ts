@@ -151,7 +151,7 @@ describe('deployment checks on a broken copy', () => {
   });
 
   it('rejects NODE_OPTIONS in an image that does more than size the heap (a debugger port, a preloaded file)', () => {
-    mutate('deploy/risk/Dockerfile', 'ENV NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=192"', 'ENV NODE_OPTIONS="--max-semi-space-size=16 --inspect=0.0.0.0:9229"');
+    mutate('deploy/risk/Dockerfile', 'ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=192"', 'ENV NODE_OPTIONS="--max-semi-space-size=8 --inspect=0.0.0.0:9229"');
     includes(dockerfileProblems(root, deployable('risk')), 'NODE_OPTIONS may only size the V8 heap');
   });
 
