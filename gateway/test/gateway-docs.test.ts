@@ -123,6 +123,35 @@ describe('GET /openapi.json and GET /docs', () => {
     assert.doesNotMatch(res.text, /<script|<link|src=|https?:\/\/(?!localhost)[a-z]/i);
   });
 
+  it('renders the page on its first request: two first requests at once get the same whole page', async () => {
+    const app = build(doc);
+    const [a, b] = await Promise.all([request(app).get('/docs'), request(app).get('/docs')]);
+    assert.equal(a.status, 200);
+    assert.equal(b.status, 200);
+    assert.equal(a.text, b.text);
+    assert.match(a.text, /<\/html>\s*$/);
+  });
+
+  it('answers a page it cannot render with a 500 in the error shape, and tries again on the next request', async () => {
+    // A response that names nothing: the page cannot be rendered from it (the API itself is unaffected).
+    const broken = structuredClone(doc);
+    const isOperation = (o: unknown): o is { responses: Record<string, unknown> } => typeof o === 'object' && o !== null && 'responses' in o;
+    const operation = Object.values(broken.paths ?? {})
+      .flatMap((item) => Object.values(item ?? {}) as unknown[])
+      .find(isOperation);
+    assert.ok(operation !== undefined, 'the document has an operation');
+    operation.responses['599'] = { $ref: '#/components/responses/Nothing' };
+    const app = build(broken);
+    const first = await request(app).get('/docs');
+    assert.equal(first.status, 500);
+    assert.equal(first.body.status, 500);
+    assert.doesNotMatch(first.text, /Nothing|\$ref|at .*\.ts/);
+    // Mended, the same gateway renders it: a failed render was not kept.
+    delete operation.responses['599'];
+    const second = await request(app).get('/docs');
+    assert.equal(second.status, 200);
+  });
+
   it('when asked with another method, answers 405', async () => {
     assert.equal((await request(build(doc)).post('/docs')).status, 405);
     assert.equal((await request(build(doc)).delete('/openapi.json')).status, 405);

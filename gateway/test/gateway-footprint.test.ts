@@ -39,4 +39,10 @@ describe('gateway footprint', () => {
       assert.ok(!loaded.has(unused), `the gateway loads ${unused}, which it never uses`);
     }
   });
+
+  it('loads the docs page\'s CommonMark renderer only when someone asks for the page', async () => {
+    const loaded = await packagesLoadedBy(new URL('../src/index.ts', import.meta.url));
+    assert.ok(loaded.has('express'), `the hook saw the gateway's imports (loaded: ${[...loaded].sort().join(', ')})`);
+    assert.ok(!loaded.has('markdown-it'), 'the gateway loads markdown-it at start');
+  });
 });

@@ -1,6 +1,5 @@
 import express, { type Router } from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
-import { renderDocsPage } from './docs-page.ts';
 import type { OpenApiDocument } from '@platform/service-kit';
 
 /** No script, no outside resource: the page is plain HTML and inline CSS. */
@@ -9,7 +8,15 @@ const DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'
 /** `GET /openapi.json` (the merged document) and `GET /docs` (its reference page), unsigned and not proxied. */
 export function docsRouter(document: OpenApiDocument): Router {
   const router = express.Router();
-  const page = renderDocsPage(document);
+  // Rendered on its first request, not at start: the CommonMark renderer (markdown-it and its tables,
+  // ~2 MB of heap) stays loaded for a process's life, and most gateways never serve this page
+  // (bench/README.md, issue 27). A failed render is tried again by the next request.
+  let page: Promise<string> | undefined;
+  const docsPage = (): Promise<string> =>
+    (page ??= import('./docs-page.ts').then(({ renderDocsPage }) => renderDocsPage(document)).catch((err: unknown) => {
+      page = undefined;
+      throw err;
+    }));
   router
     .route('/openapi.json')
     .get((_req, res) => {
@@ -18,8 +25,10 @@ export function docsRouter(document: OpenApiDocument): Router {
     .all(methodNotAllowedHandler);
   router
     .route('/docs')
-    .get((_req, res) => {
-      res.set('Content-Security-Policy', DOCS_CSP).type('html').send(page);
+    .get((_req, res, next) => {
+      docsPage().then((html) => {
+        res.set('Content-Security-Policy', DOCS_CSP).type('html').send(html);
+      }, next);
     })
     .all(methodNotAllowedHandler);
   return router;
