@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import express from 'express';
 import request from 'supertest';
 import { parse } from 'yaml';
 import { type OpenApiDocument, createMetrics, loadConfig } from '@platform/service-kit';
 import { type TestRedis, captureLogger, createTestRedis } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
+import { docsRouter } from '../src/docs/docs.routes.ts';
 import { loadApiDocument } from '../src/docs/load-api-document.ts';
 
 type Json = Record<string, unknown>;
@@ -150,6 +152,33 @@ describe('GET /openapi.json and GET /docs', () => {
     delete operation.responses['599'];
     const second = await request(app).get('/docs');
     assert.equal(second.status, 200);
+  });
+
+  it('when something answered before the page was ready (the request deadline), leaves that answer alone: no write, no error', async () => {
+    const unhandled: unknown[] = [];
+    const errors: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const app = express();
+      // As the deadline's 503 does: the answer is sent, and the docs route still runs.
+      app.use((_req, res, next) => {
+        res.status(503).json({ status: 503 });
+        next();
+      });
+      app.use(docsRouter(doc));
+      app.use((err: unknown, _req: express.Request, _res: express.Response, next: express.NextFunction) => {
+        errors.push(err);
+        next(err);
+      });
+      const res = await request(app).get('/docs');
+      assert.equal(res.status, 503);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(unhandled, []);
+      assert.deepEqual(errors, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('when asked with another method, answers 405', async () => {

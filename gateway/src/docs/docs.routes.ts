@@ -26,9 +26,12 @@ export function docsRouter(document: OpenApiDocument): Router {
   router
     .route('/docs')
     .get((_req, res, next) => {
-      docsPage().then((html) => {
-        res.set('Content-Security-Policy', DOCS_CSP).type('html').send(html);
-      }, next);
+      docsPage()
+        .then((html) => {
+          // The request deadline may have answered while the first render ran.
+          if (!res.headersSent) res.set('Content-Security-Policy', DOCS_CSP).type('html').send(html);
+        })
+        .catch(next);
     })
     .all(methodNotAllowedHandler);
   return router;
