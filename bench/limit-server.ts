@@ -10,13 +10,17 @@
 // (limit E: limit D whose one Redis round trip is the gateway's own admission, @platform/gateway/engine: the
 // rate window, the nonce, the idempotency key, the revocation check and the slot's past, after the bearer
 // token verified as the gateway verifies it; still one flat handler, no logs, metrics or headers of its own:
-// what the gateway's checks cost without its pipeline).
+// what the gateway's checks cost without its pipeline); `bearer` (limit F: limit B behind what a direct call to
+// risk must do before it answers, CONTRACT.md parts 4 and 10: the bearer token verified as risk verifies it,
+// @platform/auth's verifier on identity's JWKS, and its revocations read in the stack's Redis, one round trip;
+// no validator, logs, metrics or headers: the floor of risk's direct by/id on this machine).
 // Usage: node bench/limit-server.ts node|express <port>, node bench/limit-server.ts proxy <port> <target>,
 // node bench/limit-server.ts contract <port> <target> <redis-url> <key-secret>,
-// node bench/limit-server.ts checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>
+// node bench/limit-server.ts checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>,
+// node bench/limit-server.ts bearer <port> - <redis-url> - <redis-key-prefix> <jwks-url>
 import { createHash, createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse, createServer, request } from 'node:http';
-import { bearerTokenOf, createTokenVerifier, jwksKeySource } from '@platform/auth';
+import { bearerAuth, bearerTokenOf, createTokenVerifier, jwksKeySource, redisBlacklist } from '@platform/auth';
 import { signatureBase } from '@platform/client';
 import { createAdmissionStore } from '@platform/gateway/engine';
 import { createLogger, createRedis } from '@platform/service-kit';
@@ -36,10 +40,10 @@ const known =
   mode === 'express' ||
   (mode === 'proxy' && target !== undefined) ||
   (mode === 'contract' && keySecret !== undefined) ||
-  (mode === 'checks' && jwksUrl !== undefined);
+  ((mode === 'checks' || mode === 'bearer') && jwksUrl !== undefined);
 if (!known || !Number.isInteger(port)) {
   process.stderr.write(
-    'usage: node bench/limit-server.ts node|express <port>, proxy <port> <target>, contract <port> <target> <redis-url> <key-secret>, or checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>\n',
+    'usage: node bench/limit-server.ts node|express <port>, proxy <port> <target>, contract <port> <target> <redis-url> <key-secret>, checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>, or bearer <port> - <redis-url> - <redis-key-prefix> <jwks-url>\n',
   );
   process.exit(2);
 }
@@ -58,6 +62,31 @@ function bareExpress() {
   app.disable('etag');
   app.get('/v1/weather-stations/by/id/:stationId', (_req, res) => {
     res.type('application/json').send(STATION_JSON);
+  });
+  return createServer(app);
+}
+
+/**
+ * Limit F: limit B's answer after risk's own bearer check of a direct call (no gateway assertion): the token
+ * verified by the same verifier risk builds (services/risk/src/app.ts: identity's JWKS, the blacklist on a
+ * client made as risk makes its own, auto-pipelined, in the stack's prefix), so every answer reads the
+ * token's and its session's revocations in Redis.
+ */
+function bareBearer(url: string, prefix: string, jwks: string) {
+  const redis = createRedis({ url, keyPrefix: prefix, logger: createLogger({ service: 'limit-f', level: 'silent' }) });
+  const verifier = createTokenVerifier({ keys: jwksKeySource({ url: jwks, refreshIntervalMs: 5000 }), issuer: ISSUER, audience: AUDIENCE, blacklist: redisBlacklist(redis) });
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.get('/health/live', (_req, res) => {
+    res.json({ status: 'UP' });
+  });
+  app.get('/v1/weather-stations/by/id/:stationId', bearerAuth(verifier), (_req, res) => {
+    res.type('application/json').send(STATION_JSON);
+  });
+  // The refusals' statuses (401, or 503 when Redis cannot say): the bench counts every non-2xx.
+  app.use((err: { status?: number }, _req: Request, res: express.Response, _next: express.NextFunction) => {
+    refuse(res, err.status ?? 500);
   });
   return createServer(app);
 }
@@ -211,6 +240,8 @@ const server =
         ? bareProxy(String(target))
         : mode === 'contract'
           ? contractFloor(String(target), new Redis(String(redisUrl), { enableAutoPipelining: false, maxRetriesPerRequest: 1 }), String(keySecret))
-          : checksFloor(String(target), String(redisUrl), String(keySecret), String(redisPrefix), String(jwksUrl));
+          : mode === 'bearer'
+            ? bareBearer(String(redisUrl), String(redisPrefix), String(jwksUrl))
+            : checksFloor(String(target), String(redisUrl), String(keySecret), String(redisPrefix), String(jwksUrl));
 server.listen(port, '127.0.0.1', () => process.stdout.write(`listening ${port}\n`));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -48,49 +48,65 @@ export async function limitScenarios(ctx: RunContext): Promise<void> {
   }
 }
 
-/** Risk direct: both lookups with a bearer token, closed loop. */
+/** Limit F (bench/limit-server.ts `bearer`): limit B behind risk's bearer check, on the stack's identity keys and in its Redis prefix. */
+async function startLimitF(ctx: RunContext, stack: Stack, redisPrefix: string): Promise<StartedProcess> {
+  const port = await freePort();
+  const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
+  return startLimitServer(ctx, 'limit-f', ['bearer', String(port), '-', ctx.config.redisUrl, '-', redisPrefix, jwks], port, '/health/live');
+}
+
+/**
+ * Risk direct: both lookups with a bearer token, closed loop. By/id by turns (BENCH_ROUNDS rounds, the
+ * medians) with limit B, the target's floor, and limit F, what a direct call must do before it answers;
+ * then the three at one pace, by turns too.
+ */
 export async function riskScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const servers = { risk: stack.riskPid };
   await measureClosed(ctx, 'risk-city-district', 'risk direct: by/city-district', directTarget(stack.riskUrl, cityDistrict(session.token)), { servers });
-  // By/id as a client calls it directly (risk reads the token's revocations) and as the gateway calls it
-  // (its assertion vouches for the token: no revocation read, CONTRACT.md part 10), at a direct call's rate,
-  // by turns. Behind the gateway itself risk runs at a third of this rate, where its CPU per answer is not
-  // comparable with limit B's.
-  await measureClosedInTurns(ctx, [
-    { id: 'risk-by-id', label: 'risk direct: by/id', target: directTarget(stack.riskUrl, byId(session.token)), servers },
-    ...(stack.assertionKey === undefined
-      ? []
-      : [{ id: 'risk-vouched-by-id', label: 'risk vouched: by/id (the gateway\'s assertion)', target: vouchedTarget(stack.riskUrl, byId(session.token), stack.assertionKey), servers }]),
-  ]);
-  // And both at one pace: under the closed loop limit B answers ~50,000 req/s, risk ~10,000.
   const port = await freePort();
   const limitB = await startLimitServer(ctx, 'limit-b', ['express', String(port)], port, BY_ID);
-  try {
-    const rate = ctx.config.equalRate;
-    await measureFixed(ctx, 'limit-b-equal-rate', `limit B: bare Express 5, at ${rate} req/s`, directTarget(limitB.url, byId(undefined)), rate, { 'limit-b': limitB.pid });
-    await measureFixed(ctx, 'risk-by-id-equal-rate', `risk direct: by/id, at ${rate} req/s`, directTarget(stack.riskUrl, byId(session.token)), rate, servers);
-  } finally {
+  // Limit F needs the stack's own Redis prefix (the session's revocations); not against an external stack.
+  const limitF = stack.redisPrefix === undefined ? undefined : await startLimitF(ctx, stack, stack.redisPrefix).catch(async (err: unknown) => {
     await limitB.stop();
+    throw err;
+  });
+  try {
+    const limitBTarget = directTarget(limitB.url, byId(undefined));
+    const limitFTarget = limitF === undefined ? undefined : directTarget(limitF.url, byId(session.token));
+    const directById = directTarget(stack.riskUrl, byId(session.token));
+    const limits = (suffix: string) => [
+      { id: `limit-b-${suffix}`, label: 'limit B: bare Express 5', target: limitBTarget, servers: { 'limit-b': limitB.pid } },
+      ...(limitF === undefined || limitFTarget === undefined
+        ? []
+        : [{ id: `limit-f-${suffix}`, label: 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)', target: limitFTarget, servers: { 'limit-f': limitF.pid } }]),
+    ];
+    // By/id as a client calls it directly (risk reads the token's revocations) and as the gateway calls it
+    // (its assertion vouches for the token: no revocation read, CONTRACT.md part 10). Behind the gateway
+    // itself risk runs at a third of this rate, where its CPU per answer is not comparable with limit B's.
+    await measureClosedInTurns(ctx, [
+      ...limits('in-turns'),
+      { id: 'risk-by-id', label: 'risk direct: by/id', target: directById, servers },
+      ...(stack.assertionKey === undefined
+        ? []
+        : [{ id: 'risk-vouched-by-id', label: 'risk vouched: by/id (the gateway\'s assertion)', target: vouchedTarget(stack.riskUrl, byId(session.token), stack.assertionKey), servers }]),
+    ]);
+    // And at one pace (BENCH_EQUAL_RATE): under the closed loop limit B answers ~35,000 req/s, risk ~11,000,
+    // and a process answering faster shares each wake-up among more answers.
+    await measureClosedInTurns(ctx, [...limits('equal-rate'), { id: 'risk-by-id-equal-rate', label: 'risk direct: by/id', target: directById, servers }], ctx.config.equalRate);
+  } finally {
+    await Promise.all([limitB.stop(), limitF?.stop()]);
   }
 }
 
 /**
  * The same two lookups through the gateway, each request freshly signed; and limit C: by/id through a
- * bare Express + http-proxy-middleware proxy to the same risk service, unsigned (the proxying floor).
+ * bare Express + http-proxy-middleware proxy to the same risk service, unsigned (the proxying floor). The
+ * three by turns (BENCH_ROUNDS rounds, the medians), then limit C and the gateway by/id at one pace by
+ * turns; limits D and E between, once each.
  */
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  const port = await freePort();
-  const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
-  try {
-    const label = 'limit C: bare Express proxy → risk by/id';
-    const proxyServers = { 'limit-c': proxy.pid, risk: stack.riskPid };
-    await measureClosed(ctx, 'limit-c', label, directTarget(proxy.url, byId(session.token)), { servers: proxyServers });
-    await measureFixed(ctx, 'limit-c-equal-rate', `${label}, at ${ctx.config.equalRate} req/s`, directTarget(proxy.url, byId(session.token)), ctx.config.equalRate, proxyServers);
-  } finally {
-    await proxy.stop();
-  }
   // Limit D: the contract's own per-request work (signature, digest, one Redis claim, forwarding) and no more.
   const floorPort = await freePort();
   const floor = await startLimitServer(ctx, 'limit-d', ['contract', String(floorPort), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret], floorPort, '/health/live');
@@ -114,11 +130,22 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
       await checks.stop();
     }
   }
-  const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
-  await measureClosed(ctx, 'gateway-by-id', 'gateway: by/id (signed)', (await signedTarget(ctx, stack.gatewayUrl, byId(session.token))), { servers });
-  await measureClosed(ctx, 'gateway-city-district', 'gateway: by/city-district (signed)', (await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token))), { servers });
-  // Limit C's pace, not the gateway's: CPU per answer of both at one rate.
-  await measureFixed(ctx, 'gateway-by-id-equal-rate', `gateway: by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, stack.gatewayUrl, byId(session.token)), ctx.config.equalRate, servers);
+  const port = await freePort();
+  const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
+  try {
+    const limitC = { label: 'limit C: bare Express proxy → risk by/id', target: directTarget(proxy.url, byId(session.token)), servers: { 'limit-c': proxy.pid, risk: stack.riskPid } };
+    const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
+    const gatewayById = await signedTarget(ctx, stack.gatewayUrl, byId(session.token));
+    await measureClosedInTurns(ctx, [
+      { id: 'limit-c', ...limitC },
+      { id: 'gateway-by-id', label: 'gateway: by/id (signed)', target: gatewayById, servers },
+      { id: 'gateway-city-district', label: 'gateway: by/city-district (signed)', target: await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token)), servers },
+    ]);
+    // Limit C's pace, not the gateway's: CPU per answer of both at one rate.
+    await measureClosedInTurns(ctx, [{ id: 'limit-c-equal-rate', ...limitC }, { id: 'gateway-by-id-equal-rate', label: 'gateway: by/id (signed)', target: gatewayById, servers }], ctx.config.equalRate);
+  } finally {
+    await proxy.stop();
+  }
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }
 
