@@ -4,7 +4,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ScenarioResult } from '../bench/context.ts';
 import { kindOf, parseReport, summarise } from '../bench/perf-summary.ts';
+import { evaluate } from '../bench/report.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -55,6 +57,34 @@ describe('pnpm bench (bench/run.ts), smoke', function () {
     } finally {
       await rm(resultsDir, { recursive: true, force: true });
     }
+  });
+});
+
+/** A scenario's result as the bench records it: `rps` answers a second, `cpu` µs per answer of each server. */
+function result(id: string, cpu: Record<string, number>, rate?: number, rps = rate ?? 1000): ScenarioResult {
+  const load = { rps, requests: rps * 8, non2xx: 0, errors: 0, p50Ms: 1, p99Ms: 2, meanMs: 1, statuses: { 200: rps * 8 } };
+  return rate === undefined ? { id, label: id, mode: 'closed', connections: 50, load, cpuUsPerRequest: cpu } : { id, label: id, mode: 'fixed', rate, load, cpuUsPerRequest: cpu };
+}
+
+describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
+  const target = (results: ScenarioResult[], name: string) => evaluate(results, {}, 2).targets.find((t) => t.name === name);
+
+  it('reads risk against limit B measured by turns beside it, not the limits group\'s limit B of another moment', () => {
+    const results = [result('limit-b', { 'limit-b': 40 }), result('limit-b-in-turns', { 'limit-b': 20 }), result('risk-by-id', { risk: 60 })];
+    assert.deepEqual(target(results, 'risk CPU by-id / limit B'), { name: 'risk CPU by-id / limit B', reached: '3.00×', goal: '≤ 2.5×', met: false });
+  });
+
+  it('falls back to the limits group\'s limit B when the risk group ran without one, and says not run without either', () => {
+    assert.equal(target([result('limit-b', { 'limit-b': 40 }), result('risk-by-id', { risk: 60 })], 'risk CPU by-id / limit B')?.met, true);
+    assert.equal(target([result('risk-by-id', { risk: 60 })], 'risk CPU by-id / limit B')?.met, undefined);
+  });
+
+  it('gives limit F\'s ratios at one pace only while both kept up with it', () => {
+    const kept = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500), result('risk-by-id-equal-rate', { risk: 216 }, 1500)], {}, 2).ratios;
+    assert.equal(kept['limit F CPU by-id / limit B, at one fixed rate'], 1.5);
+    assert.equal(kept['risk CPU by-id / limit F, at one fixed rate'], 1.8);
+    const behind = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500, 1200)], {}, 2).ratios;
+    assert.equal(behind['limit F CPU by-id / limit B, at one fixed rate'], undefined);
   });
 });
 
