@@ -72,14 +72,12 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
     throw err;
   });
   try {
-    const limitBTarget = directTarget(limitB.url, byId(undefined));
-    const limitFTarget = limitF === undefined ? undefined : directTarget(limitF.url, byId(session.token));
     const directById = directTarget(stack.riskUrl, byId(session.token));
     const limits = (suffix: string) => [
-      { id: `limit-b-${suffix}`, label: 'limit B: bare Express 5', target: limitBTarget, servers: { 'limit-b': limitB.pid } },
-      ...(limitF === undefined || limitFTarget === undefined
+      { id: `limit-b-${suffix}`, label: 'limit B: bare Express 5', target: directTarget(limitB.url, byId(undefined)), servers: { 'limit-b': limitB.pid } },
+      ...(limitF === undefined
         ? []
-        : [{ id: `limit-f-${suffix}`, label: 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)', target: limitFTarget, servers: { 'limit-f': limitF.pid } }]),
+        : [{ id: `limit-f-${suffix}`, label: 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)', target: directTarget(limitF.url, byId(session.token)), servers: { 'limit-f': limitF.pid } }]),
     ];
     // By/id as a client calls it directly (risk reads the token's revocations) and as the gateway calls it
     // (its assertion vouches for the token: no revocation read, CONTRACT.md part 10). Behind the gateway
