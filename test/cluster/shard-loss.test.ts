@@ -259,13 +259,23 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
       // Awaited below; a failure meanwhile is not an unhandled rejection.
       revokedAsked.catch(() => undefined);
       try {
+        const slot = Number(await cluster.cli(replica, 'CLUSTER', 'KEYSLOT', revocationKeys[0]!));
+        const promotedBy = Date.now() + 15_000;
         await promote(master, replica);
         const { tookMs } = await ride(15_000);
         assert.ok(tookMs <= 15_000, `served again after ${tookMs} ms`);
+        // The promotion itself, awaited: `ride` asks only the earlier sessions (the shard may serve no live
+        // one of them, and then returns at once), and a killed master is noticed only after
+        // cluster-node-timeout, then replaced by an election: until then the nodes still list it as the
+        // slot's master and report cluster_state:ok, so `waitUntilOk` alone would not wait either.
+        while ((await cluster.masterOfSlot(slot).catch(() => undefined)) !== replica) {
+          assert.ok(Date.now() < promotedBy, `the replica on ${replica} was not made master of slot ${slot} within 15 s`);
+          await sleep(100);
+        }
         await cluster.waitUntilOk();
         // Identity has re-seeded the bucket from Postgres: the revocation is back on the promoted replica,
         // and both refuse the token as revoked again (401), not only as held (503).
-        assert.equal(await cluster.masterOfSlot(Number(await cluster.cli(replica, 'CLUSTER', 'KEYSLOT', revocationKeys[0]!))), replica);
+        assert.equal(await cluster.masterOfSlot(slot), replica);
         for (let i = 0; latest !== 'identity 401, verifier 401'; i += 1) {
           assert.ok(i < 200, `not refused as revoked again within 10 s: ${JSON.stringify([...answers])}`);
           await sleep(50);
