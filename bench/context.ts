@@ -19,6 +19,11 @@ export interface ScenarioResult {
    * on the machine takes CPU away, so it is the figure to compare code changes by.
    */
   cpuUsPerRequest?: Record<string, number>;
+  /**
+   * The second of a pair measured side by side in rounds (`measureFixedPairsInTurns`): the medians of its
+   * p50 and p99 minus its partner's, round by round, in milliseconds.
+   */
+  addedMs?: { p50: number; p99: number };
 }
 
 /** What every scenario group gets: the configuration, the stack, the ADMIN session, and where results go. */
@@ -174,7 +179,7 @@ export async function measureFixed(ctx: RunContext, id: string, label: string, t
  */
 export async function measureFixedPair(
   ctx: RunContext,
-  pair: readonly [{ id: string; label: string; target: LoadTarget }, { id: string; label: string; target: LoadTarget }],
+  pair: readonly [PairSide, PairSide],
   rate = ctx.config.rate,
 ): Promise<ScenarioResult[]> {
   const [a, b] = pair;
@@ -182,6 +187,49 @@ export async function measureFixedPair(
   if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS);
   const loads = await fixedRates([a.target, b.target], rate, ctx.config.durationS);
   const results = pair.map(({ id, label }, i): ScenarioResult => ({ id, label, mode: 'fixed', rate, load: loads[i] as LoadResult }));
+  ctx.results.push(...results);
+  return results;
+}
+
+/** One side of a pair of fixed-rate scenarios whose latencies are compared. */
+export interface PairSide {
+  id: string;
+  label: string;
+  target: LoadTarget;
+}
+
+/**
+ * Pairs of fixed-rate scenarios whose latencies are compared (direct and through the gateway, direct and
+ * through limit C), each pair side by side as `measureFixedPair` runs it, the pairs by turns,
+ * `ctx.config.rounds` rounds (each after its own warm-up): what the second of a pair adds over the first
+ * is taken round by round, where both met the same moment of the machine, and its median recorded as the
+ * second's `addedMs`. Each side is recorded with the load of the round whose added p50 is that median.
+ */
+export async function measureFixedPairsInTurns(ctx: RunContext, pairs: ReadonlyArray<readonly [PairSide, PairSide]>, rate = ctx.config.rate): Promise<ScenarioResult[]> {
+  const { rounds } = ctx.config;
+  const measured = pairs.map(() => [] as Array<[LoadResult, LoadResult]>);
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const [i, [a, b]] of pairs.entries()) {
+      ctx.progress(`${a.label} / ${b.label} (round ${round} of ${rounds}): ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
+      if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS);
+      const [first, second] = await fixedRates([a.target, b.target], rate, ctx.config.durationS);
+      if (first === undefined || second === undefined) throw new Error('a pair without two results');
+      ctx.progress(`  ${b.label} added p50 ${(second.p50Ms - first.p50Ms).toFixed(2)} ms, p99 ${(second.p99Ms - first.p99Ms).toFixed(2)} ms`);
+      measured[i]?.push([first, second]);
+    }
+  }
+  const median = (values: number[]) => quantile(Float64Array.from(values).sort(), 0.5);
+  const suffix = rounds > 1 ? `, median of ${rounds}` : '';
+  const results = pairs.flatMap(([a, b], i): ScenarioResult[] => {
+    // The rounds in the order of their added p50; the median one (nearest rank, as `quantile`) gives the loads.
+    const runs = [...(measured[i] ?? [])].sort(([x, y], [u, v]) => y.p50Ms - x.p50Ms - (v.p50Ms - u.p50Ms));
+    const [first, second] = runs[Math.max(0, Math.ceil(runs.length / 2) - 1)] as [LoadResult, LoadResult];
+    const addedMs = { p50: second.p50Ms - first.p50Ms, p99: median(runs.map(([x, y]) => y.p99Ms - x.p99Ms)) };
+    return [
+      { id: a.id, label: `${a.label}${suffix}`, mode: 'fixed', rate, load: first },
+      { id: b.id, label: `${b.label}${suffix}`, mode: 'fixed', rate, load: second, addedMs },
+    ];
+  });
   ctx.results.push(...results);
   return results;
 }

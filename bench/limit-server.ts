@@ -9,21 +9,23 @@
 // idempotency keys: the floor of the gateway's work on this machine, below the gateway itself); `checks`
 // (limit E: limit D whose one Redis round trip is the gateway's own admission, @platform/gateway/engine: the
 // rate window, the nonce, the idempotency key, the revocation check and the slot's past, after the bearer
-// token verified as the gateway verifies it; still one flat handler, no logs, metrics or headers of its own:
-// what the gateway's checks cost without its pipeline); `bearer` (limit F: limit B behind what a direct call to
+// token verified as the gateway verifies it; with <assertion-key>, it vouches for the token to the service as
+// the gateway does, so the service skips its revocation read; still one flat handler, no logs, metrics or
+// headers of its own: what the gateway's checks cost without its pipeline); `bearer` (limit F: limit B behind what a direct call to
 // risk must do before it answers, CONTRACT.md parts 4 and 10: the bearer token verified as risk verifies it,
 // @platform/auth's verifier on identity's JWKS, and its revocations read in the stack's Redis, one round trip;
 // no validator, logs, metrics or headers: the floor of risk's direct by/id on this machine).
 // Usage: node bench/limit-server.ts node|express <port>, node bench/limit-server.ts proxy <port> <target>,
 // node bench/limit-server.ts contract <port> <target> <redis-url> <key-secret>,
-// node bench/limit-server.ts checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>,
+// node bench/limit-server.ts checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url> [<assertion-key>],
 // node bench/limit-server.ts bearer <port> - <redis-url> - <redis-key-prefix> <jwks-url>
 import { createHash, createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse, createServer, request } from 'node:http';
 import { bearerAuth, bearerTokenOf, createTokenVerifier, jwksKeySource, redisBlacklist } from '@platform/auth';
 import { signatureBase } from '@platform/client';
 import { createAdmissionStore } from '@platform/gateway/engine';
-import { createLogger, createRedis } from '@platform/service-kit';
+import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding, createLogger, createRedis } from '@platform/service-kit';
 import express, { type Request } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { Redis } from 'ioredis';
@@ -33,7 +35,7 @@ export const STATION_JSON = Buffer.from(
   JSON.stringify({ stationId: 17130, stationName: 'Keçiören', latitude: 39.9727, longitude: 32.8637, city: 'Ankara', district: 'Keçiören' }),
 );
 
-const [mode, portText, target, redisUrl, keySecret, redisPrefix, jwksUrl] = process.argv.slice(2);
+const [mode, portText, target, redisUrl, keySecret, redisPrefix, jwksUrl, assertionKey] = process.argv.slice(2);
 const port = Number(portText);
 const known =
   mode === 'node' ||
@@ -43,7 +45,7 @@ const known =
   ((mode === 'checks' || mode === 'bearer') && jwksUrl !== undefined);
 if (!known || !Number.isInteger(port)) {
   process.stderr.write(
-    'usage: node bench/limit-server.ts node|express <port>, proxy <port> <target>, contract <port> <target> <redis-url> <key-secret>, checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url>, or bearer <port> - <redis-url> - <redis-key-prefix> <jwks-url>\n',
+    'usage: node bench/limit-server.ts node|express <port>, proxy <port> <target>, contract <port> <target> <redis-url> <key-secret>, checks <port> <target> <redis-url> <key-secret> <redis-key-prefix> <jwks-url> [<assertion-key>], or bearer <port> - <redis-url> - <redis-key-prefix> <jwks-url>\n',
   );
   process.exit(2);
 }
@@ -95,7 +97,16 @@ function bareProxy(upstream: string) {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(createProxyMiddleware({ target: upstream, agent: new Agent({ keepAlive: true }), changeOrigin: true, ejectPlugins: true }));
+  // Idle pooled sockets dropped before the upstream's keep-alive timeout (5 s), as the gateway drops its own:
+  // at a light fixed rate a socket reused as risk closes it is reset. And a failed upstream request answers
+  // 502 (counted as a failure) instead of throwing: with the plugins ejected, http-proxy throws what it is
+  // not given a listener for, which stopped this process in a latency run.
+  const agent = new Agent({ keepAlive: true, timeout: 4000, scheduling: 'lifo' });
+  const failed = (_err: Error, _req: IncomingMessage, res: ServerResponse | Socket) => {
+    if ('headersSent' in res && !res.headersSent) refuse(res, 502);
+    else res.destroy();
+  };
+  app.use(createProxyMiddleware({ target: upstream, agent, changeOrigin: true, ejectPlugins: true, on: { error: failed } }));
   return createServer(app);
 }
 
@@ -155,13 +166,42 @@ function checkSignature(req: Request, body: Buffer, key: ReturnType<typeof creat
   return { keyId, nonce, created: Number(created) };
 }
 
+/**
+ * What a request forwarded by limit E tells the service, as the gateway tells it (CONTRACT.md part 10): the
+ * client key, the client's address, a request id and a `v3` assertion vouching for the bearer token that
+ * its admission found unrevoked, so the service skips its own revocation read as it does behind the gateway.
+ */
+interface Vouch {
+  assertionKey: string;
+  keyId: string;
+  requestId: string;
+}
+
 /** Sends the checked request on over kept-alive connections and relays the answer. */
-function forwarder(upstream: string): (req: Request, res: ServerResponse, body: Buffer) => void {
+function forwarder(upstream: string): (req: Request, res: ServerResponse, body: Buffer, vouch?: Vouch) => void {
   const agent = new Agent({ keepAlive: true });
   const origin = new URL(upstream);
-  return (req, res, body) => {
+  return (req, res, body, vouch) => {
     const headers: OutgoingHttpHeaders = { host: origin.host, authorization: req.headers.authorization, 'x-idempotency-key': req.headers['x-idempotency-key'] };
     if (body.length > 0) Object.assign(headers, { 'content-type': req.headers['content-type'], 'content-length': body.length });
+    if (vouch !== undefined) {
+      const facts = {
+        method: req.method,
+        target: req.url,
+        forwardedFor: req.socket.remoteAddress ?? '',
+        forwardedProto: 'http',
+        clientKeyId: vouch.keyId,
+        requestId: vouch.requestId,
+        checkedAuthorization: req.headers.authorization,
+      };
+      Object.assign(headers, {
+        'x-request-id': facts.requestId,
+        [CLIENT_KEY_ID_HEADER]: facts.clientKeyId,
+        'x-forwarded-for': facts.forwardedFor,
+        'x-forwarded-proto': facts.forwardedProto,
+        [INTERNAL_ASSERTION_HEADER]: assertForwarding(vouch.assertionKey, facts),
+      });
+    }
     const out = request({ host: origin.hostname, port: origin.port, method: req.method, path: req.url, headers, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'], 'content-length': answer.headers['content-length'] });
       answer.pipe(res);
@@ -203,7 +243,7 @@ const ISSUER = 'urn:identity-risk-platform:identity';
 const AUDIENCE = 'urn:identity-risk-platform:api';
 const RATE = { limit: 10_000, windowS: 1 };
 
-function checksFloor(upstream: string, url: string, secret: string, prefix: string, jwks: string) {
+function checksFloor(upstream: string, url: string, secret: string, prefix: string, jwks: string, assertionKey: string | undefined) {
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
   const forward = forwarder(upstream);
   // The stack's prefix: its revocation mirror (identity's) and the client key's slot, as the gateway sees them.
@@ -215,6 +255,7 @@ function checksFloor(upstream: string, url: string, secret: string, prefix: stri
     if (typeof signed === 'number') return refuse(res, signed);
     const principal = await tokens.verify(bearerTokenOf(req.headers.authorization) ?? '').catch(() => undefined);
     if (principal === undefined) return refuse(res, 401);
+    const owner = randomUUID();
     const admission = await store.admit({
       keyId: signed.keyId,
       nonce: signed.nonce,
@@ -223,11 +264,11 @@ function checksFloor(upstream: string, url: string, secret: string, prefix: stri
       token: principal,
       bearing: true,
       created: signed.created,
-      owner: randomUUID(),
+      owner,
       rate: RATE,
     });
     if (admission.outcome !== 'claimed') return refuse(res, admission.outcome === 'rate-limited' ? 429 : admission.outcome === 'token-revoked' ? 401 : 409);
-    forward(req, res, body);
+    forward(req, res, body, assertionKey === undefined ? undefined : { assertionKey, keyId: signed.keyId, requestId: owner });
   });
 }
 
@@ -242,6 +283,6 @@ const server =
           ? contractFloor(String(target), new Redis(String(redisUrl), { enableAutoPipelining: false, maxRetriesPerRequest: 1 }), String(keySecret))
           : mode === 'bearer'
             ? bareBearer(String(redisUrl), String(redisPrefix), String(jwksUrl))
-            : checksFloor(String(target), String(redisUrl), String(keySecret), String(redisPrefix), String(jwksUrl));
+            : checksFloor(String(target), String(redisUrl), String(keySecret), String(redisPrefix), String(jwksUrl), assertionKey);
 server.listen(port, '127.0.0.1', () => process.stdout.write(`listening ${port}\n`));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

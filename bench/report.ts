@@ -103,12 +103,30 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // No target: how far the bare proxying floor (limit C) already is from risk direct, and the gateway from it.
   ratio('limit C / risk direct, by-id', by('limit-c')?.rps, by('risk-by-id')?.rps);
   ratio('gateway by-id / limit C', by('gateway-by-id')?.rps, by('limit-c')?.rps);
+  // What one side of a latency pair adds over the other: the medians of the rounds' when measured in rounds
+  // (measureFixedPairsInTurns), else the difference of the two.
+  const addedOver = (directId: string, id: string): { p50: number; p99: number } | undefined => {
+    const result = results.find((r) => r.id === id);
+    const direct = by(directId);
+    if (result === undefined || direct === undefined) return undefined;
+    return result.addedMs ?? { p50: result.load.p50Ms - direct.p50Ms, p99: result.load.p99Ms - direct.p99Ms };
+  };
+  // No target: one more hop of bare proxying (limit C), the floor of what the gateway adds, and the gateway beyond it.
+  // Limit E: the gateway's checks (signature, token, the admission round trip) without its pipeline.
+  const limitC = addedOver('latency-direct-beside-limit-c', 'latency-limit-c');
+  for (const [name, limit] of [
+    ['limit C', limitC],
+    ['limit E', addedOver('latency-direct-beside-limit-e', 'latency-limit-e')],
+  ] as const) {
+    if (limit === undefined) continue;
+    ratios[`${name} added p50 ms, by-id`] = limit.p50;
+    ratios[`${name} added p99 ms, by-id`] = limit.p99;
+  }
   for (const lookup of ['by-id', 'city-district']) {
-    const direct = by(`latency-direct-${lookup}`);
-    const gateway = by(`latency-gateway-${lookup}`);
-    if (direct === undefined || gateway === undefined) continue;
-    const p50 = gateway.p50Ms - direct.p50Ms;
-    const p99 = gateway.p99Ms - direct.p99Ms;
+    const added = addedOver(`latency-direct-${lookup}`, `latency-gateway-${lookup}`);
+    if (added === undefined) continue;
+    const { p50, p99 } = added;
+    if (lookup === 'by-id' && limitC !== undefined) ratios['gateway added p50 ms beyond limit C, by-id'] = p50 - limitC.p50;
     ratios[`gateway added p50 ms, ${lookup}`] = p50;
     ratios[`gateway added p99 ms, ${lookup}`] = p99;
     check(`gateway added p50 at fixed rate, ${lookup}`, `${fmt(p50)} ms`, '≤ 0.6 ms', p50 <= 0.6);

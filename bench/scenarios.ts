@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { CITY_DISTRICT_BODY, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixed, measureFixedPair, needStack, signedTarget, vouchedTarget } from './context.ts';
+import { CITY_DISTRICT_BODY, type PairSide, type RunContext, STATION_ID, directTarget, measureClosed, measureClosedInTurns, measureFixed, measureFixedPairsInTurns, needStack, signedTarget, vouchedTarget } from './context.ts';
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RequestShape } from './signer.ts';
 import type { Stack } from './stack.ts';
@@ -25,11 +25,16 @@ async function startLimitServer(ctx: RunContext, name: string, args: readonly st
   return server;
 }
 
-/** Limit E (bench/limit-server.ts `checks`) in front of the stack's risk, on its identity's keys and in its Redis prefix. */
+/**
+ * Limit E (bench/limit-server.ts `checks`) in front of the stack's risk, on its identity's keys and in its
+ * Redis prefix, vouching for the token with the stack's assertion key as the gateway does (risk then skips
+ * its revocation read behind limit E as behind the gateway).
+ */
 async function startLimitE(ctx: RunContext, stack: Stack, redisPrefix: string): Promise<StartedProcess> {
   const port = await freePort();
   const jwks = new URL('/.well-known/jwks.json', stack.identityUrl).href;
-  return startLimitServer(ctx, 'limit-e', ['checks', String(port), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, redisPrefix, jwks], port, '/health/live');
+  const vouch = stack.assertionKey === undefined ? [] : [stack.assertionKey];
+  return startLimitServer(ctx, 'limit-e', ['checks', String(port), stack.riskUrl, ctx.config.redisUrl, ctx.config.keySecret, redisPrefix, jwks, ...vouch], port, '/health/live');
 }
 
 /** Limits A and B: each started alone in its own process, measured, stopped. */
@@ -171,18 +176,47 @@ export async function pipelineScenarios(ctx: RunContext): Promise<void> {
   }
 }
 
-/** p50/p99 at the fixed light rate, direct and through the gateway (alternating), for both lookups. */
+/**
+ * p50/p99 at the fixed light rate, direct and through the gateway side by side, for both lookups; and by/id
+ * direct and through limit C side by side: the latency of one more hop of bare proxying on this machine,
+ * the floor of what the gateway adds (the same count of hops: through limit C risk reads the token's
+ * revocations itself, behind the gateway the gateway does). The pairs by turns, BENCH_ROUNDS rounds: the
+ * added latencies are the medians of the rounds'.
+ */
 export async function latencyScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  for (const [lookup, shape] of [
-    ['by-id', byId(session.token)],
-    ['city-district', cityDistrict(session.token)],
-  ] as const) {
-    const name = lookup === 'by-id' ? 'by/id' : 'by/city-district';
-    await measureFixedPair(ctx, [
-      { id: `latency-direct-${lookup}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) },
-      { id: `latency-gateway-${lookup}`, label: `latency gateway: ${name}`, target: await signedTarget(ctx, stack.gatewayUrl, shape) },
+  const port = await freePort();
+  const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
+  // Limit E needs the stack's own Redis prefix (the session's revocations); not against an external stack.
+  const checks = stack.redisPrefix === undefined ? undefined : await startLimitE(ctx, stack, stack.redisPrefix).catch(async (err: unknown) => {
+    await proxy.stop();
+    throw err;
+  });
+  try {
+    const direct = (lookup: string, name: string, shape: RequestShape): PairSide => ({ id: `latency-direct-${lookup}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) });
+    const gateway = async (lookup: string, name: string, shape: RequestShape): Promise<PairSide> => ({
+      id: `latency-gateway-${lookup}`,
+      label: `latency gateway: ${name}`,
+      target: await signedTarget(ctx, stack.gatewayUrl, shape),
+    });
+    await measureFixedPairsInTurns(ctx, [
+      [direct('by-id', 'by/id', byId(session.token)), await gateway('by-id', 'by/id', byId(session.token))],
+      [
+        direct('beside-limit-c', 'by/id', byId(session.token)),
+        { id: 'latency-limit-c', label: 'latency limit C: bare Express proxy → risk by/id', target: directTarget(proxy.url, byId(session.token)) },
+      ],
+      ...(checks === undefined
+        ? []
+        : [
+            [
+              direct('beside-limit-e', 'by/id', byId(session.token)),
+              { id: 'latency-limit-e', label: 'latency limit E: the gateway\'s checks in one handler → risk by/id (signed)', target: await signedTarget(ctx, checks.url, byId(session.token)) },
+            ] as const,
+          ]),
+      [direct('city-district', 'by/city-district', cityDistrict(session.token)), await gateway('city-district', 'by/city-district', cityDistrict(session.token))],
     ]);
+  } finally {
+    await Promise.all([proxy.stop(), checks?.stop()]);
   }
 }
 

@@ -4,7 +4,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ScenarioResult } from '../bench/context.ts';
+import { type AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { type RunContext, type ScenarioResult, measureFixedPairsInTurns } from '../bench/context.ts';
 import { kindOf, parseReport, summarise } from '../bench/perf-summary.ts';
 import { evaluate } from '../bench/report.ts';
 
@@ -79,12 +81,102 @@ describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
     assert.equal(target([result('risk-by-id', { risk: 60 })], 'risk CPU by-id / limit B')?.met, undefined);
   });
 
+  it('takes the added latency of a pair measured in rounds from its rounds\' median, else the difference of the two', () => {
+    const latency = (id: string, p50Ms: number, p99Ms: number, addedMs?: { p50: number; p99: number }): ScenarioResult => ({
+      id,
+      label: id,
+      mode: 'fixed',
+      rate: 500,
+      load: { rps: 500, requests: 5000, non2xx: 0, errors: 0, p50Ms, p99Ms, meanMs: p50Ms, statuses: { 200: 5000 } },
+      ...(addedMs === undefined ? {} : { addedMs }),
+    });
+    // In rounds: the gateway's recorded load is of one round; its added latency is the rounds' median.
+    const inRounds = evaluate(
+      [
+        latency('latency-direct-by-id', 2, 9),
+        latency('latency-gateway-by-id', 3, 20, { p50: 0.5, p99: 2 }),
+        latency('latency-direct-beside-limit-c', 1.5, 8),
+        latency('latency-limit-c', 1.9, 12, { p50: 0.4, p99: 3 }),
+        latency('latency-direct-beside-limit-e', 1.5, 8),
+        latency('latency-limit-e', 2.2, 10, { p50: 0.7, p99: 1 }),
+      ],
+      {},
+      2,
+    );
+    assert.equal(inRounds.ratios['gateway added p50 ms, by-id'], 0.5);
+    assert.equal(inRounds.ratios['gateway added p99 ms, by-id'], 2);
+    assert.equal(inRounds.ratios['limit C added p50 ms, by-id'], 0.4);
+    assert.equal(inRounds.ratios['limit C added p99 ms, by-id'], 3);
+    assert.equal(inRounds.ratios['limit E added p50 ms, by-id'], 0.7);
+    assert.equal(inRounds.ratios['gateway added p50 ms beyond limit C, by-id'], 0.5 - 0.4);
+    assert.deepEqual(
+      inRounds.targets.filter((t) => t.name.endsWith('by-id') && t.name.startsWith('gateway added')).map((t) => [t.reached, t.met]),
+      [
+        ['0.50 ms', true],
+        ['2.00 ms', true],
+      ],
+    );
+    // One pair measured once (no rounds): the difference of the two.
+    const once = evaluate([latency('latency-direct-city-district', 2, 9), latency('latency-gateway-city-district', 2.75, 13)], {}, 2);
+    assert.equal(once.ratios['gateway added p50 ms, city-district'], 0.75);
+    assert.equal(once.ratios['gateway added p99 ms, city-district'], 4);
+    assert.equal(once.ratios['limit C added p50 ms, by-id'], undefined);
+    assert.equal(once.targets.find((t) => t.name === 'gateway added p50 at fixed rate, city-district')?.met, false);
+  });
+
   it('gives limit F\'s ratios at one pace only while both kept up with it', () => {
     const kept = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500), result('risk-by-id-equal-rate', { risk: 216 }, 1500)], {}, 2).ratios;
     assert.equal(kept['limit F CPU by-id / limit B, at one fixed rate'], 1.5);
     assert.equal(kept['risk CPU by-id / limit F, at one fixed rate'], 1.8);
     const behind = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500, 1200)], {}, 2).ratios;
     assert.equal(behind['limit F CPU by-id / limit B, at one fixed rate'], undefined);
+  });
+});
+
+describe('latency pairs measured in rounds (bench/context.ts measureFixedPairsInTurns)', function () {
+  this.timeout(30_000);
+
+  it('records each pair\'s second with the median of what it added over the first, round by round', async () => {
+    // Two servers on 127.0.0.1: one answers at once, the other 6 ms later; the second of each pair is the slow one.
+    const servers = [0, 6].map((delayMs) => createServer((_req, res) => void setTimeout(() => res.end('{}'), delayMs)));
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+    try {
+      const [fast, slow] = servers.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`) as [string, string];
+      const target = (origin: string) => ({ origin, shape: { method: 'GET' as const, target: '/' }, headers: () => ({}) });
+      const progress: string[] = [];
+      const ctx = { config: { rounds: 3, warmupS: 0, durationS: 0.4, rate: 100 }, results: [], progress: (line: string) => progress.push(line) } as unknown as RunContext;
+      const results = await measureFixedPairsInTurns(ctx, [
+        [
+          { id: 'a', label: 'fast', target: target(fast) },
+          { id: 'b', label: 'slow', target: target(slow) },
+        ],
+        [
+          { id: 'c', label: 'fast again', target: target(fast) },
+          { id: 'd', label: 'fast too', target: target(fast) },
+        ],
+      ]);
+      assert.deepEqual(
+        results.map((r) => [r.id, r.label, r.load.requests]),
+        [
+          ['a', 'fast, median of 3', 40],
+          ['b', 'slow, median of 3', 40],
+          ['c', 'fast again, median of 3', 40],
+          ['d', 'fast too, median of 3', 40],
+        ],
+      );
+      assert.equal(ctx.results.length, 4);
+      const [, slowSide, , fastSide] = results as [ScenarioResult, ScenarioResult, ScenarioResult, ScenarioResult];
+      assert.ok(slowSide.addedMs !== undefined && slowSide.addedMs.p50 >= 3 && slowSide.addedMs.p50 < 50, JSON.stringify(slowSide.addedMs));
+      // The recorded loads are of the median round: their difference is the median added p50.
+      assert.equal(slowSide.load.p50Ms - (results[0] as ScenarioResult).load.p50Ms, slowSide.addedMs.p50);
+      assert.ok(fastSide.addedMs !== undefined && Math.abs(fastSide.addedMs.p50) < 3, JSON.stringify(fastSide.addedMs));
+      assert.equal(results[0]?.addedMs, undefined);
+      // Two progress lines a pair a round: what it runs, and what the second added.
+      assert.equal(progress.length, 12);
+      assert.match(progress[1] ?? '', /slow added p50 \d+\.\d\d ms, p99 -?\d+\.\d\d ms/);
+    } finally {
+      await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+    }
   });
 });
 
