@@ -117,6 +117,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   for (const [name, limit] of [
     ['limit C', limitC],
     ['limit E', addedOver('latency-direct-beside-limit-e', 'latency-limit-e')],
+    // The control: the same target beside itself, the measure's own noise.
+    ['direct beside direct', addedOver('latency-direct-beside-direct', 'latency-direct-again')],
   ] as const) {
     if (limit === undefined) continue;
     ratios[`${name} added p50 ms, by-id`] = limit.p50;

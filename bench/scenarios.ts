@@ -180,8 +180,9 @@ export async function pipelineScenarios(ctx: RunContext): Promise<void> {
  * p50/p99 at the fixed light rate, direct and through the gateway side by side, for both lookups; and by/id
  * direct and through limit C side by side: the latency of one more hop of bare proxying on this machine,
  * the floor of what the gateway adds (the same count of hops: through limit C risk reads the token's
- * revocations itself, behind the gateway the gateway does). The pairs by turns, BENCH_ROUNDS rounds: the
- * added latencies are the medians of the rounds'.
+ * revocations itself, behind the gateway the gateway does); limit E, the gateway's checks without its
+ * pipeline; and by/id direct beside itself, the measure's own noise. The pairs by turns, BENCH_ROUNDS
+ * rounds: the added latencies are the medians of the rounds'.
  */
 export async function latencyScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
@@ -214,6 +215,8 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
             ] as const,
           ]),
       [direct('city-district', 'by/city-district', cityDistrict(session.token)), await gateway('city-district', 'by/city-district', cityDistrict(session.token))],
+      // The control: by/id direct beside itself, what the measure adds between two identical targets.
+      [direct('beside-direct', 'by/id', byId(session.token)), direct('again', 'by/id, again', byId(session.token))],
     ]);
   } finally {
     await Promise.all([proxy.stop(), checks?.stop()]);

@@ -99,6 +99,8 @@ describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
         latency('latency-limit-c', 1.9, 12, { p50: 0.4, p99: 3 }),
         latency('latency-direct-beside-limit-e', 1.5, 8),
         latency('latency-limit-e', 2.2, 10, { p50: 0.7, p99: 1 }),
+        latency('latency-direct-beside-direct', 1.5, 8),
+        latency('latency-direct-again', 1.6, 11, { p50: 0.05, p99: 3.5 }),
       ],
       {},
       2,
@@ -108,6 +110,7 @@ describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
     assert.equal(inRounds.ratios['limit C added p50 ms, by-id'], 0.4);
     assert.equal(inRounds.ratios['limit C added p99 ms, by-id'], 3);
     assert.equal(inRounds.ratios['limit E added p50 ms, by-id'], 0.7);
+    assert.equal(inRounds.ratios['direct beside direct added p99 ms, by-id'], 3.5);
     assert.equal(inRounds.ratios['gateway added p50 ms beyond limit C, by-id'], 0.5 - 0.4);
     assert.deepEqual(
       inRounds.targets.filter((t) => t.name.endsWith('by-id') && t.name.startsWith('gateway added')).map((t) => [t.reached, t.met]),
