@@ -79,7 +79,11 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // target stands against the contract's own floor) and the gateway against it (what the gateway adds).
   ratio('limit D CPU by-id / limit C, at one fixed rate', cpuAtPace('limit-d-equal-rate', 'limit-d'), cpuAtPace('limit-c-equal-rate', 'limit-c'));
   ratio('gateway CPU by-id / limit D, at one fixed rate', cpuAtPace('gateway-by-id-equal-rate', 'gateway'), cpuAtPace('limit-d-equal-rate', 'limit-d'));
-  // No target: limit E (limit D with the gateway's checks) against limit D (what the checks cost) and the gateway against it (what the pipeline costs).
+  // No target: limit E (limit D with the gateway's checks) against limit C, by turns with it (where the 1.5×
+  // target stands against the contract's checks without the gateway's pipeline), against limit D (what the
+  // checks cost) and the gateway against it (what the pipeline costs).
+  ratio('limit E CPU by-id / limit C', cpu('limit-e-by-id', 'limit-e'), cpu('limit-c', 'limit-c'));
+  ratio('limit E CPU by-id / limit C, at one fixed rate', cpuAtPace('limit-e-equal-rate', 'limit-e'), cpuAtPace('limit-c-equal-rate', 'limit-c'));
   ratio('limit E CPU by-id / limit D', cpu('limit-e-by-id', 'limit-e'), cpu('limit-d-by-id', 'limit-d'));
   ratio('gateway CPU by-id / limit E', cpu('gateway-by-id', 'gateway'), cpu('limit-e-by-id', 'limit-e'));
   ratio('limit E CPU by-id / limit D, at one fixed rate', cpuAtPace('limit-e-equal-rate', 'limit-e'), cpuAtPace('limit-d-equal-rate', 'limit-d'));

@@ -104,9 +104,9 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
 
 /**
  * The same two lookups through the gateway, each request freshly signed; and limit C: by/id through a
- * bare Express + http-proxy-middleware proxy to the same risk service, unsigned (the proxying floor). The
- * three by turns (BENCH_ROUNDS rounds, the medians), then limit C and the gateway by/id at one pace by
- * turns; limits D and E between, once each.
+ * bare Express + http-proxy-middleware proxy to the same risk service, unsigned (the proxying floor); and
+ * limit E, the gateway's checks without its pipeline. The four by turns (BENCH_ROUNDS rounds, the
+ * medians), then limit C, limit E and the gateway by/id at one pace by turns; limit D before them, once.
  */
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
@@ -122,32 +122,37 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   } finally {
     await floor.stop();
   }
-  // Limit E: limit D with the gateway's own checks (the bearer token, the whole admission), still one flat handler.
-  if (stack.redisPrefix !== undefined) {
-    const checks = await startLimitE(ctx, stack, stack.redisPrefix);
-    try {
-      const checksServers = { 'limit-e': checks.pid, risk: stack.riskPid };
-      await measureClosed(ctx, 'limit-e-by-id', 'limit E: limit D with the gateway\'s checks → risk by/id (signed)', await signedTarget(ctx, checks.url, byId(session.token)), { servers: checksServers });
-      await measureFixed(ctx, 'limit-e-equal-rate', `limit E: limit D with the gateway's checks → risk by/id (signed), at ${ctx.config.equalRate} req/s`, await signedTarget(ctx, checks.url, byId(session.token)), ctx.config.equalRate, checksServers);
-    } finally {
-      await checks.stop();
-    }
-  }
-  const port = await freePort();
-  const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
+  // Limit E: limit D with the gateway's own checks (the bearer token, the whole admission), still one flat
+  // handler; kept running for the rounds below, where it takes its turns with limit C and the gateway.
+  const checks = stack.redisPrefix === undefined ? undefined : await startLimitE(ctx, stack, stack.redisPrefix);
+  const checksServers = { 'limit-e': checks?.pid, risk: stack.riskPid };
   try {
-    const limitC = { label: 'limit C: bare Express proxy → risk by/id', target: directTarget(proxy.url, byId(session.token)), servers: { 'limit-c': proxy.pid, risk: stack.riskPid } };
-    const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
-    const gatewayById = await signedTarget(ctx, stack.gatewayUrl, byId(session.token));
-    await measureClosedInTurns(ctx, [
-      { id: 'limit-c', ...limitC },
-      { id: 'gateway-by-id', label: 'gateway: by/id (signed)', target: gatewayById, servers },
-      { id: 'gateway-city-district', label: 'gateway: by/city-district (signed)', target: await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token)), servers },
-    ]);
-    // Limit C's pace, not the gateway's: CPU per answer of both at one rate.
-    await measureClosedInTurns(ctx, [{ id: 'limit-c-equal-rate', ...limitC }, { id: 'gateway-by-id-equal-rate', label: 'gateway: by/id (signed)', target: gatewayById, servers }], ctx.config.equalRate);
+    const port = await freePort();
+    const proxy = await startLimitServer(ctx, 'limit-c', ['proxy', String(port), stack.riskUrl], port, '/health/live');
+    try {
+      const limitC = { label: 'limit C: bare Express proxy → risk by/id', target: directTarget(proxy.url, byId(session.token)), servers: { 'limit-c': proxy.pid, risk: stack.riskPid } };
+      const servers = { gateway: stack.gatewayPid, risk: stack.riskPid };
+      const gatewayById = await signedTarget(ctx, stack.gatewayUrl, byId(session.token));
+      // The contract's checks without the gateway's pipeline, by turns with the target's floor and the gateway.
+      const limitETarget = checks === undefined ? undefined : await signedTarget(ctx, checks.url, byId(session.token));
+      const limitE = (id: string) => (limitETarget === undefined ? [] : [{ id, label: 'limit E: limit D with the gateway\'s checks → risk by/id (signed)', target: limitETarget, servers: checksServers }]);
+      await measureClosedInTurns(ctx, [
+        { id: 'limit-c', ...limitC },
+        ...limitE('limit-e-by-id'),
+        { id: 'gateway-by-id', label: 'gateway: by/id (signed)', target: gatewayById, servers },
+        { id: 'gateway-city-district', label: 'gateway: by/city-district (signed)', target: await signedTarget(ctx, stack.gatewayUrl, cityDistrict(session.token)), servers },
+      ]);
+      // Limit C's pace, not the gateway's: CPU per answer of the three at one rate.
+      await measureClosedInTurns(
+        ctx,
+        [{ id: 'limit-c-equal-rate', ...limitC }, ...limitE('limit-e-equal-rate'), { id: 'gateway-by-id-equal-rate', label: 'gateway: by/id (signed)', target: gatewayById, servers }],
+        ctx.config.equalRate,
+      );
+    } finally {
+      await proxy.stop();
+    }
   } finally {
-    await proxy.stop();
+    await checks?.stop();
   }
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }

@@ -127,6 +127,26 @@ describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
     assert.equal(once.targets.find((t) => t.name === 'gateway added p50 at fixed rate, city-district')?.met, false);
   });
 
+  it('sets limit E, the gateway\'s checks without its pipeline, against limit C, closed loop and at one pace', () => {
+    const ratios = evaluate(
+      [
+        result('limit-c', { 'limit-c': 200, risk: 150 }),
+        result('limit-e-by-id', { 'limit-e': 300, risk: 160 }),
+        result('gateway-by-id', { gateway: 390, risk: 170 }),
+        result('limit-c-equal-rate', { 'limit-c': 400 }, 1500),
+        result('limit-e-equal-rate', { 'limit-e': 440 }, 1500),
+      ],
+      {},
+      2,
+    ).ratios;
+    assert.equal(ratios['limit E CPU by-id / limit C'], 1.5);
+    assert.equal(ratios['gateway CPU by-id / limit E'], 1.3);
+    assert.equal(ratios['limit E CPU by-id / limit C, at one fixed rate'], 1.1);
+    // A limit E that fell behind the pace gives no ratio at it.
+    const behind = evaluate([result('limit-c-equal-rate', { 'limit-c': 400 }, 1500), result('limit-e-equal-rate', { 'limit-e': 440 }, 1500, 1300)], {}, 2).ratios;
+    assert.equal(behind['limit E CPU by-id / limit C, at one fixed rate'], undefined);
+  });
+
   it('gives limit F\'s ratios at one pace only while both kept up with it', () => {
     const kept = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500), result('risk-by-id-equal-rate', { risk: 216 }, 1500)], {}, 2).ratios;
     assert.equal(kept['limit F CPU by-id / limit B, at one fixed rate'], 1.5);
