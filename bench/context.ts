@@ -1,7 +1,7 @@
 import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding } from '@platform/service-kit';
 import type { BenchConfig } from './config.ts';
 import { type LoadResult, type LoadTarget, closedLoop, fixedRate, fixedRates, quantile } from './load.ts';
-import { cpuMs } from './processes.ts';
+import { type MemoryPhases, cpuMs } from './processes.ts';
 import type { Session, Stack } from './stack.ts';
 import { type RequestShape, type createSigner, plainHeaders } from './signer.ts';
 
@@ -24,6 +24,8 @@ export interface ScenarioResult {
    * p50 and p99 minus its partner's, round by round, in milliseconds.
    */
   addedMs?: { p50: number; p99: number };
+  /** The peak resident memory of the stack's risk and gateway while this scenario ran (its warm-up and every round included), MB. */
+  rssPeakMb?: Record<string, number>;
 }
 
 /** What every scenario group gets: the configuration, the stack, the ADMIN session, and where results go. */
@@ -38,6 +40,18 @@ export interface RunContext {
   facts: Record<string, number | boolean | string>;
   /** A progress line on stderr; stdout carries only the table. */
   progress(message: string): void;
+  /** The run's memory sampler of risk and gateway, told which scenario runs (absent when nothing is sampled). */
+  memory?: MemoryPhases;
+}
+
+/** Runs `measure` with the run's memory samples counted for the scenarios `ids`. */
+async function measuring<T>(ctx: RunContext, ids: readonly string[], measure: () => Promise<T>): Promise<T> {
+  const phase = ctx.memory?.during(ids);
+  try {
+    return await measure();
+  } finally {
+    phase?.end();
+  }
 }
 
 /** The stack and session, which every group but `limits` needs. */
@@ -119,8 +133,10 @@ export async function measureClosed(
 ): Promise<ScenarioResult> {
   const connections = options.connections ?? ctx.config.connections;
   ctx.progress(`${label}: ${connections} connections, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-  if (ctx.config.warmupS > 0) await closedLoop(target, connections, ctx.config.warmupS);
-  const measured = await withCpu(options.servers ?? {}, () => closedLoop(target, connections, ctx.config.durationS));
+  const measured = await measuring(ctx, [id], async () => {
+    if (ctx.config.warmupS > 0) await closedLoop(target, connections, ctx.config.warmupS);
+    return await withCpu(options.servers ?? {}, () => closedLoop(target, connections, ctx.config.durationS));
+  });
   const result: ScenarioResult = { id, label, mode: 'closed', connections, ...measured };
   ctx.results.push(result);
   return result;
@@ -140,14 +156,17 @@ export async function measureClosedInTurns(
 ): Promise<ScenarioResult[]> {
   const connections = ctx.config.connections;
   const { rounds } = ctx.config;
-  const load = (target: LoadTarget, seconds: number) => (rate === undefined ? closedLoop(target, connections, seconds) : fixedRate(target, rate, seconds));
+  const load = (target: LoadTarget, seconds: number) => (rate === undefined ? closedLoop(target, connections, seconds) : fixedRate(target, rate, seconds, connections));
   const measured = scenarios.map(() => [] as Array<{ load: LoadResult; cpuUsPerRequest?: Record<string, number> }>);
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, scenario] of scenarios.entries()) {
       const pace = rate === undefined ? `${connections} connections` : `${rate} req/s`;
       ctx.progress(`${scenario.label} (round ${round} of ${rounds}): ${pace}, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-      if (ctx.config.warmupS > 0) await load(scenario.target, ctx.config.warmupS);
-      measured[i]?.push(await withCpu(scenario.servers, () => load(scenario.target, ctx.config.durationS)));
+      const run = await measuring(ctx, [scenario.id], async () => {
+        if (ctx.config.warmupS > 0) await load(scenario.target, ctx.config.warmupS);
+        return await withCpu(scenario.servers, () => load(scenario.target, ctx.config.durationS));
+      });
+      measured[i]?.push(run);
     }
   }
   const results = scenarios.map(({ id, label }, i): ScenarioResult => {
@@ -165,8 +184,10 @@ export async function measureClosedInTurns(
 /** Warms up, then measures load at a fixed rate (with the CPU per answer of `servers`, when named), and records it under `id`. */
 export async function measureFixed(ctx: RunContext, id: string, label: string, target: LoadTarget, rate = ctx.config.rate, servers: Servers = {}): Promise<ScenarioResult> {
   ctx.progress(`${label}: ${rate} req/s, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-  if (ctx.config.warmupS > 0) await fixedRate(target, rate, ctx.config.warmupS);
-  const measured = await withCpu(servers, () => fixedRate(target, rate, ctx.config.durationS));
+  const measured = await measuring(ctx, [id], async () => {
+    if (ctx.config.warmupS > 0) await fixedRate(target, rate, ctx.config.warmupS, ctx.config.connections);
+    return await withCpu(servers, () => fixedRate(target, rate, ctx.config.durationS, ctx.config.connections));
+  });
   const result: ScenarioResult = { id, label, mode: 'fixed', rate, ...measured };
   ctx.results.push(result);
   return result;
@@ -184,8 +205,10 @@ export async function measureFixedPair(
 ): Promise<ScenarioResult[]> {
   const [a, b] = pair;
   ctx.progress(`${a.label} / ${b.label}: ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-  if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS);
-  const loads = await fixedRates([a.target, b.target], rate, ctx.config.durationS);
+  const loads = await measuring(ctx, [a.id, b.id], async () => {
+    if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS, ctx.config.connections);
+    return await fixedRates([a.target, b.target], rate, ctx.config.durationS, ctx.config.connections);
+  });
   const results = pair.map(({ id, label }, i): ScenarioResult => ({ id, label, mode: 'fixed', rate, load: loads[i] as LoadResult }));
   ctx.results.push(...results);
   return results;
@@ -211,8 +234,10 @@ export async function measureFixedPairsInTurns(ctx: RunContext, pairs: ReadonlyA
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, [a, b]] of pairs.entries()) {
       ctx.progress(`${a.label} / ${b.label} (round ${round} of ${rounds}): ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-      if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS);
-      const [first, second] = await fixedRates([a.target, b.target], rate, ctx.config.durationS);
+      const [first, second] = await measuring(ctx, [a.id, b.id], async () => {
+        if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS, ctx.config.connections);
+        return await fixedRates([a.target, b.target], rate, ctx.config.durationS, ctx.config.connections);
+      });
       if (first === undefined || second === undefined) throw new Error('a pair without two results');
       ctx.progress(`  ${b.label} added p50 ${(second.p50Ms - first.p50Ms).toFixed(2)} ms, p99 ${(second.p99Ms - first.p99Ms).toFixed(2)} ms`);
       measured[i]?.push([first, second]);

@@ -25,14 +25,36 @@ export async function cpuMs(pid: number): Promise<number | undefined> {
   }
 }
 
-/** Samples the resident memory of some processes every `everyMs` and keeps each one's peak. */
+/** What a memory sampler offers the scenarios: the scenario (result ids) its samples count for until `end` is called. */
+export interface MemoryPhases {
+  during(ids: readonly string[]): { end(): void };
+}
+
+/**
+ * Samples the resident memory of some processes every `everyMs` and keeps each one's peak: over the whole
+ * run, and by scenario (`during`). Resident memory seldom goes back down, so a scenario's peak includes
+ * what the ones before it left; `peakSetBy` names the scenario during which the run's peak was reached.
+ */
 export function memorySampler(pids: Readonly<Record<string, number | undefined>>, everyMs = 250) {
   const peaks: Record<string, number> = {};
+  const setBy: Record<string, readonly string[]> = {};
+  const byScenario = new Map<string, Record<string, number>>();
+  let current: readonly string[] = [];
   const sample = async () => {
+    const ids = current;
     for (const [name, pid] of Object.entries(pids)) {
       if (pid === undefined) continue;
       const mb = await residentMb(pid);
-      if (mb !== undefined && mb > (peaks[name] ?? 0)) peaks[name] = mb;
+      if (mb === undefined) continue;
+      if (mb > (peaks[name] ?? 0)) {
+        peaks[name] = mb;
+        setBy[name] = ids;
+      }
+      for (const id of ids) {
+        let into = byScenario.get(id);
+        if (into === undefined) byScenario.set(id, (into = {}));
+        if (mb > (into[name] ?? 0)) into[name] = mb;
+      }
     }
   };
   const timer = setInterval(() => void sample(), everyMs);
@@ -40,6 +62,19 @@ export function memorySampler(pids: Readonly<Record<string, number | undefined>>
   return {
     /** The peak of each process so far, MB. */
     peaks: () => ({ ...peaks }),
+    /** The scenario (its result ids) during which each process reached its peak; empty between scenarios. */
+    peakSetBy: (): Readonly<Record<string, readonly string[]>> => ({ ...setBy }),
+    /** The peak of each process while each scenario ran (its warm-up included), MB, by result id. */
+    peaksByScenario: (): ReadonlyMap<string, Readonly<Record<string, number>>> => new Map(byScenario),
+    /** Samples count for `ids` (one scenario, or the two sides of a pair) from now until `end`. */
+    during: (ids: readonly string[]) => {
+      current = ids;
+      return {
+        end: () => {
+          if (current === ids) current = [];
+        },
+      };
+    },
     stop: () => clearInterval(timer),
   };
 }

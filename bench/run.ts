@@ -35,6 +35,27 @@ function progress(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
+/**
+ * Each scenario's peaks go into its result, and the scenario during which each process reached its run's
+ * peak into the facts (`riskRssPeakDuring`, `gatewayRssPeakDuring`): a peak set while a process fell
+ * behind a fixed pace is its backlog's, not the code's at that load.
+ */
+function recordMemoryByScenario(ctx: RunContext, memory: ReturnType<typeof memorySampler>): void {
+  const byScenario = memory.peaksByScenario();
+  for (const result of ctx.results) {
+    const peaks = byScenario.get(result.id);
+    if (peaks !== undefined) result.rssPeakMb = { ...peaks };
+  }
+  for (const [name, ids] of Object.entries(memory.peakSetBy())) {
+    const labels = ids.map((id) => {
+      const result = ctx.results.find((r) => r.id === id);
+      if (result === undefined) return id;
+      return `${result.label} (${result.mode === 'closed' ? `${result.connections} connections` : `${result.rate} req/s`})`;
+    });
+    ctx.facts[`${name}RssPeakDuring`] = labels.length === 0 ? 'between scenarios' : labels.join(' / ');
+  }
+}
+
 /** Runs the configured groups and returns the report; the stack is always torn down. */
 export async function runBenchmark(config: BenchConfig): Promise<{ report: Report; file: string }> {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -60,6 +81,7 @@ export async function runBenchmark(config: BenchConfig): Promise<{ report: Repor
       ctx.session = await adminSession(config, ctx.stack);
     }
     const memory = memorySampler({ risk: ctx.stack?.riskPid, gateway: ctx.stack?.gatewayPid });
+    ctx.memory = memory;
     const started = Date.now();
     // Other programs on the machine take CPU from every figure: say how busy it was around the run.
     ctx.facts.loadAverageBefore = loadavg()[0] ?? 0;
@@ -70,6 +92,7 @@ export async function runBenchmark(config: BenchConfig): Promise<{ report: Repor
     const peaks = memory.peaks();
     if (peaks.risk !== undefined) ctx.facts.riskRssMb = peaks.risk;
     if (peaks.gateway !== undefined) ctx.facts.gatewayRssMb = peaks.gateway;
+    recordMemoryByScenario(ctx, memory);
     ctx.facts.loadAverageAfter = loadavg()[0] ?? 0;
     ctx.facts.measuredSeconds = (Date.now() - started) / 1000;
     failed = false;

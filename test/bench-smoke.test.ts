@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { type AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { type RunContext, type ScenarioResult, measureFixedPairsInTurns } from '../bench/context.ts';
+import { fixedRates } from '../bench/load.ts';
+import { memorySampler } from '../bench/processes.ts';
 import { kindOf, parseReport, summarise } from '../bench/perf-summary.ts';
 import { evaluate } from '../bench/report.ts';
 
@@ -167,7 +169,7 @@ describe('latency pairs measured in rounds (bench/context.ts measureFixedPairsIn
       const [fast, slow] = servers.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`) as [string, string];
       const target = (origin: string) => ({ origin, shape: { method: 'GET' as const, target: '/' }, headers: () => ({}) });
       const progress: string[] = [];
-      const ctx = { config: { rounds: 3, warmupS: 0, durationS: 0.4, rate: 100 }, results: [], progress: (line: string) => progress.push(line) } as unknown as RunContext;
+      const ctx = { config: { rounds: 3, warmupS: 0, durationS: 0.4, rate: 100, connections: 50 }, results: [], progress: (line: string) => progress.push(line) } as unknown as RunContext;
       const results = await measureFixedPairsInTurns(ctx, [
         [
           { id: 'a', label: 'fast', target: target(fast) },
@@ -200,6 +202,68 @@ describe('latency pairs measured in rounds (bench/context.ts measureFixedPairsIn
     } finally {
       await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
     }
+  });
+});
+
+describe('the open-loop pacer (bench/load.ts fixedRates)', function () {
+  this.timeout(30_000);
+
+  it('keeps at most `connections` requests in flight to a server behind its pace, and counts the wait in the latency', async () => {
+    // A server that needs 50 ms an answer: at 200 req/s with 3 connections it answers at most 60/s, so it falls behind.
+    let inFlight = 0;
+    let most = 0;
+    const server = createServer((_req, res) => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      setTimeout(() => {
+        inFlight -= 1;
+        res.end('{}');
+      }, 50);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const [result] = await fixedRates([{ origin, shape: { method: 'GET', target: '/' }, headers: () => ({}) }], 200, 0.3, 3);
+      assert.equal(result?.requests, 60);
+      assert.equal(result.errors, 0);
+      assert.equal(most, 3);
+      // The last of 60 requests waited behind 19 rounds of three: its latency counts that wait from its scheduled time.
+      assert.ok(result.p99Ms > 500, `p99 ${result.p99Ms} ms`);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('resident memory by scenario (bench/processes.ts memorySampler)', function () {
+  this.timeout(30_000);
+
+  it('keeps each scenario\'s peak and names the one during which the run\'s peak was reached', async () => {
+    const memory = memorySampler({ self: process.pid }, 10);
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    let held: Buffer | undefined;
+    try {
+      const quiet = memory.during(['quiet']);
+      await wait(100);
+      quiet.end();
+      await wait(50);
+      const heavy = memory.during(['heavy', 'heavy-beside']);
+      // 128 MB written, so resident: the peak of this scenario, and of the run.
+      held = Buffer.alloc(128 * 2 ** 20, 1);
+      await wait(100);
+      heavy.end();
+      const byScenario = memory.peaksByScenario();
+      const [quietMb, heavyMb] = [byScenario.get('quiet')?.self, byScenario.get('heavy')?.self];
+      assert.ok(quietMb !== undefined && heavyMb !== undefined, JSON.stringify([...byScenario]));
+      assert.ok(heavyMb - quietMb > 100, `${quietMb} MB, then ${heavyMb} MB`);
+      assert.equal(byScenario.get('heavy-beside')?.self, heavyMb);
+      assert.deepEqual(memory.peakSetBy().self, ['heavy', 'heavy-beside']);
+      assert.equal(memory.peaks().self, heavyMb);
+    } finally {
+      memory.stop();
+      held = undefined;
+    }
+    assert.equal(held, undefined);
   });
 });
 
