@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import { type ConfigOf, env, loadConfig } from './config.ts';
 import { UNTRACED_PATHS, useOwnHttpSpans } from './http-spans.ts';
+import { skipUnrecordedChildren } from './unsampled-children.ts';
 import type * as Api from '@opentelemetry/api';
 import type * as ContextAsyncHooks from '@opentelemetry/context-async-hooks';
 import type * as Core from '@opentelemetry/core';
@@ -127,9 +128,11 @@ export function startTracing(service: string, source: Readonly<Record<string, st
   const provider = new sdk.TracerProvider({ resource, sampler: samplerOf(config), spanProcessors: [new sdk.BatchSpanProcessor({ exporter })] });
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  api.trace.setGlobalTracerProvider(provider);
+  // Sampling 1 in 10, nine requests in ten make their spans under an unsampled one: none of those is built.
+  const tracers = skipUnrecordedChildren(provider);
+  api.trace.setGlobalTracerProvider(tracers);
   registerInstrumentations({
-    tracerProvider: provider,
+    tracerProvider: tracers,
     instrumentations: [
       ...(options.httpSpans === 'own' ? [] : [new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? '') })]),
       // Express's request handlers only (which name the route); a span per middleware cost more than the rest together.
@@ -140,7 +143,7 @@ export function startTracing(service: string, source: Readonly<Record<string, st
       new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),
     ],
   });
-  if (options.httpSpans === 'own') useOwnHttpSpans(provider.getTracer(`${service}-http`));
+  if (options.httpSpans === 'own') useOwnHttpSpans(tracers.getTracer(`${service}-http`));
   started = { shutdown: () => provider.shutdown() };
   return started;
 }
