@@ -112,6 +112,22 @@ describe('the revocation mirror (Redis lost its data)', function () {
     assert.equal(Number(await identity.redis.hget(mirror, 'born')), born);
   });
 
+  it('when the keeper reaches a flushed bucket before any request does, says Redis lost its data, not that a replica went back', async () => {
+    const user = await identity.createUser();
+    const token = (await identity.login(user)).accessToken;
+    const sid = sessionOf(token);
+    // The keeper's write stamp of this session's bucket now counts a revocation: the flush takes it too.
+    assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
+    await identity.loseRedisData();
+    assert.equal(await identity.redis.exists(mirrorKeyOfSession(sid)), 0, 'no request recreated the mirror');
+    const before = identity.log.lines().length;
+    await identity.revocations.checkNow();
+    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 1, 'the revocation was not re-seeded');
+    assert.ok(await everyBucketWhole());
+    const reseeded = identity.log.lines().slice(before).filter((line) => line.msg === 'revocation mirror re-seeded; bearer requests accepted again');
+    assert.deepEqual(reseeded.map((line) => line.cause), ['Redis lost its data']);
+  });
+
   it('when more sessions than a re-seed page ended in one statement (one instant), re-seeds every one of them once and opens the mirror', async () => {
     const user = await identity.createUser();
     // 1,005 sessions ended by one statement share one now(): more than a page (1,000) within one millisecond.

@@ -51,7 +51,11 @@ export interface BucketState {
   born: number;
   /** Whether the bucket's mirror is whole. */
   ready: boolean;
-  /** Whether this check found the writer's stamp gone back (a lagging replica promoted) and marked the bucket lost. */
+  /**
+   * Whether this check found the writer's stamp gone back while the bucket's mirror was still there (a lagging
+   * replica promoted) and marked the bucket lost. A bucket found without its mirror lost its data (a flush,
+   * an empty restart): not ready, and not gone back.
+   */
   wentBack: boolean;
   /** The id of the mirror's last close ('' for none): a re-seed opens it only if nobody closed it since (`markReady`). */
   closed: string;
