@@ -1,9 +1,9 @@
-import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding } from '@platform/service-kit';
 import type { BenchConfig } from './config.ts';
 import { type LoadResult, type LoadTarget, closedLoop, fixedRate, fixedRates, quantile } from './load.ts';
 import { type MemoryPhases, cpuMs } from './processes.ts';
 import type { Session, Stack } from './stack.ts';
 import { type RequestShape, type createSigner, plainHeaders } from './signer.ts';
+import { vouchedHeaders } from './vouch.ts';
 
 /** One measured scenario: how the load was driven and what it gave. */
 export interface ScenarioResult {
@@ -88,14 +88,7 @@ export function vouchedTarget(origin: string, shape: RequestShape, assertionKey:
         requestId: `bench-${run}-${(n += 1)}`,
         checkedAuthorization: shape.bearer === undefined ? undefined : `Bearer ${shape.bearer}`,
       };
-      return {
-        ...plain,
-        'x-forwarded-for': facts.forwardedFor,
-        'x-forwarded-proto': facts.forwardedProto,
-        [CLIENT_KEY_ID_HEADER]: facts.clientKeyId,
-        'x-request-id': facts.requestId,
-        [INTERNAL_ASSERTION_HEADER]: assertForwarding(assertionKey, facts),
-      };
+      return { ...plain, ...vouchedHeaders(assertionKey, facts) };
     },
   };
 }
@@ -205,10 +198,7 @@ export async function measureFixedPair(
 ): Promise<ScenarioResult[]> {
   const [a, b] = pair;
   ctx.progress(`${a.label} / ${b.label}: ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-  const loads = await measuring(ctx, [a.id, b.id], async () => {
-    if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS, ctx.config.connections);
-    return await fixedRates([a.target, b.target], rate, ctx.config.durationS, ctx.config.connections);
-  });
+  const loads = await sideBySide(ctx, a, b, rate);
   const results = pair.map(({ id, label }, i): ScenarioResult => ({ id, label, mode: 'fixed', rate, load: loads[i] as LoadResult }));
   ctx.results.push(...results);
   return results;
@@ -219,6 +209,14 @@ export interface PairSide {
   id: string;
   label: string;
   target: LoadTarget;
+}
+
+/** The two sides of a pair at `rate` each, their requests taking turns, after a warm-up: their two loads. */
+async function sideBySide(ctx: RunContext, a: PairSide, b: PairSide, rate: number): Promise<LoadResult[]> {
+  return await measuring(ctx, [a.id, b.id], async () => {
+    if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS, ctx.config.connections);
+    return await fixedRates([a.target, b.target], rate, ctx.config.durationS, ctx.config.connections);
+  });
 }
 
 /**
@@ -234,10 +232,7 @@ export async function measureFixedPairsInTurns(ctx: RunContext, pairs: ReadonlyA
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, [a, b]] of pairs.entries()) {
       ctx.progress(`${a.label} / ${b.label} (round ${round} of ${rounds}): ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-      const [first, second] = await measuring(ctx, [a.id, b.id], async () => {
-        if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS, ctx.config.connections);
-        return await fixedRates([a.target, b.target], rate, ctx.config.durationS, ctx.config.connections);
-      });
+      const [first, second] = await sideBySide(ctx, a, b, rate);
       if (first === undefined || second === undefined) throw new Error('a pair without two results');
       ctx.progress(`  ${b.label} added p50 ${(second.p50Ms - first.p50Ms).toFixed(2)} ms, p99 ${(second.p99Ms - first.p99Ms).toFixed(2)} ms`);
       measured[i]?.push([first, second]);

@@ -25,10 +25,11 @@ import { Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerRespo
 import { bearerAuth, bearerTokenOf, createTokenVerifier, jwksKeySource, redisBlacklist } from '@platform/auth';
 import { signatureBase } from '@platform/client';
 import { createAdmissionStore } from '@platform/gateway/engine';
-import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding, createLogger, createRedis } from '@platform/service-kit';
+import { createLogger, createRedis } from '@platform/service-kit';
 import express, { type Request } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { Redis } from 'ioredis';
+import { vouchedHeaders } from './vouch.ts';
 
 /** Station 17130 as the risk service answers it (services/risk/data/stations.csv). */
 export const STATION_JSON = Buffer.from(
@@ -185,22 +186,18 @@ function forwarder(upstream: string): (req: Request, res: ServerResponse, body: 
     const headers: OutgoingHttpHeaders = { host: origin.host, authorization: req.headers.authorization, 'x-idempotency-key': req.headers['x-idempotency-key'] };
     if (body.length > 0) Object.assign(headers, { 'content-type': req.headers['content-type'], 'content-length': body.length });
     if (vouch !== undefined) {
-      const facts = {
-        method: req.method,
-        target: req.url,
-        forwardedFor: req.socket.remoteAddress ?? '',
-        forwardedProto: 'http',
-        clientKeyId: vouch.keyId,
-        requestId: vouch.requestId,
-        checkedAuthorization: req.headers.authorization,
-      };
-      Object.assign(headers, {
-        'x-request-id': facts.requestId,
-        [CLIENT_KEY_ID_HEADER]: facts.clientKeyId,
-        'x-forwarded-for': facts.forwardedFor,
-        'x-forwarded-proto': facts.forwardedProto,
-        [INTERNAL_ASSERTION_HEADER]: assertForwarding(vouch.assertionKey, facts),
-      });
+      Object.assign(
+        headers,
+        vouchedHeaders(vouch.assertionKey, {
+          method: req.method,
+          target: req.url,
+          forwardedFor: req.socket.remoteAddress ?? '',
+          forwardedProto: 'http',
+          clientKeyId: vouch.keyId,
+          requestId: vouch.requestId,
+          checkedAuthorization: req.headers.authorization,
+        }),
+      );
     }
     const out = request({ host: origin.hostname, port: origin.port, method: req.method, path: req.url, headers, agent }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'], 'content-length': answer.headers['content-length'] });
