@@ -4,10 +4,20 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 /**
  * Postgres SQLSTATEs meaning "the server cannot serve right now", not "your query is wrong": class 08
  * (connection exception), 57014 (statement_timeout), 57P01–57P03 (shutdown, cannot connect now), 53300
- * (too many connections).
+ * (too many connections); and 40001, 40P01 (a transaction rolled back for a serialization failure or a
+ * deadlock with another: its retry may succeed, the client's too).
  */
 function isUnavailableSqlState(code: string): boolean {
-  return code.startsWith('08') || code === '57014' || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
+  return (
+    code.startsWith('08') ||
+    code === '57014' ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    code === '53300' ||
+    code === '40001' ||
+    code === '40P01'
+  );
 }
 
 /** What pg, knex and ioredis say when their server is gone or silent (they set no code for these). */
@@ -24,9 +34,9 @@ const UNAVAILABLE_MESSAGES = [
 ];
 
 /**
- * True when `err` says a database or Redis is unreachable, too slow or shutting down: the request
- * cannot be served now but may succeed later, which is a 503, never a 500. Duck-typed on code, name
- * and message, so this package needs none of the client libraries.
+ * True when `err` says a database or Redis is unreachable, too slow or shutting down, or that a transaction
+ * lost a race it may win when run again: the request cannot be served now but may succeed later, which is a
+ * 503, never a 500. Duck-typed on code, name and message, so this package needs none of the client libraries.
  */
 export function isDependencyUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

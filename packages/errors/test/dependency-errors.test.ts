@@ -18,6 +18,8 @@ describe('toHttpError: faults of dependencies and of the router', () => {
     ['the server shuts down', libraryError('terminating connection due to administrator command', { code: '57P01' })],
     ['the server is starting', libraryError('the database system is starting up', { code: '57P03' })],
     ['connection exception class 08', libraryError('connection failure', { code: '08006' })],
+    ['a transaction deadlocked with another', libraryError('deadlock detected', { code: '40P01' })],
+    ['a serializable transaction lost a race', libraryError('could not serialize access due to concurrent update', { code: '40001' })],
     ['Redis is frozen (ioredis)', libraryError('Command timed out')],
     ['Redis is down (ioredis, no offline queue)', libraryError("Stream isn't writeable and enableOfflineQueue options is false")],
     ['Redis retries exhausted', libraryError('Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.', { name: 'MaxRetriesPerRequestError' })],
@@ -27,6 +29,7 @@ describe('toHttpError: faults of dependencies and of the router', () => {
       assert.equal(isDependencyUnavailable(err), true);
       assert.equal(toHttpError(err).status, 503);
       assert.equal(toHttpError(err).message, 'Service temporarily unavailable');
+      assert.equal(toHttpError(err).headers['Retry-After'], '1');
     });
   }
 

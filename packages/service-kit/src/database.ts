@@ -45,6 +45,36 @@ export function createDatabase(options: DatabaseOptions): Knex {
   });
 }
 
+/**
+ * SQLSTATEs of a transaction that lost a race with another and was rolled back by Postgres: 40001
+ * (serialization_failure) and 40P01 (deadlock_detected). Run again, it may well succeed.
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === '40001' || code === '40P01';
+}
+
+/** How many times `retryingTransaction` runs a transaction that keeps losing races before it gives up. */
+const CONFLICT_ATTEMPTS = 4;
+
+/**
+ * Runs `work` in one transaction, and runs it again, from the start, when Postgres rolled it back for a
+ * conflict with another transaction (`isTransactionConflict`), up to a few times with a short random pause:
+ * two transactions that take the same rows in different orders do not both fail. The work must be safe to
+ * run again (everything it does goes through `trx`). The last conflict is thrown as it came: callers map it
+ * to 503 with Retry-After (@platform/errors).
+ */
+export async function retryingTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction(work);
+    } catch (err) {
+      if (!isTransactionConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+    }
+  }
+}
+
 /** The database name of a Postgres URL. */
 export function databaseName(url: string): string {
   const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));

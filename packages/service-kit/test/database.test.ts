@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ensureDatabaseExists, type Migration } from '../src/database.ts';
+import { type Knex, type Migration, ensureDatabaseExists, isTransactionConflict, retryingTransaction } from '../src/database.ts';
 import { TEST_POSTGRES_URL, createTestDatabase, uniqueName } from '../src/testing/index.ts';
 import { createDatabase, dropDatabase } from '../src/database.ts';
 
@@ -53,5 +53,62 @@ describe('ensureDatabaseExists', () => {
     } finally {
       await dropDatabase(url.toString());
     }
+  });
+});
+
+describe('retryingTransaction', () => {
+  let test: Awaited<ReturnType<typeof createTestDatabase>>;
+  before(async () => {
+    test = await createTestDatabase('retry', migrations);
+    await test.db('notes').insert([{ body: 'a' }, { body: 'b' }]);
+  });
+  after(async () => {
+    await test?.drop();
+  });
+
+  /** Locks note `first`, waits until the other transaction holds its first lock too, then takes note `second`. */
+  const crosswise = (first: number, second: number, held: { count: number }, runs: { count: number }) => async (trx: Knex.Transaction) => {
+    runs.count += 1;
+    await trx('notes').where({ id: first }).update({ body: trx.raw("body || '+'") });
+    held.count += 1;
+    while (held.count < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await trx('notes').where({ id: second }).update({ body: trx.raw("body || '+'") });
+    return first;
+  };
+
+  it('when two transactions deadlock, the one Postgres rolls back runs again and both commit', async () => {
+    const held = { count: 0 };
+    const runs = { count: 0 };
+    const results = await Promise.all([
+      retryingTransaction(test.db, crosswise(1, 2, held, runs)),
+      retryingTransaction(test.db, crosswise(2, 1, held, runs)),
+    ]);
+    assert.deepEqual(results.sort(), [1, 2]);
+    assert.equal(runs.count, 3, 'exactly one of the two ran twice');
+    assert.deepEqual(await test.db('notes').orderBy('id').pluck('body'), ['a++', 'b++']);
+  });
+
+  it('when the work fails for any other reason, it runs once and its error is thrown as it came', async () => {
+    let runs = 0;
+    await assert.rejects(
+      retryingTransaction(test.db, async (trx) => {
+        runs += 1;
+        await trx('notes').insert({ body: null });
+      }),
+      (err: { code?: string }) => err.code === '23502',
+    );
+    assert.equal(runs, 1);
+  });
+
+  it('when the work keeps losing races, it gives up after a few runs and throws the conflict (a 503 to the caller)', async () => {
+    let runs = 0;
+    await assert.rejects(
+      retryingTransaction(test.db, async () => {
+        runs += 1;
+        throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      }),
+      (err: { code?: string }) => isTransactionConflict(err),
+    );
+    assert.equal(runs, 4);
   });
 });

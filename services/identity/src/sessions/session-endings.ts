@@ -1,10 +1,10 @@
 import type { TokenBlacklist } from '@platform/auth';
 import { type Logger, currentRequestLog } from '@platform/service-kit';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
-import type { SessionEndReason } from './sessions.repository.ts';
+import { type SessionEndReason, lockSessions } from './sessions.repository.ts';
 
 /**
  * The one way a session ends (CONTRACT.md parts 4 and 11). Ending is two steps: the session and its
@@ -20,8 +20,9 @@ import type { SessionEndReason } from './sessions.repository.ts';
  */
 export interface SessionEndings {
   /**
-   * Runs `work` in one Postgres transaction; resolves, after the commit, once every session it ended
-   * is published (or handed to the keeper). Rejects as `work` does, having published nothing.
+   * Runs `work` in one Postgres transaction (again, from the start, when Postgres rolled it back for a
+   * deadlock or a serialization failure); resolves, after the commit, once every session it ended is
+   * published (or handed to the keeper). Rejects as `work` does, having published nothing.
    */
   transaction<T>(work: (trx: Knex.Transaction, ending: SessionEnding) => Promise<T>): Promise<T>;
 }
@@ -55,21 +56,11 @@ function sessionsEnded(userId: string, sessionIds: readonly string[], reason: Se
   return { type: 'session.revoked', subjectUserId: userId, details: { sessionIds, reason } };
 }
 
-async function endSessionRows(trx: Knex.Transaction, sessionId: string, reason: SessionEndReason): Promise<boolean> {
-  const ended = await trx('sessions').where({ id: sessionId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now(), revoked_reason: reason });
-  await trx('refresh_tokens').where({ session_id: sessionId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
-  return ended > 0;
-}
-
-async function endUserSessionRows(trx: Knex.Transaction, userId: string, reason: SessionEndReason): Promise<string[]> {
-  const ended = (await trx('sessions')
-    .where({ user_id: userId })
-    .whereNull('revoked_at')
-    .update({ revoked_at: trx.fn.now(), revoked_reason: reason })
-    .returning('id')) as Array<{ id: string }>;
-  const ids = ended.map((row) => row.id);
-  if (ids.length > 0) await trx('refresh_tokens').whereIn('session_id', ids).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
-  return ids;
+/** Ends the sessions with these ids (locked and live) and their refresh tokens, sessions first. */
+async function endSessionRows(trx: Knex.Transaction, sessionIds: readonly string[], reason: SessionEndReason): Promise<void> {
+  if (sessionIds.length === 0) return;
+  await trx('sessions').whereIn('id', sessionIds).update({ revoked_at: trx.fn.now(), revoked_reason: reason });
+  await trx('refresh_tokens').whereIn('session_id', sessionIds).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
 }
 
 export function createSessionEndings(options: SessionEndingsOptions): SessionEndings {
@@ -85,39 +76,41 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
   };
   return {
     async transaction(work) {
-      const ended: string[] = [];
+      let ended: string[] = [];
       let open = true;
       const assertOpen = (): void => {
         // An ending outside its transaction would never be published: a programming error, loudly.
         if (!open) throw new Error('a SessionEnding was used after its transaction ended');
       };
-      const result = await db
-        .transaction(async (trx) => {
-          const ending: SessionEnding = {
-            async one(audit, session, reason) {
-              assertOpen();
-              const done = await endSessionRows(trx, session.id, reason);
-              if (done) {
-                await insertAuditEvent(trx, audit, sessionsEnded(session.userId, [session.id], reason));
-                ended.push(session.id);
-              }
-              return done;
-            },
-            async allOf(audit, userId, reason) {
-              assertOpen();
-              const ids = await endUserSessionRows(trx, userId, reason);
-              if (ids.length > 0) {
-                await insertAuditEvent(trx, audit, sessionsEnded(userId, ids, reason));
-                ended.push(...ids);
-              }
-              return ids;
-            },
-          };
-          return work(trx, ending);
-        })
-        .finally(() => {
-          open = false;
-        });
+      const result = await retryingTransaction(db, async (trx) => {
+        // A run that lost a race was rolled back whole: it ended nothing.
+        ended = [];
+        const ending: SessionEnding = {
+          async one(audit, session, reason) {
+            assertOpen();
+            const done = (await lockSessions(trx, { sessionIds: [session.id] })).length > 0;
+            if (done) {
+              await endSessionRows(trx, [session.id], reason);
+              await insertAuditEvent(trx, audit, sessionsEnded(session.userId, [session.id], reason));
+              ended.push(session.id);
+            }
+            return done;
+          },
+          async allOf(audit, userId, reason) {
+            assertOpen();
+            const ids = await lockSessions(trx, { userId });
+            if (ids.length > 0) {
+              await endSessionRows(trx, ids, reason);
+              await insertAuditEvent(trx, audit, sessionsEnded(userId, ids, reason));
+              ended.push(...ids);
+            }
+            return ids;
+          },
+        };
+        return work(trx, ending);
+      }).finally(() => {
+        open = false;
+      });
       await publish(ended);
       return result;
     },

@@ -107,10 +107,17 @@ export async function insertRefreshToken(
 }
 
 /**
- * The refresh token with that hash, locked until the transaction ends: two refreshes with the same
- * token are serialised, so the second always sees the first one's rotation.
+ * The refresh token with that hash and its session, both locked until the transaction ends, the session
+ * first: every transaction that ends a session or rotates its tokens takes the session's row before any of
+ * its refresh tokens (`lockSessions`), so a logout and a refresh of one session queue on the session
+ * instead of each holding what the other waits for (a deadlock, answered 500, that left the session alive).
+ * Two refreshes with the same token are serialised, so the second always sees the first one's rotation.
  */
 export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer): Promise<RefreshTokenRecord | undefined> {
+  // A token's session never changes: read without a lock, it names the row to lock first.
+  const owner = (await trx('refresh_tokens').where('token_hash', tokenHash).first('session_id as sessionId')) as { sessionId: string } | undefined;
+  if (owner === undefined) return undefined;
+  await trx('sessions').where({ id: owner.sessionId }).forNoKeyUpdate().first('id');
   const row = (await trx('refresh_tokens as t')
     .join('sessions as s', 's.id', 't.session_id')
     .where('t.token_hash', tokenHash)
@@ -126,6 +133,18 @@ export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer)
       's.created_at as sessionCreatedAt',
     )) as RefreshTokenRecord | undefined;
   return row;
+}
+
+/**
+ * Locks the live sessions among `sessionIds`, or every live session of `userId`, in the order of their
+ * ids (the lock order of the header above `lockRefreshToken`; one order also keeps two endings of a user's
+ * sessions from locking them crosswise). Returns the ids locked: those still live once their locks are held.
+ */
+export async function lockSessions(trx: Knex.Transaction, which: { sessionIds: readonly string[] } | { userId: string }): Promise<string[]> {
+  const query = trx('sessions').whereNull('revoked_at').orderBy('id').forNoKeyUpdate().select('id');
+  if ('userId' in which) query.where({ user_id: which.userId });
+  else query.whereIn('id', which.sessionIds);
+  return ((await query) as Array<{ id: string }>).map((row) => row.id);
 }
 
 /** Marks a refresh token as rotated. */

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { claimsOf } from './support/forge-jwt.ts';
+import { type LoggedInUser, type Stack, startStack } from './support/stack.ts';
+
+/** How many times the logout races a refresh of its own session (the finding asked for at least 200). */
+const RACES = 200;
+/** Races run side by side: each pair races itself, and the pairs load Postgres as real traffic would. */
+const AT_ONCE = 4;
+
+/**
+ * Findings of the second outside review (issue "logout racing a refresh"), attacked again through the whole
+ * stack. A logout racing a refresh of the same session deadlocked in Postgres: the logout answered 500, the
+ * session was not ended and the refreshed pair kept working. Whatever the order the two reach Postgres in,
+ * the logout ends the session, and the refresh either fails (401) or its tokens die with the session.
+ */
+describe('review findings: a logout racing a refresh of its own session', function () {
+  this.timeout(600_000);
+  let stack: Stack;
+
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  /** One race: logout(A) and refresh(R) of one fresh session at the same moment, then what survived. */
+  async function race(user: LoggedInUser): Promise<{ logout: number; refresh: number; alive: string[] }> {
+    const login = await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
+    assert.equal(login.status, 200, login.body.toString());
+    const { accessToken, refreshToken } = login.json() as { accessToken: string; refreshToken: string };
+    const [logout, refresh] = await Promise.all([
+      stack.call('POST', '/v1/auth/logout', { body: { jwtToken: accessToken } }),
+      stack.call('POST', '/v1/auth/refresh', { body: { refreshToken } }),
+    ]);
+    const alive: string[] = [];
+    const sessionId = String(claimsOf(accessToken).sid);
+    const row = (await stack.identity.db('sessions').where({ id: sessionId }).first('revoked_at')) as { revoked_at: Date | null } | undefined;
+    if (row?.revoked_at === null) alive.push('the session row is not ended');
+    if (refresh.status === 200) {
+      const next = refresh.json() as { accessToken: string; refreshToken: string };
+      const read = await stack.call('GET', `/v1/users/${user.id}`, { bearer: next.accessToken });
+      if (read.status !== 401) alive.push(`the refreshed access token answered ${read.status}`);
+      const again = await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: next.refreshToken } });
+      if (again.status !== 401) alive.push(`the refreshed refresh token answered ${again.status}`);
+    }
+    const old = await stack.call('GET', `/v1/users/${user.id}`, { bearer: accessToken });
+    if (old.status !== 401) alive.push(`the logged-out access token answered ${old.status}`);
+    return { logout: logout.status, refresh: refresh.status, alive };
+  }
+
+  it(`${RACES} races: the logout answers 200 every time, the refresh 200 or 401, never 500, and no session outlives its logout`, async () => {
+    const users = await Promise.all(Array.from({ length: AT_ONCE }, () => stack.userWith(['STANDARD_USER'])));
+    const outcomes: Array<Awaited<ReturnType<typeof race>>> = [];
+    for (let round = 0; round < RACES / AT_ONCE; round++) outcomes.push(...(await Promise.all(users.map(race))));
+    assert.equal(outcomes.length, RACES);
+    const statuses = (pick: (o: (typeof outcomes)[number]) => number) =>
+      outcomes.reduce<Record<number, number>>((count, o) => ({ ...count, [pick(o)]: (count[pick(o)] ?? 0) + 1 }), {});
+    assert.deepEqual(statuses((o) => o.logout), { 200: RACES }, 'logout statuses');
+    const refreshes = statuses((o) => o.refresh);
+    assert.deepEqual(Object.keys(refreshes).filter((status) => status !== '200' && status !== '401'), [], `refresh statuses ${JSON.stringify(refreshes)}`);
+    assert.deepEqual(outcomes.flatMap((o) => o.alive), [], 'sessions alive after their logout');
+    assert.doesNotMatch(stack.identity.log.text(), /deadlock detected/);
+  });
+
+  /**
+   * Every other transaction that ends sessions takes the same rows (the user's, then its sessions, then
+   * their refresh tokens): each raced against a refresh of the session it ends, a few times over.
+   */
+  describe('every other way a session ends, raced against a refresh of that session', () => {
+    const ROUNDS = 10;
+    let admin: LoggedInUser;
+    before(async () => {
+      admin = await stack.userWith(['ADMIN']);
+    });
+
+    /** Each path: a request that ends `user`'s sessions (given what it needs first), and the statuses it may answer. */
+    const paths: Record<string, { prepare?: (user: LoggedInUser) => Promise<unknown>; end: (user: LoggedInUser, prepared: unknown) => Promise<{ status: number; body: Buffer }>; ok: number[] }> = {
+      'the owner ending this session': {
+        end: (user) => stack.call('DELETE', `/v1/auth/sessions/${String(claimsOf(user.accessToken).sid)}`, { bearer: user.accessToken }),
+        ok: [204],
+      },
+      'the owner ending all its sessions': { end: (user) => stack.call('DELETE', '/v1/auth/sessions', { bearer: user.accessToken }), ok: [204] },
+      'an ADMIN ending all the user\'s sessions': {
+        end: (user) => stack.call('DELETE', `/v1/auth/sessions?userId=${user.id}`, { bearer: admin.accessToken }),
+        ok: [204],
+      },
+      'a change of roles': {
+        end: (user) => stack.call('PATCH', '/v1/users/update', { bearer: admin.accessToken, body: { userId: user.id, roles: ['GUEST'] } }),
+        ok: [200],
+      },
+      'a change of status': {
+        end: (user) => stack.call('PATCH', '/v1/users/update', { bearer: admin.accessToken, body: { userId: user.id, status: 'INACTIVE' } }),
+        ok: [200],
+      },
+      'a rename': {
+        end: (user) =>
+          stack.call('PATCH', '/v1/users/update', {
+            bearer: user.accessToken,
+            body: { userId: user.id, username: `renamed-${randomUUID()}@example.com`, currentPassword: user.password },
+          }),
+        ok: [200],
+      },
+      'the failed login that blocks the user': {
+        async prepare(user) {
+          for (let i = 0; i < stack.identity.config.AUTH_MAX_FAILED_LOGINS; i++) {
+            await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: 'not-the-password-1' } });
+          }
+        },
+        end: (user) => stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: 'not-the-password-1' } }),
+        ok: [401],
+      },
+      'a password reset': {
+        async prepare(user) {
+          const ticket = await stack.call('POST', '/v1/users/password-reset-request', { bearer: admin.accessToken, body: { username: user.username } });
+          assert.equal(ticket.status, 201, ticket.body.toString());
+          return (ticket.json() as { token: string }).token;
+        },
+        end: (user, token) =>
+          stack.call('POST', '/v1/users/password-reset', { body: { userId: user.id, token, newPassword: `a-rare-passphrase-${randomUUID()}` } }),
+        ok: [200],
+      },
+      'a rotated refresh token presented again (reuse detection)': {
+        async prepare(user) {
+          const rotated = await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: user.refreshToken } });
+          assert.equal(rotated.status, 200);
+          const next = rotated.json() as { refreshToken: string };
+          // The race below refreshes with the current token while the old one is presented again.
+          const stale = user.refreshToken;
+          user.refreshToken = next.refreshToken;
+          return stale;
+        },
+        end: (_user, stale) => stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: stale } }),
+        ok: [401],
+      },
+    };
+
+    for (const [name, path] of Object.entries(paths)) {
+      it(`${name}: ${ROUNDS} races, never a 500, the session ends and the refreshed pair dies with it`, async () => {
+        const faults: string[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          const user = await stack.userWith(['STANDARD_USER']);
+          const prepared = await path.prepare?.(user);
+          const [ended, refresh] = await Promise.all([path.end(user, prepared), stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: user.refreshToken } })]);
+          if (!path.ok.includes(ended.status)) faults.push(`the ending answered ${ended.status}: ${ended.body.toString().slice(0, 160)}`);
+          if (refresh.status !== 200 && refresh.status !== 401) faults.push(`the refresh answered ${refresh.status}`);
+          const live = await stack.identity.db('sessions').where({ id: String(claimsOf(user.accessToken).sid) }).whereNull('revoked_at').first('id');
+          if (live !== undefined) faults.push('the session is alive in Postgres');
+          if (refresh.status === 200) {
+            const next = refresh.json() as { accessToken: string; refreshToken: string };
+            const read = await stack.call('GET', '/v1/weather-stations/get-cities', { bearer: next.accessToken });
+            if (read.status !== 401) faults.push(`the refreshed access token answered ${read.status}`);
+            const again = await stack.call('POST', '/v1/auth/refresh', { body: { refreshToken: next.refreshToken } });
+            if (again.status !== 401) faults.push(`the refreshed refresh token answered ${again.status}`);
+          }
+        }
+        assert.deepEqual(faults, []);
+      });
+    }
+  });
+});
