@@ -11,6 +11,7 @@ import { operationTable, pathOf } from './proxy/operation-table.ts';
 import { type UpstreamRoute, isUnder, upstreamRoutes } from './proxy/routes.ts';
 import { createUpstreamClient } from './proxy/upstream-client.ts';
 import { type KeyLookup, verificationKeys } from './signing/verification-keys.ts';
+import { idempotencyKeyLifetimeS, nonceLifetimeS } from './signing/signature-policy.ts';
 
 /** The paths of the docs router (case-insensitive, as Express routes by default). */
 const DOCS_PATHS = /^\/(openapi\.json|docs)(\/|$)/i;
@@ -48,9 +49,9 @@ export interface Gateway {
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
   const admission = createAdmissionStore(deps.redis, {
-    nonceTtlS: 2 * config.SIGNATURE_MAX_SKEW_S,
-    safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
-    unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+    nonceTtlS: nonceLifetimeS(config.SIGNATURE_MAX_SKEW_S),
+    safeTtlS: idempotencyKeyLifetimeS(config.IDEMPOTENCY_TTL_SAFE_S, config.SIGNATURE_MAX_SKEW_S),
+    unsafeTtlS: idempotencyKeyLifetimeS(config.IDEMPOTENCY_TTL_UNSAFE_S, config.SIGNATURE_MAX_SKEW_S),
   });
   const keyIds = deps.clientKeyIds ?? (() => config.GATEWAY_CLIENT_KEYS.map((key) => key.keyId));
   // Each client key's replay store dated now where it has no birth yet (a new key, or a slot that lost its

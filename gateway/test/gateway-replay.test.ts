@@ -64,7 +64,7 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
       }
     });
 
-    it('is remembered 24 h for POST/PUT/PATCH/DELETE and 10 min for GET/HEAD', async () => {
+    it('is remembered 24 h for POST/PUT/PATCH/DELETE and 10 min for GET/HEAD, or as long as its nonce when that is longer', async () => {
       // The services document only some methods; a document with all six proxies each of them.
       const target = '/v1/accounts/update';
       const operation = { security: [{ bearerAuth: [] }], responses: { '200': { description: 'ok' } } };
@@ -72,7 +72,8 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
       const local = await startGateway({ redis: testRedis.redis, apiDocument });
       try {
         const token = local.issuer.sign();
-        for (const [method, ttlS] of [['POST', 86_400], ['PUT', 86_400], ['PATCH', 86_400], ['DELETE', 86_400], ['GET', 600], ['HEAD', 600]] as const) {
+        // GET and HEAD: 10 min, but the nonce lives 2 × 300 + 2 s (a signature can be accepted that long).
+        for (const [method, ttlS] of [['POST', 86_400], ['PUT', 86_400], ['PATCH', 86_400], ['DELETE', 86_400], ['GET', 602], ['HEAD', 602]] as const) {
           const idempotencyKey = newIdempotencyKey();
           const res = await send(local.url, method, target, signedHeaders(method, target, { key: local.keys.hmac, bearer: token, idempotencyKey }));
           assert.equal(res.status, 200, `${method}: ${res.body.toString()}`);
@@ -103,12 +104,42 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
       assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
     });
 
-    it('is remembered for twice the skew window, scoped by keyid', async () => {
+    it('is remembered as long as a signature carrying it can be accepted (2 × skew + 1 s, and 1 s for the clocks\' second boundaries), scoped by keyid', async () => {
       const nonce = newNonce();
       assert.equal((await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body, nonce }), body)).status, 200);
       const pttl = await testRedis.redis.pttl(nonceKey(gw.keys.hmac.keyId, nonce));
-      assert.ok(pttl > 595_000 && pttl <= 600_000, `pttl ${pttl}`);
+      assert.ok(pttl > 597_000 && pttl <= 602_000, `pttl ${pttl}`);
       assert.equal((await send(gw.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.ed25519, body, nonce }), body)).status, 200);
+    });
+  });
+
+  describe('a signature dated at the far end of its window (review finding: a replay in its last second)', () => {
+    it('with a skew of 1 s, a GET signed 1 s ahead and sent again just before that signature ages out is refused (409), its key kept as long', async () => {
+      const skewS = 1;
+      const local = await startGateway({ redis: testRedis.redis, env: { SIGNATURE_MAX_SKEW_S: String(skewS), IDEMPOTENCY_TTL_SAFE_S: '2' } });
+      try {
+        const target = '/v1/weather-stations/get-cities';
+        // At the start of a second, so that the replay below falls in the signature's last accepted second.
+        await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+        const second = Math.floor(Date.now() / 1000);
+        const headers = signedHeaders('GET', target, { key: local.keys.hmac, bearer: local.issuer.sign(), created: second + skewS });
+        assert.equal((await send(local.url, 'GET', target, headers)).status, 200);
+        const nonce = /nonce="([^"]+)"/.exec(headers['signature-input']!)![1]!;
+        const idempotencyKey = headers['x-idempotency-key']!;
+        const nonceTtl = await testRedis.redis.pttl(nonceKey(local.keys.hmac.keyId, nonce));
+        const keyTtl = await testRedis.redis.pttl(idempotencyRedisKey(local.keys.hmac.keyId, idempotencyKey));
+        assert.ok(nonceTtl > 3000 && nonceTtl <= 4000, `nonce pttl ${nonceTtl}`);
+        assert.ok(keyTtl > 3000 && keyTtl <= 4000, `idempotency key pttl ${keyTtl}`);
+        // `created` is still within the skew until the clock's second passes created + skew: 2.5 s after the first.
+        await new Promise((resolve) => setTimeout(resolve, (second + 2 * skewS) * 1000 + 500 - Date.now()));
+        assert.equal(Math.floor(Date.now() / 1000) - (second + skewS), skewS, 'the replay is sent in the signature\'s last accepted second');
+        const replay = await send(local.url, 'GET', target, headers);
+        assert.equal(replay.status, 409, replay.body.toString());
+        assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+        assert.equal(local.risk.received.length, 1, 'the replay reached the service');
+      } finally {
+        await local.close();
+      }
     });
   });
 

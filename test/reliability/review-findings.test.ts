@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { claimsOf } from './support/forge-jwt.ts';
-import { type LoggedInUser, type Stack, startStack } from './support/stack.ts';
+import { sendRaw } from './support/raw-http.ts';
+import { CLIENT_KEY, type LoggedInUser, type Stack, startStack } from './support/stack.ts';
 
 /** How many times the logout races a refresh of its own session (the finding asked for at least 200). */
 const RACES = 200;
@@ -158,5 +160,47 @@ describe('review findings: a logout racing a refresh of its own session', functi
         assert.deepEqual(faults, []);
       });
     }
+  });
+});
+
+/**
+ * The gateway accepts `created` within ±SIGNATURE_MAX_SKEW_S in whole seconds, a span of 2 × skew + 1
+ * seconds, but kept a nonce (and a GET's idempotency key, at its default) exactly 2 × skew: a GET signed
+ * at the window's far end could be sent again in its last second. The review re-unblocked a user that way.
+ * Here with a skew of 1 s, so that the window's last second comes within the test.
+ */
+describe('review findings: a replay in the last second of a signature\'s window', function () {
+  this.timeout(120_000);
+  const skewS = 1;
+  let stack: Stack;
+
+  before(async () => {
+    // The GET key's memory as short as the nonce's was: 2 × skew.
+    stack = await startStack({ gatewayEnv: { SIGNATURE_MAX_SKEW_S: String(skewS), IDEMPOTENCY_TTL_SAFE_S: String(2 * skewS) } });
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  it('an ADMIN\'s unblock signed at the far end of the window, replayed byte for byte in its last second, is refused (409) and the user stays blocked', async () => {
+    const admin = await stack.userWith(['ADMIN']);
+    const user = await stack.identity.createUser({ status: 'BLOCKED' });
+    const target = `/v1/users/unblock/${user.id}`;
+    // At the start of a second, signed `skew` ahead: the signature is accepted until created + skew + 1.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+    const second = Math.floor(Date.now() / 1000);
+    const headers = signedHeaders('GET', target, { key: CLIENT_KEY, bearer: admin.accessToken, created: second + skewS });
+    const unblocked = await sendRaw(stack.gatewayUrl, 'GET', target, headers);
+    assert.equal(unblocked.status, 200, unblocked.body.toString());
+    // Blocked again by an ADMIN, for a reason the replayer does not like.
+    const blocked = await stack.call('PATCH', '/v1/users/update', { bearer: admin.accessToken, body: { userId: user.id, status: 'BLOCKED' } });
+    assert.equal(blocked.status, 200, blocked.body.toString());
+    await new Promise((resolve) => setTimeout(resolve, (second + 2 * skewS) * 1000 + 500 - Date.now()));
+    assert.equal(Math.floor(Date.now() / 1000), second + 2 * skewS, 'the replay leaves in the signature\'s last accepted second');
+    const replay = await sendRaw(stack.gatewayUrl, 'GET', target, headers);
+    assert.equal(replay.status, 409, replay.body.toString());
+    assert.equal((replay.json() as { message: string }).message, 'Replay attack detected (nonce reused)');
+    const row = (await stack.identity.db('users').where({ id: user.id }).first('status')) as { status: string };
+    assert.equal(row.status, 'BLOCKED');
   });
 });

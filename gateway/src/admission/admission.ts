@@ -131,9 +131,9 @@ export interface AdmissionStore {
 }
 
 export interface AdmissionOptions {
-  /** How long a nonce is remembered: twice the signature skew window (CONTRACT.md part 2). */
+  /** How long a nonce is remembered: as long as a signature carrying it can be accepted (`nonceLifetimeS`). */
   nonceTtlS: number;
-  /** Idempotency key memory for GET and HEAD. */
+  /** Idempotency key memory for GET and HEAD (`idempotencyKeyLifetimeS`). */
   safeTtlS: number;
   /** Idempotency key memory for every other method. */
   unsafeTtlS: number;

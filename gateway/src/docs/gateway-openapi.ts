@@ -1,3 +1,5 @@
+import { nonceLifetimeS } from '../signing/signature-policy.ts';
+
 /** The gateway settings the API document states, so it never disagrees with the running gateway. */
 export interface SigningFacts {
   maxSkewS: number;
@@ -26,7 +28,7 @@ Parameters: \`created\` (Unix seconds, within ±${facts.maxSkewS} s of the gatew
 
 Algorithms: \`hmac-sha256\` (a shared secret, its UTF-8 bytes as the HMAC key) and \`ed25519\` (the gateway holds only the client's public key).
 
-Any signature fault answers 401 \`Invalid request signature\`; a nonce seen before from the same key answers 409 \`Replay attack detected (nonce reused)\`.`;
+Any signature fault answers 401 \`Invalid request signature\`; a nonce seen before from the same key (remembered ${duration(nonceLifetimeS(facts.maxSkewS))}, as long as a signature carrying it can be accepted) answers 409 \`Replay attack detected (nonce reused)\`.`;
 }
 
 /** The idempotency rules (CONTRACT.md part 3), in the words the API document shows. */

@@ -3,6 +3,7 @@ import { parse } from 'yaml';
 import type { OpenApiDocument } from '@platform/service-kit';
 import type { GatewayConfig } from '../config.ts';
 import type { SigningFacts } from './gateway-openapi.ts';
+import { idempotencyKeyLifetimeS } from '../signing/signature-policy.ts';
 import { mergeApiDocuments } from './openapi-merge.ts';
 
 /** Where the services' documents are. */
@@ -34,8 +35,8 @@ export function loadApiDocumentFor(
     { identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH },
     {
       maxSkewS: config.SIGNATURE_MAX_SKEW_S,
-      safeTtlS: config.IDEMPOTENCY_TTL_SAFE_S,
-      unsafeTtlS: config.IDEMPOTENCY_TTL_UNSAFE_S,
+      safeTtlS: idempotencyKeyLifetimeS(config.IDEMPOTENCY_TTL_SAFE_S, config.SIGNATURE_MAX_SKEW_S),
+      unsafeTtlS: idempotencyKeyLifetimeS(config.IDEMPOTENCY_TTL_UNSAFE_S, config.SIGNATURE_MAX_SKEW_S),
       bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
     },
   );

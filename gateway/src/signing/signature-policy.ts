@@ -31,6 +31,25 @@ export interface SignatureParams {
 }
 
 /**
+ * How long a signature's nonce must be remembered, in seconds (CONTRACT.md part 2). `created` is accepted
+ * within ±`maxSkewS` of the clock in whole seconds, a span of 2 × skew + 1 seconds: a signature dated at
+ * the far end of it, used at once, can be sent again until 2 × skew + 1 s later. One second more covers
+ * the clocks' second boundaries (and gateways whose clocks are a little apart). Twice the skew alone let a
+ * request be replayed in its window's last second.
+ */
+export function nonceLifetimeS(maxSkewS: number): number {
+  return 2 * maxSkewS + 2;
+}
+
+/**
+ * How long an idempotency key is remembered: as configured (IDEMPOTENCY_TTL_SAFE_S, _UNSAFE_S), but never
+ * less than a nonce, so that a signed request is refused twice over for as long as it can be accepted.
+ */
+export function idempotencyKeyLifetimeS(configuredS: number, maxSkewS: number): number {
+  return Math.max(configuredS, nonceLifetimeS(maxSkewS));
+}
+
+/**
  * Checks the parameters of CONTRACT.md part 2: `keyid` and `nonce` present and well-formed, `created`
  * within ±`maxSkewS` of `nowS`, `expires` (when given) not past, `alg` (when given) a string.
  */
