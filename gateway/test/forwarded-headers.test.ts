@@ -4,7 +4,7 @@ import { clientOrigin, clientResponseHeaders, upstreamRequestHeaders } from '../
 
 describe('forwarded headers', () => {
   const assertionKey = 'test-internal-assertion-key-0123456789abcdef';
-  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, host: 'api.example.com', method: 'GET', target: '/v1/x?y=1', bodyLength: 0, assertionKey, traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
+  const facts = { requestId: 'r1', keyId: 'k1', clientAddress: '10.0.0.7', proto: 'https' as const, method: 'GET', target: '/v1/x?y=1', bodyLength: 0, assertionKey, traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
 
   it('when admission checked the bearer token, the assertion (v3) vouches for it and covers the Authorization header sent', () => {
     const out = upstreamRequestHeaders({ authorization: 'Bearer t', host: 'api.example.com' }, { ...facts, checkedBearer: true });
@@ -48,7 +48,6 @@ describe('forwarded headers', () => {
       'x-client-key-id': 'k1',
       'x-forwarded-for': '10.0.0.7',
       'x-forwarded-proto': 'https',
-      'x-forwarded-host': 'api.example.com',
       // The gateway's own continuation of the trace, never the client's header as sent.
       traceparent: facts.traceparent,
     });

@@ -154,4 +154,35 @@ describe('gateway proxy failures', () => {
       await close();
     }
   });
+  describe('an upstream that answers 101 Switching Protocols (review finding: ended only by the 15 s deadline)', () => {
+    for (const [name, head] of [
+      ['with Connection: Upgrade', 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
+      ['without upgrade headers', 'HTTP/1.1 101 Switching Protocols\r\n\r\n'],
+    ] as const) {
+      it(`${name}: answers 502 at once, releases the key, and keeps serving`, async () => {
+        let switching = true;
+        const { gw, close } = await gatewayBefore((_req, res) => {
+          if (!switching) {
+            res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+            return;
+          }
+          // Written under Node's server, as a hostile or broken upstream would; the socket is left open.
+          res.socket?.write(head);
+        });
+        try {
+          const idempotencyKey = newIdempotencyKey();
+          const started = Date.now();
+          const res = await login(gw, idempotencyKey);
+          assert.equal(res.status, 502, res.body.toString());
+          assert.equal(res.json().error, 'Bad Gateway');
+          assert.ok(Date.now() - started < 2000, `answered after ${Date.now() - started} ms`);
+          switching = false;
+          await sleep(50);
+          assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+        } finally {
+          await close();
+        }
+      });
+    }
+  });
 });

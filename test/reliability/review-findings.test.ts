@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { claimsOf } from './support/forge-jwt.ts';
 import { sendRaw } from './support/raw-http.ts';
@@ -202,5 +203,145 @@ describe('review findings: a replay in the last second of a signature\'s window'
     assert.equal((replay.json() as { message: string }).message, 'Replay attack detected (nonce reused)');
     const row = (await stack.identity.db('users').where({ id: user.id }).first('status')) as { status: string };
     assert.equal(row.status, 'BLOCKED');
+  });
+});
+
+/** What came back on a raw connection: every byte, and when the first one arrived (ms after the headers went out). */
+interface RawExchange {
+  text: string;
+  firstByteMs: number | undefined;
+}
+
+/**
+ * Writes `head` on a fresh connection to `url`, then `body` in slices of `sliceBytes` every `everyMs` for as
+ * long as the server reads (`bodyBytes` in all), and collects what the server says for `waitMs`.
+ */
+function rawExchange(url: string, head: string, body: { bodyBytes: number; sliceBytes: number; everyMs: number } | undefined, waitMs: number): Promise<RawExchange> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    let firstByteMs: number | undefined;
+    let sent = 0;
+    const started = Date.now();
+    let feeder: NodeJS.Timeout | undefined;
+    const finish = (): void => {
+      clearInterval(feeder);
+      clearTimeout(deadline);
+      socket.destroy();
+      resolve({ text: Buffer.concat(chunks).toString('latin1'), firstByteMs });
+    };
+    const deadline = setTimeout(finish, waitMs);
+    socket.on('data', (chunk: Buffer) => {
+      firstByteMs ??= Date.now() - started;
+      chunks.push(chunk);
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', finish);
+    socket.write(head);
+    if (body !== undefined) {
+      feeder = setInterval(() => {
+        if (sent >= body.bodyBytes || socket.destroyed) return;
+        const slice = Math.min(body.sliceBytes, body.bodyBytes - sent);
+        sent += slice;
+        socket.write(Buffer.alloc(slice, 'a'));
+      }, body.everyMs);
+    }
+  });
+}
+
+/** The status line's code of the first answer on a raw connection. */
+const statusOf = (text: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+
+/**
+ * The review's observations, each answered at once by the gateway: a body over the limit that a client
+ * announces (with `Expect: 100-continue` or without) or sends in chunks, and a request target with a
+ * fragment. (The upstream answering 101 is in gateway/test/gateway-proxy-failures.test.ts, with a fake
+ * upstream; the client's Host no longer reaching the services in gateway/test/gateway-proxy.test.ts.)
+ */
+describe('review findings: what the gateway answers at once', function () {
+  this.timeout(120_000);
+  let stack: Stack;
+  let admin: LoggedInUser;
+  const target = '/v1/users/create';
+
+  before(async () => {
+    stack = await startStack();
+    admin = await stack.userWith(['ADMIN']);
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  /** The header section of a signed POST to `target` announcing `length` bytes (or chunks), as text. */
+  const headOf = (extra: Record<string, string>): string => {
+    const headers = signedHeaders('POST', target, { key: CLIENT_KEY, body: Buffer.from('{}'), bearer: admin.accessToken, headers: extra });
+    const { host } = new URL(stack.gatewayUrl);
+    return `POST ${target} HTTP/1.1\r\nhost: ${host}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`;
+  };
+
+  it('a 50 MB body announced with Expect: 100-continue: 413 at once, no invitation to send it, nothing stored', async () => {
+    const before = await stack.snapshot();
+    const answer = await rawExchange(stack.gatewayUrl, headOf({ 'content-length': String(50 * 1024 * 1024), expect: '100-continue' }), undefined, 3000);
+    assert.equal(statusOf(answer.text), 413, answer.text.slice(0, 300));
+    assert.doesNotMatch(answer.text, /100 Continue/);
+    assert.ok(answer.firstByteMs !== undefined && answer.firstByteMs < 1000, `first byte after ${answer.firstByteMs} ms`);
+    assert.match(answer.text, /"message":"Request body is larger than 102400 bytes"/);
+    assert.equal(await stack.snapshot(), before);
+  });
+
+  it('a 50 MB body announced and sent slowly, without Expect: 413 at once, not after the body or the deadline', async () => {
+    const head = headOf({ 'content-length': String(50 * 1024 * 1024) });
+    const answer = await rawExchange(stack.gatewayUrl, head, { bodyBytes: 50 * 1024 * 1024, sliceBytes: 64 * 1024, everyMs: 50 }, 3000);
+    assert.equal(statusOf(answer.text), 413, answer.text.slice(0, 300));
+    assert.ok(answer.firstByteMs !== undefined && answer.firstByteMs < 1000, `first byte after ${answer.firstByteMs} ms`);
+  });
+
+  it('a chunked body sent slowly past the limit: 413 as soon as the limit is passed', async () => {
+    const head = headOf({ 'transfer-encoding': 'chunked' });
+    const { hostname, port } = new URL(stack.gatewayUrl);
+    const socket = connect(Number(port), hostname);
+    const started = Date.now();
+    const text = await new Promise<string>((resolve) => {
+      let got = '';
+      const feeder = setInterval(() => socket.write(`10000\r\n${'a'.repeat(0x10000)}\r\n`), 50);
+      socket.on('data', (chunk: Buffer) => {
+        got += chunk.toString('latin1');
+        if (/\r\n\r\n/.test(got)) {
+          clearInterval(feeder);
+          socket.destroy();
+          resolve(got);
+        }
+      });
+      socket.on('error', () => undefined);
+      setTimeout(() => {
+        clearInterval(feeder);
+        socket.destroy();
+        resolve(got);
+      }, 5000);
+      socket.write(head);
+    });
+    assert.equal(statusOf(text), 413, text.slice(0, 300));
+    // Two 64 KiB chunks pass the 100 kB limit: about 100 ms of sending, far below the 15 s deadline.
+    assert.ok(Date.now() - started < 2000, `answered after ${Date.now() - started} ms`);
+  });
+
+  it('a body within the limit announced with Expect: 100-continue is invited and served', async () => {
+    const res = await stack.call('POST', '/v1/auth/login', { body: { username: admin.username, password: admin.password }, headers: { expect: '100-continue' } });
+    assert.equal(res.status, 200, res.body.toString());
+  });
+
+  it('a request target with a fragment (#): 400 in the error shape, never routed nor proxied', async () => {
+    const user = await stack.userWith(['STANDARD_USER']);
+    for (const path of ['/v1/weather-stations/get-cities#x', `/v1/users/${user.id}#/../../v1/auth/login`, '/v1/auth/login#', '/v1/weather-stations/by/id?id=1#frag']) {
+      const [method, body] = path.startsWith('/v1/auth/login') ? (['POST', { username: user.username, password: user.password }] as const) : (['GET', undefined] as const);
+      const res = await stack.call(method, path, { bearer: user.accessToken, body });
+      assert.equal(res.status, 400, `${path}: ${res.body.toString()}`);
+      assert.deepEqual(
+        { ...(res.json() as Record<string, unknown>), timestamp: undefined, messages: undefined },
+        { timestamp: undefined, status: 400, error: 'Bad Request', message: 'The request target must not contain a fragment (#)', path, messages: undefined },
+      );
+    }
+    assert.equal((await stack.call('GET', '/v1/weather-stations/get-cities', { bearer: user.accessToken })).status, 200, 'the gateway serves on');
   });
 });

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { TokenVerifier } from '@platform/auth';
-import { MethodNotAllowedError } from '@platform/errors';
+import { BadRequestError, MethodNotAllowedError } from '@platform/errors';
 import { type Logger, nameServerSpan, requestLog, setRouteLabel } from '@platform/service-kit';
 import { admit } from '../admission/admit.step.ts';
 import type { AdmissionStore } from '../admission/admission.ts';
@@ -44,7 +44,7 @@ export interface ApiRouterOptions {
  * `admit` is the admission in Redis (admission/admission.ts: scripts of one slot each): the 429, the 409s, the Redis-loss answers.
  * The idempotency key is released in one place, by one rule (chain.ts, `keepsIdempotencyKey`). A
  * documented path with another method answers 405 with `Allow`; any other path is left to the 404
- * handler. Neither is ever proxied.
+ * handler; a target with a fragment (`#`) answers 400. None is ever proxied.
  */
 export function apiRouter(options: ApiRouterOptions): RequestHandler {
   const { metrics, logger } = options;
@@ -61,6 +61,13 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
   const release = chainRelease(options);
   const chains = new Map(options.operations.operations.map((operation) => [operation, chain(operation, steps, forwardTo(operation), release)]));
   return (req, res, next) => {
+    // A fragment is never sent to a server (RFC 9110 section 7.1): a target with one would be routed here on
+    // a path the service, which drops it, does not see. Refused, so both sides see the same path.
+    if (req.originalUrl.includes('#')) {
+      metrics.rejected('fragment');
+      next(new BadRequestError('The request target must not contain a fragment (#)'));
+      return;
+    }
     const match = options.operations.match(req.method, pathOf(req.originalUrl));
     if (match === undefined) {
       if (req.originalUrl.startsWith('/v1/')) metrics.rejected('unknown-operation');

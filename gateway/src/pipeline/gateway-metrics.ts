@@ -4,6 +4,7 @@ import type { Metrics } from '@platform/service-kit';
 /** Why the gateway refused a request itself; one label value each, so dashboards can tell attacks from bugs. */
 export type RejectionReason =
   | 'unknown-operation'
+  | 'fragment'
   | 'method-not-allowed'
   | 'idempotency-key-missing'
   | 'body-too-large'

@@ -1,25 +1,73 @@
-import express from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '@platform/errors';
 import type { Step } from './chain.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 
+/** The request announces a body: framed by a length (any, even 0) or sent in chunks (RFC 9112 section 6.3). */
+function announcesBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
+}
+
+/**
+ * A body over the limit is answered at once, without reading the rest (the bytes a client sends after
+ * the answer are not waited for): the connection is not kept, since its stream is no longer at a message
+ * boundary.
+ */
+function tooLarge(res: ServerResponse, limitBytes: number, metrics: GatewayMetrics): PayloadTooLargeError {
+  metrics.rejected('body-too-large');
+  res.setHeader('Connection', 'close');
+  return new PayloadTooLargeError(`Request body is larger than ${limitBytes} bytes`);
+}
+
 /**
  * Step 2: the body, read whole. The digest must be checked against the bytes received, and those bytes are
- * what is forwarded: up to `limitBytes` (else 413). `inflate: false`: a compressed body would be verified
- * and forwarded as something other than what was signed, so it is refused (415).
+ * what is forwarded: up to `limitBytes`, else 413, at once when `Content-Length` says so already (the
+ * server invites no body over the limit with a 100 Continue: service-kit's `listen`, `maxBodyBytes`) and
+ * as soon as the bytes received pass it. A compressed body would be verified and forwarded as something
+ * other than what was signed, so it is refused (415). A request that announces no body has none: nothing
+ * is read and nothing waited for.
  */
 export function readBody(limitBytes: number, metrics: GatewayMetrics): Step {
-  const raw = express.raw({ type: () => true, limit: limitBytes, inflate: false });
-  return (request) =>
-    new Promise<void>((resolve, reject) => {
-      raw(request.req, request.res, (err?: unknown) => {
-        if (err !== undefined && err !== null) {
-          if ((err as { type?: unknown }).type === 'entity.too.large') metrics.rejected('body-too-large');
-          reject(err);
+  return (request) => {
+    const { req, res } = request;
+    if (!announcesBody(req)) return;
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      throw new UnsupportedMediaTypeError('Unsupported body encoding or charset; send UTF-8 JSON');
+    }
+    // Node's parser has refused a length that is not a number already (400 before any handler).
+    if (Number(req.headers['content-length']) > limitBytes) throw tooLarge(res, limitBytes, metrics);
+    return new Promise<void>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let received = 0;
+      const stop = (): void => {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.off('close', onClose);
+      };
+      const onData = (chunk: Buffer): void => {
+        received += chunk.length;
+        if (received > limitBytes) {
+          stop();
+          req.pause();
+          reject(tooLarge(res, limitBytes, metrics));
           return;
         }
-        const body: unknown = request.req.body;
-        if (Buffer.isBuffer(body)) request.body = body;
+        chunks.push(chunk);
+      };
+      const onEnd = (): void => {
+        stop();
+        request.body = Buffer.concat(chunks, received);
         resolve();
-      });
+      };
+      // Closed before its end: the client hung up or broke the framing; nobody may read the answer.
+      const onClose = (): void => {
+        stop();
+        reject(new BadRequestError('Request body was incomplete'));
+      };
+      req.on('data', onData);
+      req.once('end', onEnd);
+      req.once('close', onClose);
     });
+  };
 }

@@ -31,7 +31,6 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       keyId: request.keyId,
       clientAddress: origin.address,
       proto: origin.proto,
-      host: req.headers.host,
       method: req.method,
       target: req.originalUrl,
       bodyLength: request.body.length,

@@ -4,7 +4,8 @@ import { CLIENT_KEY_ID_HEADER, INTERNAL_ASSERTION_HEADER, assertForwarding } fro
 /**
  * Client headers an upstream may see. Everything else is dropped: hop-by-hop headers, cookies, the
  * signature headers (the gateway's business only) and any X-Request-Id, X-Forwarded-*, X-Client-Key-Id or
- * X-Internal-Assertion a client tries to set, which the gateway writes itself.
+ * X-Internal-Assertion a client tries to set, which the gateway writes itself. The client's Host is not
+ * passed on (as X-Forwarded-Host): it is not under the internal assertion, and no service has a use for it.
  */
 export const FORWARDED_REQUEST_HEADERS = [
   'accept',
@@ -40,8 +41,6 @@ export interface ForwardingFacts {
   keyId: string;
   clientAddress: string;
   proto: 'http' | 'https';
-  /** The Host the client addressed. */
-  host: string | undefined;
   method: string;
   /** The request target (path and query) as forwarded. */
   target: string;
@@ -85,7 +84,6 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
     requestId: facts.requestId,
     checkedAuthorization: facts.checkedBearer === true ? out.authorization : undefined,
   });
-  if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
   if (facts.traceparent !== undefined) out.traceparent = facts.traceparent;
   // The body is re-sent from the verified buffer, so its length is known: never chunked upstream.
   if (facts.bodyLength > 0 || BODY_METHODS.has(facts.method)) out['content-length'] = String(facts.bodyLength);

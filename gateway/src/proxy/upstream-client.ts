@@ -1,4 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { BadGatewayError, GatewayTimeoutError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, parseUpstreamError } from '@platform/errors';
 import { startClientSpan } from '@platform/service-kit';
 import { clientResponseHeaders } from './forwarded-headers.ts';
@@ -107,17 +108,33 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         const upstreamReq = http.request({ agent, protocol: url.protocol, hostname: url.hostname, port: url.port, method: exchange.method, path: exchange.target, headers: exchange.headers });
         // A silence of the upstream, however long the exchange already took, ends in a 504.
         upstreamReq.setTimeout(options.timeoutMs, () => upstreamReq.destroy(new GatewayTimeoutError()));
-        upstreamReq.on('error', (err) => {
+        const fail = (err: Error): void => {
           if (settled) return;
           settled = true;
           const timedOut = err instanceof GatewayTimeoutError;
           span?.end(err);
           outcome(timedOut ? 'timeout' : 'unreachable');
           reject(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
+        };
+        upstreamReq.on('error', fail);
+        // An answer that is not HTTP any more (101 Switching Protocols with Upgrade headers; Node hands over
+        // the socket only here, else it destroys it and the request would wait for the deadline): a 502 at once.
+        upstreamReq.on('upgrade', (_upstream: IncomingMessage, socket: Duplex) => {
+          socket.destroy();
+          fail(new Error('the upstream switched protocols (101)'));
         });
+        // Whatever else ends the exchange without an answer or an error.
+        upstreamReq.on('close', () => fail(new Error('the upstream connection closed without an answer')));
         upstreamReq.on('response', (upstream) => {
-          settled = true;
           const status = upstream.statusCode ?? 502;
+          if (status < 200) {
+            // A 101 without Upgrade headers: no client asked for another protocol, and no status below 200 is final.
+            upstream.on('error', ignore);
+            upstream.destroy();
+            fail(new Error(`the upstream answered ${status}, not a final status`));
+            return;
+          }
+          settled = true;
           span?.end(status);
           outcome(status);
           if (res.headersSent || res.destroyed) {

@@ -1,4 +1,4 @@
-import { type RequestListener, type Server, createServer } from 'node:http';
+import { type IncomingMessage, type RequestListener, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorBody, reasonPhrase } from '@platform/errors';
@@ -20,6 +20,12 @@ export interface ServerLimits {
   headersTimeoutMs?: number;
   /** Time to receive the complete request, body included (Node's `requestTimeout`). */
   requestTimeoutMs?: number;
+  /**
+   * The largest body the app accepts: a request that announces more with `Expect: 100-continue` is not
+   * invited to send it (no 100 Continue), so the app's 413 comes before any of its bytes. Unset: every
+   * such request is invited, as Node does by default.
+   */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -61,6 +67,14 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
     app,
   );
   server.on('clientError', answerClientError);
+  const { maxBodyBytes } = limits;
+  if (maxBodyBytes !== undefined) {
+    // Node's default, but for a body the app would refuse: its answer is then the final one (RFC 9110 section 10.1.1).
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      if (!(Number(req.headers['content-length']) > maxBodyBytes)) res.writeContinue();
+      server.emit('request', req, res);
+    });
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
