@@ -22,7 +22,7 @@
 import { createHash, createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Agent, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse, createServer, request } from 'node:http';
-import { bearerAuth, bearerTokenOf, createTokenVerifier, jwksKeySource, redisBlacklist } from '@platform/auth';
+import { bearerAuth, bearerTokenOf, createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { signatureBase } from '@platform/client';
 import { createAdmissionStore } from '@platform/gateway/engine';
 import { createLogger, createRedis } from '@platform/service-kit';
@@ -71,13 +71,15 @@ function bareExpress() {
 
 /**
  * Limit F: limit B's answer after risk's own bearer check of a direct call (no gateway assertion): the token
- * verified by the same verifier risk builds (services/risk/src/app.ts: identity's JWKS, the blacklist on a
+ * verified by the same verifier risk builds (services/risk/src/app.ts: identity's JWKS, its revocation reader on a
  * client made as risk makes its own, auto-pipelined, in the stack's prefix), so every answer reads the
  * token's and its session's revocations in Redis.
  */
 function bareBearer(url: string, prefix: string, jwks: string) {
-  const redis = createRedis({ url, keyPrefix: prefix, logger: createLogger({ service: 'limit-f', level: 'silent' }) });
-  const verifier = createTokenVerifier({ keys: jwksKeySource({ url: jwks, refreshIntervalMs: 5000 }), issuer: ISSUER, audience: AUDIENCE, blacklist: redisBlacklist(redis) });
+  const logger = createLogger({ service: 'limit-f', level: 'silent' });
+  const redis = createRedis({ url, keyPrefix: prefix, logger });
+  const revocations = createRevocationReader(redis, { logger });
+  const verifier = createTokenVerifier({ keys: jwksKeySource({ url: jwks, refreshIntervalMs: 5000 }), issuer: ISSUER, audience: AUDIENCE, revocations });
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -244,8 +246,9 @@ function checksFloor(upstream: string, url: string, secret: string, prefix: stri
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
   const forward = forwarder(upstream);
   // The stack's prefix: its revocation mirror (identity's) and the client key's slot, as the gateway sees them.
-  const redis = createRedis({ url, keyPrefix: prefix, logger: createLogger({ service: 'limit-e', level: 'silent' }), autoPipelining: false });
-  const store = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 86_400, unsafeTtlS: 86_400 });
+  const logger = createLogger({ service: 'limit-e', level: 'silent' });
+  const redis = createRedis({ url, keyPrefix: prefix, logger, autoPipelining: false });
+  const store = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 86_400, unsafeTtlS: 86_400, revocations: createRevocationReader(redis, { logger }) });
   const tokens = createTokenVerifier({ keys: jwksKeySource({ url: jwks, refreshIntervalMs: 5000 }), issuer: ISSUER, audience: AUDIENCE });
   return floorApp(async (req, res, body) => {
     const signed = checkSignature(req, body, key);

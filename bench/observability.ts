@@ -4,10 +4,10 @@
 // as what a refused request costs the gateway. Tracing is measured through the gateway, exporter on and
 // off, and the path every request takes without the SDK is timed on its own.
 import { randomUUID } from 'node:crypto';
-import { type Redis, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
+import { type Redis, SLOT_LEDGER_LUA, closeRedis, createLogger, createRedis, formatTraceparent, traceContextOf, waitForRedis } from '@platform/service-kit';
 import { freePort, startLocalRedisCluster, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
-import { MIRROR_STATE_LUA, STAMP_LUA, bucketTag, revocationMirrorKey } from '@platform/auth';
-import { markRevocationsRestored } from '@platform/auth/testing';
+import { createRevocationReader } from '@platform/auth';
+import { freshEnvironment, ledgerKey, stampKey } from '@platform/auth/testing';
 import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, measureClosedInTurns, needStack, signedTarget } from './context.ts';
 import { type LoadResult, quantile } from './load.ts';
@@ -56,7 +56,7 @@ async function redisLoop(call: () => Promise<string>, connections: number, durat
 
 /** A fresh nonce and idempotency key per call: the gateway's round trip, with or without the rate limit, as the gateway's client makes it. */
 function claimCall(redis: Redis, rate: { limit: number; windowS: number } | undefined): () => Promise<string> {
-  const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600 });
+  const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600, revocations: createRevocationReader(redis, { logger: createLogger({ service: 'bench', level: 'silent' }) }) });
   const run = randomUUID().slice(0, 8);
   let n = 0;
   return async () =>
@@ -64,28 +64,28 @@ function claimCall(redis: Redis, rate: { limit: number; windowS: number } | unde
 }
 
 /**
- * The Redis-loss check of CONTRACT.md part 13 that every claim and every token check starts with (the
- * mirror's state and the write stamp), as Redis runs it: `rounds` checks in one script against the same
- * loop doing nothing, so the round trip and the command's own overhead cancel out; the fastest of `tries`
- * alternating runs of each. Every check finds the mirror whole and the stamp where it was, as in normal
- * operation. Returns nanoseconds of Redis time per check.
+ * The Redis-loss check of CONTRACT.md part 13 that every claim starts with (service-kit's slot-ledger.lua:
+ * the writer's stamp, then the slot's ledger), as Redis runs it: `rounds` checks in one script against the
+ * same loop doing nothing, so the round trip and the command's own overhead cancel out; the fastest of
+ * `tries` alternating runs of each. Every check finds the ledger there and the stamp where it was, as in
+ * normal operation. Returns nanoseconds of Redis time per check.
  */
 async function lossCheckNs(redis: Redis, rounds: number, tries: number): Promise<number> {
-  const loop = (body: string) => `${MIRROR_STATE_LUA}${STAMP_LUA}
+  const loop = (body: string) => `${SLOT_LEDGER_LUA}
 local found = 0
 for i = 1, tonumber(ARGV[4]) do
 ${body}
 end
 return found`;
-  const checking = loop(`  stamp_check(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
-  local born, whole = mirror_state(KEYS[1], ARGV[3])
-  if whole then found = found + 1 end`);
+  const checking = loop(`  slot_behind(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], 60000)
+  local born, lost = slot_born(KEYS[1], ARGV[3])
+  if not lost then found = found + 1 end`);
   const idle = loop('  found = found + 1');
-  // In bucket 0's slot, beside its mirror: one script, one slot, as on a cluster.
-  const stamp = `${bucketTag(0)}bench-stamp:${randomUUID()}`;
+  // In bucket 0's slot, beside its ledger: one script, one slot, as on a cluster.
+  const stamp = stampKey(0, 'bench', randomUUID());
   const run = async (lua: string) => {
     const t0 = process.hrtime.bigint();
-    const found = Number(await redis.eval(lua, 2, revocationMirrorKey(0), stamp, '0', '0', String(Date.now()), String(rounds)));
+    const found = Number(await redis.eval(lua, 2, ledgerKey(0), stamp, '0', '0', String(Date.now()), String(rounds)));
     if (found !== rounds) throw new Error(`the loss check found the mirror not whole (${found} of ${rounds})`);
     return Number(process.hrtime.bigint() - t0);
   };
@@ -139,7 +139,7 @@ async function clusterClaims(ctx: RunContext): Promise<void> {
   });
   try {
     if (!(await waitForRedis(redis, 10_000))) throw new Error('the local Redis Cluster did not answer');
-    await markRevocationsRestored(redis);
+    await freshEnvironment(redis);
     await measureRedisCalls(ctx, pids, 'claim-plain-cluster', `${CLAIM_PLAIN}, on a cluster`, claimCall(redis, undefined));
     await measureRedisCalls(ctx, pids, 'claim-rate-limited-cluster', `${CLAIM_RATE_LIMITED}, on a cluster`, claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
   } finally {
@@ -160,7 +160,7 @@ export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
   try {
     if (!(await waitForRedis(redis, 5000))) throw new Error('the private redis-server did not answer');
     // The mirror as identity leaves it once whole: what the claims and the loss check find.
-    await markRevocationsRestored(redis);
+    await freshEnvironment(redis);
     await measureRedisCalls(ctx, pids, 'claim-plain', CLAIM_PLAIN, claimCall(redis, undefined));
     await measureRedisCalls(ctx, pids, 'claim-rate-limited', CLAIM_RATE_LIMITED, claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
     ctx.progress('the Redis-loss check alone, 10,000 to a script, against an empty loop');

@@ -1,8 +1,8 @@
 import type { Express } from 'express';
-import { createTokenVerifier, guardMirrors, jwksKeySource, watchWriteStamp } from '@platform/auth';
+import { createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, inSequence, onlyUnder, redisCheck } from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
-import { createAdmissionStore, replayStoreCheck } from './admission/admission.ts';
+import { createAdmissionStore } from './admission/admission.ts';
 import { cors } from './cors/cors.ts';
 import { docsRouter } from './docs/docs.routes.ts';
 import { apiRouter } from './pipeline/api.router.ts';
@@ -37,8 +37,14 @@ export interface Gateway {
   app: Express;
   /** The management port's app: metrics and health (CONTRACT.md part 10). */
   management: Express;
-  /** Closes the upstream connection pools (after the server drained), stops watching Redis's past and the token keys. */
-  close: () => void;
+  /**
+   * Dates the ledgers of the client keys that have none (a new environment, new keys), then waits out the
+   * second of that date, so that no request signed in it meets it: before listening (CONTRACT.md part 12:
+   * a key never used is not a loss). Rejects when Redis does not answer (the gateway dates them later).
+   */
+  prepare: () => Promise<void>;
+  /** Closes the upstream connection pools (after the server drained), stops watching Redis and the token keys. */
+  close: () => Promise<void>;
 }
 
 /**
@@ -48,15 +54,19 @@ export interface Gateway {
  */
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
+  // The revocations as this gateway reads them, watching Redis's servers: a bucket whose server was replaced
+  // (perhaps by a replica that lagged) waits for identity's re-seed (CONTRACT.md parts 13 and 14).
+  const revocations = createRevocationReader(deps.redis, { logger });
   const admission = createAdmissionStore(deps.redis, {
     nonceTtlS: nonceLifetimeS(config.SIGNATURE_MAX_SKEW_S),
     safeTtlS: idempotencyKeyLifetimeS(config.IDEMPOTENCY_TTL_SAFE_S, config.SIGNATURE_MAX_SKEW_S),
     unsafeTtlS: idempotencyKeyLifetimeS(config.IDEMPOTENCY_TTL_UNSAFE_S, config.SIGNATURE_MAX_SKEW_S),
+    revocations,
+    // Each client key's replay store is dated when the gateway learns of the key, not by its first request.
+    keyIds: deps.clientKeyIds ?? (() => config.GATEWAY_CLIENT_KEYS.map((key) => key.keyId)),
+    logger,
   });
-  const keyIds = deps.clientKeyIds ?? (() => config.GATEWAY_CLIENT_KEYS.map((key) => key.keyId));
-  // Each client key's replay store dated now where it has no birth yet (a new key, or a slot that lost its
-  // data), and ready once that second is over, so that a key's first request does not meet it (part 13).
-  const checks = [redisCheck(deps.redis), replayStoreCheck(deps.redis, admission, keyIds)];
+  const checks = [redisCheck(deps.redis)];
   const app = createBaseApp({
     logger,
     metrics: deps.metrics,
@@ -83,14 +93,6 @@ export function createGateway(deps: GatewayDeps): Gateway {
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
-  // CONTRACT.md part 13: a slot that came back with fewer nonces than this gateway wrote (a lagging replica
-  // promoted) is marked lost at once, not at this replica's next request: another may be replayed to.
-  const stampWatch = watchWriteStamp(deps.redis, admission.stamp, {
-    onLoss: () => logger.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss'),
-    onError: (err) => logger.debug({ err }, 'could not check the write stamp (Redis unreachable); checked again on reconnect'),
-  });
-  // And identity's revocations may be what the replica lost: bearer requests on its buckets wait for the re-seed.
-  const mirrorGuard = guardMirrors(deps.redis, { logger });
   // One Express layer for the three: every layer costs each request a dispatch and its allocations
   // (issue 27); inSequence runs them in order, as layers would, errors included.
   app.use(
@@ -115,12 +117,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
   return {
     app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req.originalUrl)) }),
     management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
-    close: () => {
+    prepare: async () => {
+      const dated = await admission.dateKeys();
+      if (dated > 0) await new Promise((resolve) => setTimeout(resolve, (Math.floor(dated / 1000) + 1) * 1000 - Date.now()));
+    },
+    close: async () => {
       tokenKeys.close();
-      stampWatch.stop();
-      mirrorGuard.stop();
       upstreams.identity.close();
       upstreams.risk.close();
+      await Promise.all([admission.stop(), revocations.stop()]);
     },
   };
 }

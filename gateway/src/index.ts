@@ -1,11 +1,28 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
-import { type Host, type OpenApiDocument, closeRedis, createLogger, createMetrics, createRedis, loadConfigOrExit, redisConnectionName, redisConnectionOf, serveUntilStopped, stopTracing, withServerSpans } from '@platform/service-kit';
+import {
+  type Host,
+  type OpenApiDocument,
+  closeRedis,
+  createLogger,
+  createMetrics,
+  createRedis,
+  loadConfigOrExit,
+  redisConnectionName,
+  redisConnectionOf,
+  serveUntilStopped,
+  stopTracing,
+  waitForRedis,
+  withServerSpans,
+} from '@platform/service-kit';
 import { createGateway } from './app.ts';
 import { gatewayConfigProblems, gatewayConfigSpec } from './config.ts';
 import { loadApiDocumentFor } from './docs/load-api-document.ts';
 import { clientKeysFileValidGauge, clientKeysReloadCounter } from './pipeline/gateway-metrics.ts';
 import { type ClientKeysFile, watchClientKeysFile } from './signing/client-keys-file.ts';
+
+/** How long the start waits for Redis before it listens anyway (readiness says when Redis is there). */
+const REDIS_WAIT_MS = 2000;
 
 /**
  * Composition root: the only code that reads the environment, connects, and listens. Run as its own
@@ -48,6 +65,11 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
   }
 
   const gateway = createGateway({ config, logger, redis, metrics, lifecycle, apiDocument, clientKeys: keysFile?.keys, clientKeyIds: keysFile?.keyIds });
+  // The client keys' replay stores dated before the first request (at most a second's wait, on a new
+  // environment); without Redis now, the gateway dates them once it answers.
+  if (await waitForRedis(redis, REDIS_WAIT_MS)) {
+    await gateway.prepare().catch((err: unknown) => logger.warn({ err }, 'could not date the client keys\' replay stores yet; they are dated once Redis answers'));
+  }
 
   await serveUntilStopped({
     service: 'gateway',
@@ -74,7 +96,7 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
       rateLimits: config.GATEWAY_RATE_LIMITS.policies.map((p) => `${p.name === 'default' ? '*' : p.name} ${p.limit}/${p.windowS}s`).join(', '),
     },
     closers: [
-      { name: 'upstream connections', close: async () => gateway.close() },
+      { name: 'upstream connections and Redis watches', close: () => gateway.close() },
       { name: 'client keys file', close: async () => keysFile?.close() },
       { name: 'redis', close: () => closeRedis(redis) },
       // Last: the spans of the drained requests are flushed to the collector.

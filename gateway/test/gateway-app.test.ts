@@ -5,7 +5,8 @@ import { type TestRedis, captureLogger, createTestRedis, unreachableRedis } from
 import { createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocumentFor } from '../src/docs/load-api-document.ts';
-import { markReplayStoreWhole } from './support/gateway-harness.ts';
+import { freshEnvironment } from '@platform/auth/testing';
+import { replayBornKey } from '../src/admission/admission.ts';
 
 describe('gateway app', () => {
   let testRedis: TestRedis;
@@ -14,7 +15,7 @@ describe('gateway app', () => {
   before(async () => {
     testRedis = await createTestRedis('gateway');
     // A new environment, not a Redis that lost its data: the local key's replay store is whole from the start.
-    await markReplayStoreWhole(testRedis.redis, ['local-dev']);
+    await freshEnvironment(testRedis.redis, [replayBornKey('local-dev')]);
     apiDocument = await loadApiDocumentFor(loadConfig(gatewayConfigSpec, {}));
   });
   after(async () => {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { redisBlacklist } from '@platform/auth';
-import { createTestIssuer } from '@platform/auth/testing';
+import { blacklistToken, createTestIssuer, sessionKey } from '@platform/auth/testing';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { idempotencyRedisKey } from '../src/admission/admission.ts';
 import { deadUrl } from './support/fake-upstream.ts';
@@ -48,7 +47,7 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
   it('when the token was revoked at logout, answers 401 and keeps the idempotency key', async () => {
     const [jti, sid] = [`jti-${newNonce()}`, `sid-${newNonce()}`];
     const token = gw.issuer.sign({ jti, sid });
-    await redisBlacklist(testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 900);
+    await blacklistToken(testRedis.redis, { tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 900);
     const idempotencyKey = newIdempotencyKey();
     await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token, idempotencyKey }));
     const retry = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign(), idempotencyKey }));
@@ -57,7 +56,7 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
 
   it('when the token\'s session was ended (logout elsewhere, password change), answers 401', async () => {
     const sid = `sid-${newNonce()}`;
-    await redisBlacklist(testRedis.redis).endSessions([sid], Math.floor(Date.now() / 1000) + 900);
+    await testRedis.redis.set(sessionKey(sid), '1', 'EX', 900);
     await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign({ sid }) }));
   });
 

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ALL_REVOCATION_BUCKETS, REVOCATIONS_RESTORING_MESSAGE, revocationMirrorKey } from '@platform/auth';
-import { markRevocationsRestored } from '@platform/auth/testing';
+import { REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
+import { ALL_BUCKETS, freshEnvironment, ledgerKey } from '@platform/auth/testing';
+import { startPrivateRedis } from '@platform/stack';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
 import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../src/admission/admit.step.ts';
-import { type TestGateway, markReplayStoreWhole, send, startGateway } from './support/gateway-harness.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
 
 // CONTRACT.md part 13 at the gateway: a Redis found without the revocation mirror (it lost its data) fails
@@ -22,8 +23,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     gw = await startGateway({ redis: testRedis.redis });
   });
   afterEach(async () => {
-    await markRevocationsRestored(testRedis.redis);
-    await markReplayStoreWhole(testRedis.redis, [gw.keys.hmac.keyId, gw.keys.ed25519.keyId]);
+    await freshEnvironment(testRedis.redis, [gw.keys.hmac.keyId, gw.keys.ed25519.keyId].map(replayBornKey));
   });
   after(async () => {
     await gw.close();
@@ -49,11 +49,11 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
    */
   const mirror = async () => {
     const born = await testRedis.redis.hget(replayBornKey(gw.keys.hmac.keyId), 'born');
-    const ready = await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.hget(revocationMirrorKey(b), 'ready')));
+    const ready = await Promise.all(ALL_BUCKETS.map((b) => testRedis.redis.hget(ledgerKey(b), 'ready')));
     return { born: born ?? undefined, ready: ready.every((r) => r === '1') ? '1' : '0' };
   };
   /** Identity's re-seed: every bucket's mirror whole again. */
-  const reseeded = () => markRevocationsRestored(testRedis.redis);
+  const reseeded = () => freshEnvironment(testRedis.redis);
   /** A loss found at `born` (ms) in the client key's slot. */
   const lostAt = (born: number) => testRedis.redis.hset(replayBornKey(gw.keys.hmac.keyId), 'born', String(born));
   const rejections = async (reason: string) => {
@@ -183,19 +183,49 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.deepEqual(await mirror(), { born: String(first), ready: '0' });
   });
 
-  it('after any reconnect (perhaps a failover identity has not noticed), holds bearer requests until the mirror is re-seeded; the birth stays', async () => {
+  it('after a reconnect to the same server (a cut connection, CONTRACT.md part 14 amended), closes nothing: bearer requests are served, the birth stays', async () => {
     assert.deepEqual(await mirror(), { born: '0', ready: '1' });
+    assert.equal((await stationsCall()).status, 200);
     const reconnected = once(testRedis.redis, 'ready');
     testRedis.redis.disconnect(true);
     await reconnected;
+    // The gateway asks the server who it is (INFO) once connected again: served as soon as it knows.
     const deadline = Date.now() + 5000;
-    while ((await mirror()).ready !== '0' && Date.now() < deadline) await sleep(20);
-    // No nonce of this gateway was lost: signatures keep working; only what needs the revocations waits.
-    assert.deepEqual(await mirror(), { born: '0', ready: '0' });
-    assert.equal((await stationsCall()).status, 503);
-    assert.equal((await loginCall()).status, 200);
-    await reseeded();
+    let status = 0;
+    while (Date.now() < deadline && (status = (await stationsCall()).status) !== 200) await sleep(20);
+    assert.equal(status, 200);
+    await sleep(300);
+    assert.deepEqual(await mirror(), { born: '0', ready: '1' }, 'a bucket was closed for a mere reconnect');
     assert.equal((await stationsCall()).status, 200);
+    assert.equal((await loginCall()).status, 200);
+  });
+
+  it('after a restart of the server that kept its data (another run id: maybe a replica that lagged), holds bearer requests until the buckets are re-seeded; the birth stays', async () => {
+    const server = await startPrivateRedis();
+    const own = await createTestRedis('gw-redis-restart', server.url);
+    const local = await startGateway({ redis: own.redis });
+    try {
+      const ownMirror = async () => (await Promise.all(ALL_BUCKETS.map((b) => own.redis.hget(ledgerKey(b), 'ready')))).every((r) => r === '1');
+      const call = () => send(local.url, 'GET', cities, signedHeaders('GET', cities, { key: local.keys.hmac, bearer: local.issuer.sign() }));
+      assert.equal((await call()).status, 200);
+      const born = await own.redis.hget(replayBornKey(local.keys.hmac.keyId), 'born');
+      const reconnected = once(own.redis, 'ready');
+      await server.restart({ keepData: true });
+      await reconnected;
+      const deadline = Date.now() + 5000;
+      while ((await ownMirror()) && Date.now() < deadline) await sleep(20);
+      assert.equal(await ownMirror(), false, 'the buckets of the replaced server were not closed');
+      assert.equal((await call()).status, 503);
+      // No nonce of this gateway was lost: signatures keep working; only what needs the revocations waits.
+      assert.equal((await send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body: loginBody }), loginBody)).status, 200);
+      assert.equal(await own.redis.hget(replayBornKey(local.keys.hmac.keyId), 'born'), born);
+      await freshEnvironment(own.redis);
+      assert.equal((await call()).status, 200);
+    } finally {
+      await local.close();
+      await own.close();
+      await server.stop();
+    }
   });
 
   // The revocation check and the client key's script go out together (admission.ts): a refusal by the check
@@ -205,7 +235,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal((await stationsCall({ idempotencyKey })).status, 200);
     const owner = await testRedis.redis.get(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey));
     assert.ok(owner !== null);
-    await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.hset(revocationMirrorKey(b), 'ready', '0')));
+    await Promise.all(ALL_BUCKETS.map((b) => testRedis.redis.hset(ledgerKey(b), 'ready', '0')));
     const nonce = newNonce();
     const res = await stationsCall({ nonce, idempotencyKey });
     assert.equal(res.status, 503, res.body.toString());
@@ -224,7 +254,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     const created = nowS();
     assert.equal((await stationsCall({ nonce, created })).status, 200);
     const owner = await testRedis.redis.get(nonceKey(gw.keys.hmac.keyId, nonce));
-    await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.hset(revocationMirrorKey(b), 'ready', '0')));
+    await Promise.all(ALL_BUCKETS.map((b) => testRedis.redis.hset(ledgerKey(b), 'ready', '0')));
     const replay = await stationsCall({ nonce, created });
     assert.equal(replay.status, 503, replay.body.toString());
     assert.equal(replay.json().message, REVOCATIONS_RESTORING_MESSAGE);
@@ -237,9 +267,9 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     const before = proxied();
     const unavailable = await rejections('redis-unavailable');
     // Every bucket's mirror of the wrong type: the check's script fails (WRONGTYPE), the client key's runs.
-    await Promise.all(ALL_REVOCATION_BUCKETS.map(async (b) => {
-      await testRedis.redis.del(revocationMirrorKey(b));
-      await testRedis.redis.set(revocationMirrorKey(b), 'not a hash');
+    await Promise.all(ALL_BUCKETS.map(async (b) => {
+      await testRedis.redis.del(ledgerKey(b));
+      await testRedis.redis.set(ledgerKey(b), 'not a hash');
     }));
     const nonce = newNonce();
     const idempotencyKey = newIdempotencyKey();
@@ -251,7 +281,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(await rejections('redis-unavailable'), unavailable + 1);
     assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'the refused request spent its nonce');
     assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0, 'the refused request kept its key');
-    await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => testRedis.redis.del(revocationMirrorKey(b))));
+    await Promise.all(ALL_BUCKETS.map((b) => testRedis.redis.del(ledgerKey(b))));
     await reseeded();
     const again = await stationsCall({ nonce, idempotencyKey, created });
     assert.equal(again.status, 200, again.body.toString());

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { revocationSlotKeys } from '@platform/auth';
+import { ledgerKey, revocationBucket } from '@platform/auth/testing';
 import { isCluster } from '@platform/service-kit';
 import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack';
 import request from 'supertest';
@@ -72,7 +72,7 @@ describe('the gateway when the shard of a client key\'s nonces loses its data or
     assert.equal((await send(stack.gatewayUrl, 'GET', CITIES, captured)).status, 200);
     assert.equal((await send(stack.gatewayUrl, 'GET', CITIES, captured)).status, 409);
     const victim = await cluster.masterOfSlot(await slotOf(replayBornKey(CLIENT_KEY.keyId)));
-    const bucketsOnVictim = await Promise.all(holders.map(async (h) => (await cluster.masterOfSlot(await slotOf(revocationSlotKeys(h).mirror))) === victim));
+    const bucketsOnVictim = await Promise.all(holders.map(async (h) => (await cluster.masterOfSlot(await slotOf(ledgerKey(revocationBucket(h.sessionId))))) === victim));
     // The loss in a later second than the capture's `created`, so that the replay is told apart: 401.
     await sleep(1050 - (Date.now() % 1000));
     await cluster.cli(victim, 'FLUSHALL');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { bucketTag, createTokenVerifier, guardMirrors, redisBlacklist, revocationBucket, revocationSlotKeys, staticKeySource } from '@platform/auth';
+import { createRevocationReader, createTokenVerifier, staticKeySource } from '@platform/auth';
+import { ledgerKey, revocationBucket, sessionKey, stampKey, tokenKey } from '@platform/auth/testing';
 import { closeRedis, createLogger, createRedis, isCluster, waitForRedis } from '@platform/service-kit';
 import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack';
 import request from 'supertest';
@@ -67,7 +68,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
 
   /** The master serving a holder's revocation bucket now. */
   const masterOf = async (holder: Holder): Promise<number> => {
-    const key = `${identity.redis.options.keyPrefix ?? ''}${revocationSlotKeys(holder).mirror}`;
+    const key = `${identity.redis.options.keyPrefix ?? ''}${ledgerKey(revocationBucket(holder.sessionId))}`;
     // Asked of a master alive now (a test may have killed the first node).
     const slot = Number(await cluster.cli((await cluster.masters())[0]!.port, 'CLUSTER', 'KEYSLOT', key));
     return cluster.masterOfSlot(slot);
@@ -112,16 +113,18 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
   it('two more verifiers (as two risk replicas), each on its own cluster connection, refuse a token the moment identity logs it out', async () => {
     const logger = createLogger({ service: 'risk', level: 'silent' });
     const clients = [0, 1].map(() => createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: identity.redis.options.keyPrefix ?? '', logger }));
+    const readers = clients.map((client) => createRevocationReader(client, { logger }));
     try {
       for (const client of clients) assert.ok(await waitForRedis(client, 10_000));
       const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));
-      const verifiers = clients.map((client) => createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, blacklist: redisBlacklist(client) }));
+      const verifiers = readers.map((revocations) => createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, revocations }));
       const user = await identity.createUser();
       const token = (await identity.login(user)).accessToken;
       for (const verifier of verifiers) assert.equal((await verifier.verify(token)).userId, user.id);
       assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
       for (const verifier of verifiers) await assert.rejects(verifier.verify(token), { status: 401 });
     } finally {
+      await Promise.all(readers.map((reader) => reader.stop()));
       await Promise.all(clients.map((client) => closeRedis(client)));
     }
   });
@@ -158,7 +161,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
 
   it('slots moved between masters under traffic (a resharding: ASK, then MOVED): followed by the clients, never a 500', async () => {
     const slotOf = async (holder: Holder) =>
-      Number(await cluster.cli(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', `${identity.redis.options.keyPrefix ?? ''}${revocationSlotKeys(holder).mirror}`));
+      Number(await cluster.cli(cluster.nodes[0]!.port, 'CLUSTER', 'KEYSLOT', `${identity.redis.options.keyPrefix ?? ''}${ledgerKey(revocationBucket(holder.sessionId))}`));
     const slots = [...new Set(await Promise.all(holders.map(slotOf)))];
     const masters = (await cluster.masters()).map((m) => m.port);
     let moving = true;
@@ -200,13 +203,14 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
    */
   async function laggingReplicaPromoted(promote: (master: number, replica: number) => Promise<void>): Promise<void> {
     const prefix = identity.redis.options.keyPrefix ?? '';
-    // A verifier as risk runs it: its own cluster connection, its buckets guarded.
-    const client = createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: prefix, logger: createLogger({ service: 'risk', level: 'silent' }) });
-    const guard = guardMirrors(client, { logger: { debug: () => undefined } });
+    // A verifier as risk runs it: its own cluster connection and its own reader, watching the servers.
+    const logger = createLogger({ service: 'risk', level: 'silent' });
+    const client = createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: prefix, logger });
+    const revocations = createRevocationReader(client, { logger });
     try {
       assert.ok(await waitForRedis(client, 10_000));
       const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));
-      const verifier = createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, blacklist: redisBlacklist(client) });
+      const verifier = createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, revocations });
       // A session on a shard that still has a replica (an earlier test killed a master, and with it a replica).
       const withReplica = new Map((await cluster.masters()).flatMap((m) => (m.replicaPort === undefined ? [] : [[m.port, m.replicaPort] as const])));
       let victim: Holder | undefined;
@@ -222,12 +226,11 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
       const replica = withReplica.get(master)!;
       assert.equal((await verifier.verify(victim.token)).userId, victim.user.id);
       // What the replica will lack: identity's stamps in the bucket as they were before the logout.
-      const stampPattern = `${prefix}${bucketTag(revocationBucket(victim.sessionId))}stamp:identity:*`;
+      const stampPattern = `${prefix}${stampKey(revocationBucket(victim.sessionId), 'identity', '*')}`;
       const stampKeys = (await cluster.cli(master, '--raw', 'KEYS', stampPattern)).split('\n').filter(Boolean);
       const stampsBefore = await Promise.all(stampKeys.map(async (key) => (await cluster.cli(master, '--raw', 'GET', key)).trim()));
       assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: victim.token })).status, 200);
-      const revocation = revocationSlotKeys(victim);
-      const revocationKeys = [revocation.session, revocation.token].map((key) => `${prefix}${key}`);
+      const revocationKeys = [sessionKey(victim.sessionId), tokenKey(victim)].map((key) => `${prefix}${key}`);
       // The replica now loses the logout again (the revocation and identity's count of it), as a replica that
       // lagged behind its master would hold the bucket, its mirror whole; the master keeps it all. (A replica
       // takes no writes of its own in a cluster: the master sends it the loss, then restores its own copy
@@ -286,7 +289,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
         await revokedAsked;
       }
     } finally {
-      guard.stop();
+      await revocations.stop();
       await closeRedis(client);
     }
   }

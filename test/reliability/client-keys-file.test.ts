@@ -4,7 +4,7 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT, startDeployable } from '@platform/stack';
-import { markRevocationsRestored } from '@platform/auth/testing';
+import { freshEnvironment } from '@platform/auth/testing';
 import { TEST_REDIS_URL, type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
 import { send } from '../../gateway/test/support/gateway-harness.ts';
@@ -71,7 +71,7 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     // A new environment, not a Redis that lost its data: without it the gateway's first claim would find
     // the replay store born that second and refuse every signature created in it (CONTRACT.md part 13).
     testRedis = await createTestRedis('keysfile');
-    await markRevocationsRestored(testRedis.redis);
+    await freshEnvironment(testRedis.redis);
     const management = await freePort();
     managementUrl = `http://127.0.0.1:${management}`;
     gateway = await startProcess('gateway', {
@@ -116,6 +116,35 @@ describe('client keys from GATEWAY_CLIENT_KEYS_FILE (real gateway process)', fun
     await traffic;
     assert.ok(steady.length > 5, 'the steady traffic never ran');
     assert.deepEqual([...new Set(steady)], [200], 'a request of the unchanged key failed during the change');
+  });
+
+  it('a key new to the environment, added to the file: its first request after the reload is answered like any other (never 503), and readiness never drops (CONTRACT.md part 12, amended)', async () => {
+    const carol: FileKey = { keyId: `carol-${Date.now()}`, alg: 'hmac-sha256', secret: 'carol-secret-0123456789-abcdef' };
+    let watching = true;
+    const readiness: number[] = [];
+    const ready = (async () => {
+      while (watching) {
+        readiness.push((await fetch(`${managementUrl}/health/ready`)).status);
+        await sleep(100);
+      }
+    })();
+    try {
+      await publish(keysJson(ALICE, BOB, carol));
+      // The 5 s the contract gives a reload, and a margin: then one request, not a retry loop.
+      await sleep(WITHIN_MS + 500);
+      const first = await login(carol);
+      assert.equal(first.status, 200, `the first request signed with a new key: ${first.status} ${first.body.toString()}`);
+    } finally {
+      watching = false;
+      await ready;
+    }
+    assert.ok(readiness.length > 20 && readiness.every((status) => status === 200), `readiness while a key was new: ${[...new Set(readiness)].join(', ')}`);
+    // And with nobody probing readiness meanwhile (nothing but the reload dates the key).
+    const dave: FileKey = { keyId: `dave-${Date.now()}`, alg: 'hmac-sha256', secret: 'dave-secret-0123456789-abcdefgh' };
+    await publish(keysJson(ALICE, BOB, carol, dave));
+    await sleep(WITHIN_MS + 500);
+    const unprobed = await login(dave);
+    assert.equal(unprobed.status, 200, `the first request signed with a new key, readiness unprobed: ${unprobed.status} ${unprobed.body.toString()}`);
   });
 
   it('keeps the last valid keys when the file turns invalid, unreadable or empty, and says so in the log without a secret', async () => {

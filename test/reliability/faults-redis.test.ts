@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
+import { type TestIssuer, createTestIssuer, freshEnvironment } from '@platform/auth/testing';
 import { type Redis, closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
 import { isErrorBody } from '@platform/errors';
 import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
@@ -28,7 +28,7 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
     redis = await startPrivateRedis();
     mirror = createRedis({ url: redis.url, keyPrefix: 'platform:', logger: createLogger({ service: 'test', level: 'silent' }) });
     assert.ok(await waitForRedis(mirror, 5000));
-    await markRevocationsRestored(mirror);
+    await freshEnvironment(mirror);
     issuer = createTestIssuer();
     jwks = await issuer.serveJwks();
     identity = await startUpstream();
@@ -80,7 +80,7 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
   const recovers = () =>
     eventually(
       async () => {
-        await markRevocationsRestored(mirror).catch(() => undefined);
+        await freshEnvironment(mirror).catch(() => undefined);
         return (await login()).status === 200 && (await cities()).status === 200;
       },
       15_000,

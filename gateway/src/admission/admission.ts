@@ -1,18 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { RevocationsUnavailableError, STAMP_LUA, STAMP_TTL_MS, type StampCount, mirrorCloser, redisBlacklist, stampCount } from '@platform/auth';
-import { type ReadinessCheck, type Redis, turnWrites } from '@platform/service-kit';
+import { type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
+import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
 
 /**
  * A signed request's admission in Redis (README, "What one request costs in Redis"), as scripts of one slot
  * each, so that it runs on a Redis Cluster as on one Redis (CONTRACT.md part 14):
- * - the revocation check, only for a request that carries or needs a bearer token: @platform/auth's one
- *   script on the token's bucket (`revocationSlotKeys`: the bucket's mirror state, one EXISTS of the token's
- *   and session's keys);
+ * - the revocation check, only for a request that carries or needs a bearer token: @platform/auth's
+ *   reader, one script on the token's bucket (the bucket open? one EXISTS of the token's and session's keys);
  * - the client key's admission (lua/admit.lua orders its named functions): the slot's past, the replay,
- *   the rate window, the nonce and the idempotency key, every key tagged `{ck:<keyId>}`, with the key's own
- *   `born` hash and this gateway's write stamp in that tag (a signature is judged against the loss of the
- *   shard that held its nonces).
+ *   the rate window, the nonce and the idempotency key, every key tagged `{ck:<keyId>}`, with the key's
+ *   ledger (`born`) and this gateway's stamp in that tag, on the loss primitive (service-kit's
+ *   slot-ledger.ts): a signature is judged against the loss of the shard that held its nonces.
  * Both go out at once: one round trip's wait, not two; and with the other requests' of the same event-loop
  * turn, in one socket write (`turnWrites`). The revocation check's verdict ranks after the slot's
  * past and before everything else the script decides (`decide`); when it refuses (the bucket is being
@@ -22,7 +21,7 @@ import { luaFile } from './lua.ts';
  */
 const ADMIT_SCRIPT = [
   `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
-  STAMP_LUA,
+  SLOT_LEDGER_LUA,
   luaFile('admission/lua/replay-store-loss.lua'),
   luaFile('rate-limit/lua/rate-window.lua'),
   luaFile('idempotency/lua/nonce.lua'),
@@ -30,7 +29,15 @@ const ADMIT_SCRIPT = [
   luaFile('admission/lua/admit.lua'),
 ].join('\n');
 
-const STAMP_WATCH_SCRIPT = [STAMP_LUA, luaFile('admission/lua/stamp-watch.lua')].join('\n');
+/**
+ * KEYS: a client key's ledger, this gateway's stamp in its slot; ARGV: seen, last, now, ttl. The stamp
+ * behind what this gateway saw (the slot went back in time) makes the slot's `born` now; the stamp is kept
+ * from expiring. 1 when the slot went back.
+ */
+const STAMP_CHECK_SCRIPT = `${SLOT_LEDGER_LUA}
+local behind = slot_behind(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return behind and 1 or 0`;
 
 /** The first check that refused the request, or `claimed`: the outcome names lua/admit.lua returns. */
 export const ADMISSION_OUTCOMES = [
@@ -118,16 +125,13 @@ export interface AdmissionStore {
   /** Frees an idempotency key after a 5xx or no answer, so the client may retry with it. */
   release(request: Pick<AdmissionRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
   /**
-   * This gateway's nonce writes, per client key, as Redis counts them: `check()` finds a slot that went back
-   * in time without a request (after a reconnect, and now and then), and resolves true when one did.
+   * Dates the ledger of every client key in use that has none yet (a key never used, or a slot that lost
+   * its data: the same), as the store does by itself within a second of learning of a key; resolves with
+   * the latest date it set (ms), 0 when it set none. Rejects when Redis does not answer.
    */
-  readonly stamp: { check(): Promise<boolean> };
-  /**
-   * Dates each key's slot from now where it has no birth yet (a key never used, or a slot that lost its
-   * data: the same), so that a key's first request is not the one that finds its slot without a birth;
-   * resolves with the latest birth (ms).
-   */
-  prepare(keyIds: readonly string[]): Promise<number>;
+  dateKeys(): Promise<number>;
+  /** Stops dating new keys, checking the stamps and watching Redis's servers (shutdown). */
+  stop(): Promise<void>;
 }
 
 export interface AdmissionOptions {
@@ -137,6 +141,11 @@ export interface AdmissionOptions {
   safeTtlS: number;
   /** Idempotency key memory for every other method. */
   unsafeTtlS: number;
+  /** The revocations, for bearer requests; closed whole when a client key's slot is found gone back. */
+  revocations: Pick<RevocationReader, 'isRevoked' | 'closeAll'>;
+  /** The client keys in use, as they change (GATEWAY_CLIENT_KEYS_FILE): each is dated when first seen. */
+  keyIds?: () => readonly string[];
+  logger?: Pick<Logger, 'warn' | 'debug'>;
 }
 
 /** The scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
@@ -144,7 +153,7 @@ interface AdmissionCommands {
   gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
   gatewayWithdraw(nonceKey: string, idempotencyKey: string, owner: string): Promise<number>;
-  gatewayStampWatch(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
+  gatewayStampCheck(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
@@ -164,7 +173,7 @@ export const nonceKey = (keyId: string, nonce: string): string => `${clientKeyTa
 export const rateKey = (keyId: string, windowS: number): string => `${clientKeyTag(keyId)}rate:${windowS}`;
 /** The Redis key (below REDIS_KEY_PREFIX) remembering an idempotency key. */
 export const idempotencyRedisKey = (keyId: string, key: string): string => `${clientKeyTag(keyId)}idem:${key}`;
-/** The hash (below REDIS_KEY_PREFIX) whose `born` (ms) says since when the key's slot holds its nonces. */
+/** The client key's ledger (below REDIS_KEY_PREFIX): its `born` (ms) says since when the key's slot holds its nonces. */
 export const replayBornKey = (keyId: string): string => `${clientKeyTag(keyId)}born`;
 /** This gateway's write stamp (below REDIS_KEY_PREFIX) in a client key's slot. */
 const stampKey = (keyId: string, gatewayId: string): string => `${clientKeyTag(keyId)}stamp:gateway:${gatewayId}`;
@@ -195,6 +204,11 @@ function decide(found: AdmissionOutcome, revocation: 'restoring' | 'revoked' | '
   return found;
 }
 
+/** How often the store looks for client keys it has not dated yet (CONTRACT.md part 12 allows 5 s from a change). */
+const KEY_WATCH_MS = 1000;
+/** How often each stamp is checked when nothing else did: it also keeps the stamps from expiring. */
+const STAMP_CHECK_MS = 60_000;
+
 /** The admission store over the gateway's Redis client (whose keyPrefix ioredis also applies to script keys). */
 export function createAdmissionStore(redis: Redis, options: AdmissionOptions): AdmissionStore {
   // A fixed key count: ioredis' auto-pipeline on a cluster picks a command's node by its first argument,
@@ -202,24 +216,28 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   redis.defineCommand('gatewayAdmit', { numberOfKeys: ADMISSION_KEYS.length, lua: ADMIT_SCRIPT });
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: luaFile('idempotency/lua/release.lua') });
   redis.defineCommand('gatewayWithdraw', { numberOfKeys: 2, lua: luaFile('idempotency/lua/withdraw.lua') });
-  redis.defineCommand('gatewayStampWatch', { numberOfKeys: 2, lua: STAMP_WATCH_SCRIPT });
+  redis.defineCommand('gatewayStampCheck', { numberOfKeys: 2, lua: STAMP_CHECK_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as AdmissionCommands;
-  const revocations = redisBlacklist(redis);
-  // A slot that went back in time may have lost revocations too: every bucket waits for identity's re-seed.
-  const closeMirrors = mirrorCloser(redis);
+  const { revocations, logger } = options;
   const gatewayId = randomUUID();
   // The admissions of the requests that arrive together leave in one socket write, at the end of the turn.
   const holdTurnWrites = turnWrites(redis);
   // One stamp per client key this gateway wrote nonces of (verified key ids only: a bounded set).
-  const stamps = new Map<string, StampCount>();
-  const stampOf = (keyId: string): StampCount => {
+  const stamps = new Map<string, WriteStamp>();
+  const stampOf = (keyId: string): WriteStamp => {
     let stamp = stamps.get(keyId);
     if (stamp === undefined) {
-      stamp = stampCount(stampKey(keyId, gatewayId));
+      stamp = writeStamp(stampKey(keyId, gatewayId));
       stamps.set(keyId, stamp);
     }
     return stamp;
+  };
+
+  /** A slot found gone back may have lost revocations too (its shard went back): every bucket waits for identity's re-seed. */
+  const wentBack = async (): Promise<void> => {
+    logger?.warn('Redis holds fewer nonces than this gateway wrote (a replica that lagged was promoted?): marked as a data loss');
+    await revocations.closeAll();
   };
 
   /** 'restoring' while the token's bucket is not whole, else whether the token or its session was revoked. */
@@ -233,20 +251,51 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     }
   }
 
-  return {
-    stamp: {
-      async check() {
-        const now = String(Date.now());
-        const found = await Promise.all(
-          [...stamps.entries()].map(async ([keyId, stamp]) =>
-            Number(await commands.gatewayStampWatch(replayBornKey(keyId), stamp.key, stamp.seen(), stamp.lastWrite(), now, String(STAMP_TTL_MS))) === 1,
-          ),
-        );
-        if (!found.includes(true)) return false;
-        await closeMirrors();
-        return true;
-      },
+  // This gateway's stamps against Redis: a slot that came back with fewer nonces than this gateway wrote (a
+  // replica that lagged was promoted) is marked lost at once, not at this gateway's next request with that
+  // key: another gateway may be replayed to. After every change of Redis's servers (a connection back, a
+  // server replaced), and every STAMP_CHECK_MS.
+  const stampChecks = periodic(
+    async () => {
+      const now = String(Date.now());
+      const found = await Promise.all(
+        [...stamps.entries()].map(async ([keyId, stamp]) =>
+          Number(await commands.gatewayStampCheck(replayBornKey(keyId), stamp.key, stamp.seen(), stamp.last(), now, String(STAMP_TTL_MS))) === 1,
+        ),
+      );
+      if (found.includes(true)) await wentBack();
     },
+    { intervalMs: STAMP_CHECK_MS, onError: (err) => logger?.debug({ err }, 'could not check the write stamps (Redis unreachable); checked again on reconnect') },
+  );
+  const topology = redisTopology(redis);
+  const unsubscribe = topology.subscribe(() => void stampChecks.runNow());
+  stampChecks.start();
+
+  // Each client key's ledger dated as soon as this gateway learns of the key (at start, or from a reload
+  // of the keys file), never by its first request: a key that has never been used is not a loss, so the
+  // first request signed with it a second or more later is answered like any other (CONTRACT.md part 12).
+  // A key whose slot has a ledger already keeps it (HSETNX). Retried every KEY_WATCH_MS until Redis answers.
+  const dated = new Set<string>();
+  const dateKeys = async (): Promise<number> => {
+    const fresh = (options.keyIds?.() ?? []).filter((keyId) => !dated.has(keyId));
+    if (fresh.length === 0) return 0;
+    const now = Date.now();
+    const set = await Promise.all(
+      fresh.map(async (keyId) => {
+        const created = (await redis.hsetnx(replayBornKey(keyId), 'born', String(now))) === 1;
+        dated.add(keyId);
+        return created;
+      }),
+    );
+    return set.includes(true) ? now : 0;
+  };
+  const keyWatch = periodic(dateKeys, {
+    intervalMs: KEY_WATCH_MS,
+    onError: (err) => logger?.debug({ err }, 'could not date the ledgers of new client keys yet (Redis unreachable); trying again'),
+  });
+  keyWatch.start(0);
+
+  return {
     async admit(request) {
       const { rate } = request;
       const stamp = stampOf(request.keyId);
@@ -268,7 +317,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         created: request.created,
         now: Date.now(),
         stamp_seen: stamp.seen(),
-        stamp_last: stamp.lastWrite(),
+        stamp_last: stamp.last(),
       });
       holdTurnWrites();
       // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
@@ -277,10 +326,10 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         commands.gatewayAdmit(...keys, ...args),
       ]);
       if (admitted.status === 'rejected') throw admitted.reason;
-      const [found, remaining, waitMs, count, wentBack] = admitted.value;
+      const [found, remaining, waitMs, count, slotWentBack] = admitted.value;
       stamp.observe(Number(count));
       if (!OUTCOMES.has(found)) throw new Error(`unexpected admission script result ${String(found)}`);
-      if (Number(wentBack) === 1) await closeMirrors();
+      if (Number(slotWentBack) === 1) await wentBack();
       const outcome = decide(found as AdmissionOutcome, revocation.status === 'fulfilled' ? revocation.value : 'failed');
       // Refused after the script claimed: this request's claims go back first, so its retry is not a replay.
       const claimed = found === 'claimed' || found === 'key-reused';
@@ -292,36 +341,14 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
       return { outcome, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) } };
     },
-    async prepare(keyIds) {
-      const now = String(Date.now());
-      const births = await Promise.all(
-        keyIds.map(async (keyId) => {
-          await redis.hsetnx(replayBornKey(keyId), 'born', now);
-          return Number(await redis.hget(replayBornKey(keyId), 'born'));
-        }),
-      );
-      return Math.max(0, ...births);
-    },
     async release(request) {
       await commands.gatewayRelease(idempotencyRedisKey(request.keyId, request.idempotencyKey), request.owner);
     },
-  };
-}
-
-
-/**
- * Readiness (`replay-store`): every configured client key's slot has a birth, and the second of it is over,
- * so that a gateway starting on an empty Redis sends its first clients nowhere until their signatures can
- * be told from the time before (CONTRACT.md part 13; identity's readiness waits out the same second).
- */
-export function replayStoreCheck(redis: Redis, store: AdmissionStore, keyIds: () => readonly string[]): ReadinessCheck {
-  return {
-    name: 'replay-store',
-    check: async () => {
-      // Without Redis the `redis` check is the one that fails: one reason, not two.
-      if (redis.status !== 'ready') return;
-      const born = await store.prepare(keyIds());
-      if (Date.now() < (Math.floor(born / 1000) + 1) * 1000) throw new Error(`a client key's replay store is dated ${born}: ready once that second is over`);
+    dateKeys,
+    async stop() {
+      unsubscribe();
+      topology.stop();
+      await Promise.all([stampChecks.stop(), keyWatch.stop()]);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { type KeyObject, generateKeyPairSync } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, type RequestOptions, request } from 'node:http';
-import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
+import { type TestIssuer, createTestIssuer, freshEnvironment } from '@platform/auth/testing';
 import { type OpenApiDocument, type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../src/app.ts';
@@ -53,24 +53,13 @@ export interface TestGatewayOptions {
   keepMirror?: boolean;
 }
 
-/**
- * Marks the replay store of each client key whole since the epoch (`born` 0), as a Redis that never lost its
- * data: a key's first request would otherwise find its slot without a birth and date the loss from it.
- */
-export async function markReplayStoreWhole(redis: Redis, keyIds: readonly string[]): Promise<void> {
-  await Promise.all(keyIds.map((keyId) => redis.hset(replayBornKey(keyId), 'born', '0')));
-}
-
 /** A real gateway on 127.0.0.1:0 with fake upstreams, a JWKS issuer and the given Redis. */
 export async function startGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const keys = testKeys();
   const issuer = createTestIssuer();
-  // No identity keeps the revocation mirror here: it is marked whole and born at the epoch, as a Redis
-  // that never lost its data (CONTRACT.md part 13).
-  if (options.keepMirror !== true) {
-    await markRevocationsRestored(options.redis);
-    await markReplayStoreWhole(options.redis, [keys.hmac.keyId, keys.ed25519.keyId]);
-  }
+  // No identity keeps the revocations here: a new environment, as a Redis that never lost its data
+  // (CONTRACT.md part 13), its client keys' ledgers born at the epoch.
+  if (options.keepMirror !== true) await freshEnvironment(options.redis, [keys.hmac.keyId, keys.ed25519.keyId].map(replayBornKey));
   const jwks = await issuer.serveJwks();
   const identity = options.identity ?? (await startUpstream());
   const risk = options.risk ?? (await startUpstream());
@@ -115,7 +104,7 @@ export async function startGateway(options: TestGatewayOptions): Promise<TestGat
     logs,
     close: async () => {
       await Promise.all([server.close(1000), management.close(1000)]);
-      gateway.close();
+      await gateway.close();
       await stopHelpers();
     },
   };

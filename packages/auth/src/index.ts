@@ -1,37 +1,4 @@
-export {
-  ALL_REVOCATION_BUCKETS,
-  type BucketState,
-  type BucketStamps,
-  MIRROR_STATE_LUA,
-  REVOCATION_BUCKETS,
-  type RedisClient,
-  type RevocationMirror,
-  RevocationsUnavailableError,
-  STAMP_LUA,
-  STAMP_TTL_MS,
-  type StampCount,
-  type TokenBlacklist,
-  type StampCheck,
-  blacklistKey,
-  bucketTag,
-  bucketMirrors,
-  bucketStamps,
-  guardMirrors,
-  mirrorCloser,
-  mirrorKeyOfSession,
-  onShardChange,
-  redisBlacklist,
-  revocationBucket,
-  revocationKeys,
-  revocationMirror,
-  revocationMirrorKey,
-  revocationTicket,
-  revocationSlotKeys,
-  sameTicket,
-  sessionRevocationKey,
-  stampCount,
-  watchWriteStamp,
-} from './revocations/index.ts';
+export { type RevocationReader, type RevocationWriter, RevocationsUnavailableError, createRevocationReader, createRevocationWriter } from './revocations/index.ts';
 export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type TokenAlgorithm, algorithmOf } from './key-algorithm.ts';
 export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';

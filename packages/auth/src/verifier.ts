@@ -1,8 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
 import jwt from 'jsonwebtoken';
-import type { TokenBlacklist } from './revocations/blacklist.ts';
-import { RevocationsUnavailableError } from './revocations/mirror.ts';
+import { type RevocationReader, RevocationsUnavailableError } from './revocations/reader.ts';
 import { algorithmOf } from './key-algorithm.ts';
 import type { KeySource } from './key-source.ts';
 import type { Principal } from './principal.ts';
@@ -15,8 +14,8 @@ export interface TokenVerifierOptions {
   issuer: string;
   /** Expected `aud`. */
   audience: string;
-  /** Revoked tokens; without one, logout is not seen (only the identity service's logout itself does that). */
-  blacklist?: TokenBlacklist;
+  /** Revoked tokens; without them, logout is not seen (only the identity service's logout itself does that). */
+  revocations?: Pick<RevocationReader, 'isRevoked'>;
 }
 
 export interface VerifyOptions {
@@ -57,12 +56,12 @@ function principalOfClaims(claims: jwt.JwtPayload): Principal {
 export const REVOCATIONS_RESTORING_MESSAGE = 'Token revocations are being restored after a data loss; try again shortly';
 
 /**
- * Asks the blacklist; an unreachable store, or one that lost its data and is not re-seeded yet, fails
+ * Asks the revocations; an unreachable Redis, or a bucket that lost its data and is not re-seeded yet, fails
  * closed as a 503 (a dependency is down), not a 500 and never an accepted token.
  */
-async function isRevoked(blacklist: TokenBlacklist, principal: Principal): Promise<boolean> {
+async function isRevoked(revocations: Pick<RevocationReader, 'isRevoked'>, principal: Principal): Promise<boolean> {
   try {
-    return await blacklist.isRevoked(principal);
+    return await revocations.isRevoked(principal);
   } catch (err) {
     throw new ServiceUnavailableError(err instanceof RevocationsUnavailableError ? REVOCATIONS_RESTORING_MESSAGE : undefined, { cause: err });
   }
@@ -145,7 +144,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   return {
     async verify(token, verifyOptions = {}) {
       const principal = (await remembered(token)) ?? (await verifySignature(token, verifyOptions.allowExpired === true));
-      if (options.blacklist !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.blacklist, principal))) {
+      if (options.revocations !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.revocations, principal))) {
         reject('token is revoked');
       }
       return principal;

@@ -4,19 +4,22 @@ import { errorHandler, notFoundHandler } from '@platform/errors';
 import { type TestRedis, createTestRedis, unreachableRedis } from '@platform/service-kit/testing';
 import express, { type Express } from 'express';
 import request from 'supertest';
-import { type TokenBlacklist, redisBlacklist } from '../src/revocations/blacklist.ts';
+import { type RevocationReader, createRevocationReader } from '../src/revocations/index.ts';
+import { createLogger } from '@platform/service-kit';
 import { bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from '../src/express.ts';
 import { staticKeySource } from '../src/key-source.ts';
 import { createTokenVerifier } from '../src/verifier.ts';
-import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '../src/testing/index.ts';
+import { type TestIssuer, blacklistToken, createTestIssuer, freshEnvironment } from '../src/testing/index.ts';
+
+const silent = createLogger({ service: 'test', level: 'silent' });
 
 /** An app as a deployable mounts the package: an ADMIN route, an open route, the shared error handling. */
-function createApp(issuer: TestIssuer, blacklist?: TokenBlacklist): Express {
+function createApp(issuer: TestIssuer, revocations?: RevocationReader): Express {
   const verifier = createTokenVerifier({
     keys: staticKeySource(new Map([[issuer.kid, createPublicKey(issuer.privateKey)]])),
     issuer: issuer.issuer,
     audience: issuer.audience,
-    ...(blacklist === undefined ? {} : { blacklist }),
+    ...(revocations === undefined ? {} : { revocations }),
   });
   const app = express();
   app.use(express.json());
@@ -48,15 +51,18 @@ const badCredentials = (path: string) => ({ status: 401, error: 'Unauthorized', 
 describe('bearerAuth', () => {
   const issuer = createTestIssuer();
   let testRedis: TestRedis;
+  let reader: RevocationReader;
   let app: Express;
 
   before(async () => {
     testRedis = await createTestRedis('auth_express');
-    await markRevocationsRestored(testRedis.redis);
-    app = createApp(issuer, redisBlacklist(testRedis.redis));
+    await freshEnvironment(testRedis.redis);
+    reader = createRevocationReader(testRedis.redis, { logger: silent });
+    app = createApp(issuer, reader);
   });
 
   after(async () => {
+    await reader.stop();
     await testRedis.close();
   });
 
@@ -128,7 +134,7 @@ describe('bearerAuth', () => {
     const genuineHeader = issuer.sign().split('.')[0];
     const [revokedJti, revokedSid] = [randomUUID(), randomUUID()];
     const revoked = issuer.sign({ jti: revokedJti, sid: revokedSid, roles: ['ADMIN'] });
-    await redisBlacklist(testRedis.redis).revoke({ tokenId: revokedJti, sessionId: revokedSid }, Math.floor(Date.now() / 1000) + 900);
+    await blacklistToken(testRedis.redis, { tokenId: revokedJti, sessionId: revokedSid }, Math.floor(Date.now() / 1000) + 900);
 
     const answers = await Promise.all([
       request(app).get('/admin/things'),
@@ -146,8 +152,9 @@ describe('bearerAuth', () => {
 
   it('when the blacklist store is down, answers 503 rather than letting the token through', async () => {
     const redis = unreachableRedis();
+    const unreachable = createRevocationReader(redis, { logger: silent });
     try {
-      const res = await request(createApp(issuer, redisBlacklist(redis)))
+      const res = await request(createApp(issuer, unreachable))
         .get('/admin/things')
         .set('Authorization', `Bearer ${issuer.sign({ roles: ['ADMIN'] })}`);
       assert.equal(res.status, 503);
@@ -158,6 +165,7 @@ describe('bearerAuth', () => {
         path: '/admin/things',
       });
     } finally {
+      await unreachable.stop();
       redis.disconnect();
     }
   });

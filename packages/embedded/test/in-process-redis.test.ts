@@ -1,14 +1,26 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { RevocationsUnavailableError, blacklistKey, mirrorKeyOfSession, TOKEN_CLOCK_TOLERANCE_S, redisBlacklist, revocationMirror } from '@platform/auth';
-import { markRevocationsRestored } from '@platform/auth/testing';
-import { closeRedis, redisCheck } from '@platform/service-kit';
+import { RevocationsUnavailableError, TOKEN_CLOCK_TOLERANCE_S, createRevocationReader, createRevocationWriter } from '@platform/auth';
+import { freshEnvironment, tokenKey } from '@platform/auth/testing';
+import { type Redis, closeRedis, createLogger, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
 import { createAdmissionStore, nonceKey, replayBornKey } from '../../../gateway/src/admission/admission.ts';
 import { inProcessRedis } from '../src/in-process-redis.ts';
 
 // Every test names its own prefix, as the deployables of one environment share REDIS_KEY_PREFIX.
 const prefix = () => `test-${randomUUID()}:`;
+const silent = createLogger({ service: 'test', level: 'silent' });
+/** The gateway's admission store on `redis`, with its reader of the revocations. */
+const admissionOn = (redis: Redis) =>
+  createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400, revocations: createRevocationReader(redis, { logger: silent }) });
+/** Identity's writer on `redis`, its record of ended sessions empty. */
+const writerOn = (redis: Redis) =>
+  createRevocationWriter(redis, {
+    logger: silent,
+    intervalMs: 60_000,
+    accessTokenTtlS: 900,
+    async *endedSince() {},
+  });
 
 describe('the in-process Redis stand-in (embedded fallback)', () => {
   it('is ready for the readiness check, and ends on closeRedis', async () => {
@@ -30,7 +42,7 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
 
   it('runs the gateway claim script with its per-call key count: the mirror, nonce, idempotency key, then revoked token', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
-    const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
+    const guard = admissionOn(redis);
     const now = Math.floor(Date.now() / 1000);
     const request: Parameters<typeof guard.admit>[0] = {
       keyId: 'k',
@@ -54,8 +66,7 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now }), 'signed-in-loss-second');
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 1 }), 'signed-before-loss');
     assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
-    await markRevocationsRestored(redis);
-    await redis.hset(replayBornKey('k'), 'born', '0');
+    await freshEnvironment(redis, [replayBornKey('k')]);
     assert.equal(await outcome(request), 'claimed');
     assert.equal(await outcome({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
     assert.equal(await outcome({ ...request, nonce: 'n2' }), 'key-reused');
@@ -68,15 +79,17 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
     const withToken = { ...request, idempotencyKey: 'i5', token, bearing: true };
     assert.equal(await outcome({ ...withToken, nonce: 'n5' }), 'claimed');
-    await redisBlacklist(redis).endSessions([token.sessionId], Date.now() / 1000 + 60);
+    const writer = writerOn(redis);
+    await writer.endSessions([token.sessionId], Date.now() / 1000 + 60);
     assert.equal(await outcome({ ...withToken, nonce: 'n6', idempotencyKey: 'i6' }), 'token-revoked');
+    await writer.stop();
+    await guard.stop();
   });
 
   it('runs the rate limit of the claim script on its clock: the limit admitted, then 429 without a claim', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
-    const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 86_400 });
-    await markRevocationsRestored(redis);
-    await redis.hset(replayBornKey('k'), 'born', '0');
+    const guard = admissionOn(redis);
+    await freshEnvironment(redis, [replayBornKey('k')]);
     const created = Math.floor(Date.now() / 1000);
     const claim = (i: number) => guard.admit({ keyId: 'k', nonce: `n${i}`, idempotencyKey: `i${i}`, method: 'GET', token: undefined, bearing: false, created, owner: 'a', rate: { limit: 3, windowS: 60 } });
     const claims = [await claim(1), await claim(2), await claim(3), await claim(4)];
@@ -86,24 +99,25 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
     assert.ok(wait > 54_000 && wait <= 66_000, `retry in ${wait} ms`);
     // The refused request's nonce was not burnt.
     assert.equal(await redis.exists(nonceKey('k', 'n4')), 0);
+    await guard.stop();
   });
 
-  it('keeps the blacklist with EXAT and finds a token by either of its keys, behind the revocation mirror\'s state (its Lua script)', async () => {
+  it('keeps the blacklist with EXAT and finds a token by either of its keys, behind its bucket\'s ledger (the Lua scripts)', async () => {
     const redis = inProcessRedis({ keyPrefix: prefix() });
-    const blacklist = redisBlacklist(redis);
+    const reader = createRevocationReader(redis, { logger: silent });
     const token = { tokenId: randomUUID(), sessionId: randomUUID() };
-    // A fresh key space is a Redis that lost its data: not whole until identity's keeper says so.
-    await assert.rejects(blacklist.isRevoked(token), RevocationsUnavailableError);
-    const mirror = revocationMirror(redis, mirrorKeyOfSession(token.sessionId));
-    const state = await mirror.state();
-    assert.equal(state.ready, false);
-    assert.equal(await mirror.markReady(state), true);
-    assert.equal(await blacklist.isRevoked(token), false);
-    await blacklist.revoke(token, Math.floor(Date.now() / 1000) + 60);
-    assert.equal(await blacklist.isRevoked(token), true);
+    // A fresh key space is a Redis that lost its data: not whole until identity's writer has re-seeded it.
+    await assert.rejects(reader.isRevoked(token), RevocationsUnavailableError);
+    const writer = writerOn(redis);
+    await writer.checkNow();
+    assert.equal(await reader.isRevoked(token), false);
+    await writer.revoke(token, Math.floor(Date.now() / 1000) + 60);
+    assert.equal(await reader.isRevoked(token), true);
     // Kept past the token's exp by twice the verifiers' clock tolerance (token-lifetime.ts).
-    const ttl = await redis.ttl(blacklistKey(token));
+    const ttl = await redis.ttl(tokenKey(token));
     assert.ok(ttl > 60 && ttl <= 61 + 2 * TOKEN_CLOCK_TOLERANCE_S, `ttl ${ttl}`);
+    await writer.stop();
+    await reader.stop();
   });
 
   it('answers the identity service\'s commands as Redis does: SET NX EX/PX, TTL, MULTI INCR EXPIRE, MGET, DECR', async () => {

@@ -18,6 +18,8 @@ export * from './openapi-route.ts';
 export * from './paths.ts';
 export * from './periodic.ts';
 export * from './redis.ts';
+export * from './redis-topology.ts';
 export * from './server.ts';
+export * from './slot-ledger.ts';
 export * from './trace-context.ts';
 export { type TracingConfig, stopTracing, tracingSpec } from './tracing.ts';

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { hostname } from 'node:os';
 import type * as IORedis from 'ioredis';
 import { type ConfigField, env } from './config.ts';
 import type { ReadinessCheck } from './health.ts';
@@ -89,7 +90,10 @@ export interface RedisOptions {
    * that promises an answer within twice the timeout (the gateway's 1 s) turns it off.
    */
   autoPipelining?: boolean;
-  /** The name `CLIENT LIST` shows for the connection (the deployable's): who is connected, at a glance. */
+  /**
+   * The deployable's name: `CLIENT LIST` shows the connections as `<name>-<pid>@<host>` (a pod's host is its
+   * name), so who is connected, and which replica, is seen at a glance.
+   */
   connectionName?: string;
 }
 
@@ -100,7 +104,7 @@ export interface RedisOptions {
  */
 export function createRedis(options: RedisOptions): Redis {
   const connection = {
-    connectionName: options.connectionName,
+    connectionName: options.connectionName === undefined ? undefined : `${options.connectionName}-${process.pid}@${hostname()}`,
     maxRetriesPerRequest: 1,
     // Half the gateway's 1 s fail-closed promise (CONTRACT.md part 3). Shorter fails healthy commands
     // whenever the event loop lags: the timer fires before the reply already waiting is read (a 300 ms
@@ -138,6 +142,7 @@ export function createRedis(options: RedisOptions): Redis {
           enableAutoPipelining,
           retryStrategy: reconnectDelay,
         });
+  if (isCluster(redis)) announceMoved(redis);
   let down = false;
   redis.on('error', (err: Error) => {
     if (down) return;
@@ -149,6 +154,26 @@ export function createRedis(options: RedisOptions): Redis {
     down = false;
   });
   return redis;
+}
+
+/**
+ * The event a cluster client made by `createRedis` emits each time it has followed a MOVED answer (the slot
+ * pointed at another master before any refresh of the slot map): redis-topology.ts hears it.
+ */
+export const MOVED_EVENT = 'platform:moved';
+
+/**
+ * Makes `cluster` say when it followed a MOVED: ioredis emits nothing then, but right after pointing the
+ * slot at the new master it asks for a slot refresh without a callback (cluster/index.js and Pipeline.js of
+ * 5.11.1; a retry after a failover does too, harmlessly: listeners compare routes). Its own periodic
+ * refreshes pass a callback.
+ */
+function announceMoved(cluster: IORedis.Cluster): void {
+  const refresh = cluster.refreshSlotsCache.bind(cluster);
+  cluster.refreshSlotsCache = (callback) => {
+    if (callback === undefined) cluster.emit(MOVED_EVENT);
+    refresh(callback);
+  };
 }
 
 /** `host:port` (REDIS_CLUSTER_NODES' form) as ioredis' cluster takes it. */

@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './ports.ts';
 
@@ -15,31 +18,41 @@ export interface PrivateRedis {
   freeze(): void;
   /** SIGCONT after `freeze`. */
   thaw(): void;
-  /** Starts a fresh server on the same port after `kill` (empty: nothing is persisted). */
-  restart(): Promise<void>;
+  /**
+   * Starts a fresh server on the same port after `kill` (empty: nothing is persisted); or, with `keepData`,
+   * saves the data, stops the running server and starts another one from that data: another server (another
+   * run id) holding the same keys, as after a restart from a persisted file.
+   */
+  restart(options?: { keepData?: boolean }): Promise<void>;
   stop(): Promise<void>;
 }
 
-function answersPing(port: number): Promise<boolean> {
+/** Sends one inline command; true when the answer starts with `expected`. */
+function answers(port: number, command: string, expected: string, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
     };
-    socket.setTimeout(500, () => done(false));
+    socket.setTimeout(timeoutMs, () => done(false));
     socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (data) => done(data.toString().startsWith('+PONG')));
+    socket.on('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (data) => done(data.toString().startsWith(expected)));
   });
 }
+
+const answersPing = (port: number): Promise<boolean> => answers(port, 'PING', '+PONG');
 
 /** Starts `redis-server` without persistence on a free port and waits until it answers PING. */
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
+  // Where `restart({ keepData })` saves the data; nothing is saved otherwise.
+  const dir = mkdtempSync(join(tmpdir(), 'private-redis-'));
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const files = ['--dir', dir, '--dbfilename', 'dump.rdb'];
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...files], { stdio: 'ignore' });
     const deadline = Date.now() + 5000;
     while (!(await answersPing(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
@@ -62,7 +75,18 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     kill: () => killNow('SIGKILL'),
     freeze: () => void child?.kill('SIGSTOP'),
     thaw: () => void child?.kill('SIGCONT'),
-    restart: start,
-    stop: () => killNow('SIGKILL'),
+    async restart(options = {}) {
+      if (options.keepData === true) {
+        if (!(await answers(port, 'SAVE', '+OK', 5000))) throw new Error(`redis-server on port ${port} did not save its data`);
+        await killNow('SIGKILL');
+      } else {
+        rmSync(join(dir, 'dump.rdb'), { force: true });
+      }
+      await start();
+    },
+    stop: async () => {
+      await killNow('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }

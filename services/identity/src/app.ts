@@ -21,7 +21,7 @@ import { auditRouter } from './audit/audit.routes.ts';
 import { authRouter } from './auth/auth.routes.ts';
 import { createCallerThrottle, createLoginThrottle } from './request/caller-throttle.ts';
 import type { PasswordHasher } from './passwords/password-hasher.ts';
-import type { RevocationMirrorKeeper } from './sessions/revocation-mirror-keeper.ts';
+import type { RevocationWriter } from '@platform/auth';
 import { createSessionEndings } from './sessions/session-endings.ts';
 import { sessionsRouter } from './sessions/sessions.routes.ts';
 import { type SigningKey, type VerificationKey, distinctKeys, jwksOf } from './auth/signing-key.ts';
@@ -52,28 +52,27 @@ export interface IdentityDeps {
   previousKeys: readonly VerificationKey[];
   mailer: Mailer;
   sms: SmsSender;
-  /** Keeps Redis's revocation mirror whole (CONTRACT.md part 13); started by the composition root. */
-  revocations: RevocationMirrorKeeper;
+  /** Writes the revocations and keeps Redis's copy whole (CONTRACT.md part 13); started by the composition root. */
+  revocations: RevocationWriter;
 }
 
 /** Builds the identity service's Express app. It never listens: index.ts or a test does. */
 export function createApp(deps: IdentityDeps): Express {
   const { config, db } = deps;
-  const { blacklist } = deps.revocations;
+  const { revocations } = deps;
   // The signing key and the retired ones of JWT_PREVIOUS_PUBLIC_KEYS: a rotation logs nobody out.
   const verificationKeys = distinctKeys([deps.signingKey, ...deps.previousKeys]);
   const verifier = createTokenVerifier({
     keys: staticKeySource(new Map(verificationKeys.map((key) => [key.kid, key.publicKey]))),
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
-    blacklist,
+    revocations,
   });
   const sessions = createSessionEndings({
     db,
-    blacklist,
+    revocations,
     accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
     logger: deps.logger,
-    missed: () => deps.revocations.markDirty(),
   });
   const auth: AuthServices = {
     db,
@@ -88,7 +87,7 @@ export function createApp(deps: IdentityDeps): Express {
       sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
     }),
     verifier,
-    blacklist,
+    revocations,
     sessions,
     mailer: deps.mailer,
     maxFailedLogins: config.AUTH_MAX_FAILED_LOGINS,

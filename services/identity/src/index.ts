@@ -20,7 +20,7 @@ import { migrations } from '../migrations/index.ts';
 import { createApp } from './app.ts';
 import { startAuditPruning } from './audit/audit-retention.ts';
 import { createPasswordHasher } from './passwords/password-hasher.ts';
-import { startRevocationMirrorKeeper } from './sessions/revocation-mirror-keeper.ts';
+import { startRevocations } from './sessions/revocations.ts';
 import { loadOrCreateLocalKeyPem, signingKeyFromPem, verificationKeyFromPem } from './auth/signing-key.ts';
 import { identityConfigProblems, identityConfigSpec } from './config.ts';
 import { createMailer } from './notifications/mailer.ts';
@@ -65,14 +65,14 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
   await ensureBootstrapAdmin({ db, hasher, logger }, { username: config.BOOTSTRAP_ADMIN_USERNAME, password: config.BOOTSTRAP_ADMIN_PASSWORD });
 
   const auditPruning = startAuditPruning({ db, logger, retentionDays: config.AUDIT_RETENTION_DAYS });
-  const revocations = startRevocationMirrorKeeper({
+  const revocations = startRevocations({
     db,
     redis,
     accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,
     intervalMs: config.REVOCATION_MIRROR_CHECK_MS,
     logger,
   });
-  // Before listening: the first bearer request should not meet a mirror nobody has checked yet.
+  // Before listening: the first bearer request should not meet buckets nobody has looked at yet.
   await revocations.checkNow();
 
   await serveUntilStopped({
@@ -91,7 +91,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     connections: { postgres: config.IDENTITY_DATABASE_URL, redis: redisConnectionName(config) },
     closers: [
       { name: 'audit pruning', close: () => auditPruning.stop() },
-      { name: 'revocation mirror keeper', close: () => revocations.stop() },
+      { name: 'revocations', close: () => revocations.stop() },
       { name: 'postgres', close: () => db.destroy() },
       { name: 'redis', close: () => closeRedis(redis) },
       { name: 'password workers', close: () => hasher.close() },

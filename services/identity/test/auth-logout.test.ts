@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
-import { TOKEN_CLOCK_TOLERANCE_S, blacklistKey } from '@platform/auth';
+import { TOKEN_CLOCK_TOLERANCE_S } from '@platform/auth';
+import { tokenKey } from '@platform/auth/testing';
 import { generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
@@ -37,7 +38,7 @@ describe('POST /v1/auth/logout', () => {
 
     const claims = jwt.decode(tokens.accessToken) as jwt.JwtPayload;
     // Until every verifier stops accepting the token (its exp and the clock tolerance), and that tolerance again for Redis's clock.
-    assert.equal(await identity.redis.expiretime(blacklistKey({ tokenId: claims.jti!, sessionId: claims.sid as string })), claims.exp! + 2 * TOKEN_CLOCK_TOLERANCE_S, 'blacklist entry outlives the token');
+    assert.equal(await identity.redis.expiretime(tokenKey({ tokenId: claims.jti!, sessionId: claims.sid as string })), claims.exp! + 2 * TOKEN_CLOCK_TOLERANCE_S, 'blacklist entry outlives the token');
   });
 
   it('when the same token logs out twice, answers 200 both times', async () => {

@@ -14,7 +14,7 @@ import {
 import { migrations } from '../migrations/index.ts';
 import { OPENAPI_PATH, createApp } from '../src/app.ts';
 import { type PasswordHasher, createPasswordHasher } from '../src/passwords/password-hasher.ts';
-import type { RevocationMirrorKeeper } from '../src/sessions/revocation-mirror-keeper.ts';
+import type { RevocationWriter } from '@platform/auth';
 import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../src/auth/signing-key.ts';
 import { identityConfigSpec } from '../src/config.ts';
 import { createMailer } from '../src/notifications/mailer.ts';
@@ -39,7 +39,7 @@ describe('identity app', () => {
     await database.drop();
   });
 
-  const keepers: RevocationMirrorKeeper[] = [];
+  const keepers: RevocationWriter[] = [];
   afterEach(async () => {
     for (const keeper of keepers.splice(0)) await keeper.stop();
   });

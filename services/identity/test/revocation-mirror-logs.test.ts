@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { closeRedis, createLogger, createRedis } from '@platform/service-kit';
 import { captureLogger, createTestDatabase } from '@platform/service-kit/testing';
 import { migrations } from '../migrations/index.ts';
-import { startRevocationMirrorKeeper } from '../src/sessions/revocation-mirror-keeper.ts';
+import { startRevocations } from '../src/sessions/revocations.ts';
 
 /** A TCP port nothing listens on: a Redis that is down. */
 async function closedPort(): Promise<number> {
@@ -24,7 +24,7 @@ describe('the revocation mirror keeper while its checks keep failing', () => {
     const redis = createRedis({ url: `redis://127.0.0.1:${await closedPort()}/0`, keyPrefix: 'keeper-logs:', logger: createLogger({ service: 'test', level: 'silent' }) });
     const log = captureLogger('identity');
     const started = Date.now();
-    const keeper = startRevocationMirrorKeeper({ db: database.db, redis, accessTokenTtlS: 900, intervalMs: 20, reminderMs: 400, logger: log.logger });
+    const keeper = startRevocations({ db: database.db, redis, accessTokenTtlS: 900, intervalMs: 20, reminderMs: 400, logger: log.logger });
     try {
       await sleep(1000);
       const elapsed = Date.now() - started;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ALL_REVOCATION_BUCKETS, mirrorKeyOfSession, revocationMirror, revocationMirrorKey, sessionRevocationKey } from '@platform/auth';
+import { ALL_BUCKETS, ledgerKey, revocationBucket, sessionKey } from '@platform/auth/testing';
 import request from 'supertest';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
@@ -23,7 +23,7 @@ describe('the revocation mirror (Redis lost its data)', function () {
 
   const sessionOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid;
   /** Whether every bucket's mirror is whole (ready = 1). */
-  const everyBucketWhole = async () => (await Promise.all(ALL_REVOCATION_BUCKETS.map((b) => identity.redis.hget(revocationMirrorKey(b), 'ready')))).every((ready) => ready === '1');
+  const everyBucketWhole = async () => (await Promise.all(ALL_BUCKETS.map((b) => identity.redis.hget(ledgerKey(b), 'ready')))).every((ready) => ready === '1');
 
   const account = (user: { id: string }, token: string) => request(identity.app).get(`/v1/accounts/${user.id}`).set('Authorization', `Bearer ${token}`);
 
@@ -52,7 +52,7 @@ describe('the revocation mirror (Redis lost its data)', function () {
     assert.equal(during.body.message, 'Token revocations are being restored after a data loss; try again shortly');
     assert.equal(during.headers['retry-after'], '1', 'a retry cures it: the answer says when (CONTRACT.md part 13)');
     assert.equal((await account(gone, goneToken)).status, 503, 'a logged-out token is never let through');
-    assert.equal((await revocationMirror(identity.redis, mirrorKeyOfSession(sessionOf(liveToken))).state()).ready, false);
+    assert.equal(await identity.redis.hget(ledgerKey(revocationBucket(sessionOf(liveToken))), 'ready'), '0');
 
     await identity.revocations.checkNow();
     assert.equal(await untilStatus(live, liveToken, 404, 5000), 404, 'the live token works again (the user has no account)');
@@ -71,16 +71,16 @@ describe('the revocation mirror (Redis lost its data)', function () {
     assert.ok(Date.now() - lost < 5000, `recovered after ${Date.now() - lost} ms`);
   });
 
-  it('when a revocation could not reach Redis, the mirror is closed and re-seeded once it answers, so the revoked token stays refused', async () => {
+  it('when a revocation could not reach Redis, it is written again from Postgres once Redis answers, so the revoked token is refused', async () => {
     const user = await identity.createUser();
     const token = (await identity.login(user)).accessToken;
-    identity.revocations.markDirty();
+    identity.revocations.missed();
     await identity.revocations.checkNow();
     assert.equal((await account(user, token)).status, 404, 'a re-seed leaves live tokens working');
     // A session ended in Postgres whose revocation never reached Redis (as when Redis was down).
     await identity.db('sessions').where({ user_id: user.id }).update({ revoked_at: identity.db.fn.now(), revoked_reason: 'revoked' });
     assert.equal((await account(user, token)).status, 404, 'not yet known to Redis');
-    identity.revocations.markDirty();
+    identity.revocations.missed();
     await identity.revocations.checkNow();
     assert.equal((await account(user, token)).status, 401);
     assert.ok(await everyBucketWhole());
@@ -90,19 +90,19 @@ describe('the revocation mirror (Redis lost its data)', function () {
     const user = await identity.createUser();
     const token = (await identity.login(user)).accessToken;
     const sid = sessionOf(token);
-    const mirror = mirrorKeyOfSession(sid);
+    const mirror = ledgerKey(revocationBucket(sid));
     const rollBack = await identity.snapshotRedisData();
     const bornBefore = Number(await identity.redis.hget(mirror, 'born'));
     assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
-    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 1);
+    assert.equal(await identity.redis.exists(sessionKey(sid)), 1);
 
     await rollBack();
-    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 0, 'the rollback kept the revocation');
+    assert.equal(await identity.redis.exists(sessionKey(sid)), 0, 'the rollback kept the revocation');
     assert.equal(await identity.redis.hget(mirror, 'ready'), '1', 'the rollback lost the mirror itself');
     const found = Date.now();
     await identity.revocations.checkNow();
     // The keeper found its write stamp behind what it wrote: the loss is marked (born now) and re-seeded.
-    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 1, 'the lost revocation was not re-seeded');
+    assert.equal(await identity.redis.exists(sessionKey(sid)), 1, 'the lost revocation was not re-seeded');
     const born = Number(await identity.redis.hget(mirror, 'born'));
     assert.ok(born > bornBefore && born >= found - 50, `born ${born}, was ${bornBefore}, found at ${found}`);
     assert.equal(await identity.redis.hget(mirror, 'ready'), '1');
@@ -119,10 +119,10 @@ describe('the revocation mirror (Redis lost its data)', function () {
     // The keeper's write stamp of this session's bucket now counts a revocation: the flush takes it too.
     assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
     await identity.loseRedisData();
-    assert.equal(await identity.redis.exists(mirrorKeyOfSession(sid)), 0, 'no request recreated the mirror');
+    assert.equal(await identity.redis.exists(ledgerKey(revocationBucket(sid))), 0, 'no request recreated the mirror');
     const before = identity.log.lines().length;
     await identity.revocations.checkNow();
-    assert.equal(await identity.redis.exists(sessionRevocationKey(sid)), 1, 'the revocation was not re-seeded');
+    assert.equal(await identity.redis.exists(sessionKey(sid)), 1, 'the revocation was not re-seeded');
     assert.ok(await everyBucketWhole());
     const reseeded = identity.log.lines().slice(before).filter((line) => line.msg === 'revocation mirror re-seeded; bearer requests accepted again');
     assert.deepEqual(reseeded.map((line) => line.cause), ['Redis lost its data']);
@@ -142,7 +142,7 @@ describe('the revocation mirror (Redis lost its data)', function () {
     assert.ok(Date.now() - started < 5000, `the re-seed took ${Date.now() - started} ms`);
     assert.ok(await everyBucketWhole(), 'a mirror stayed closed');
     const missing = [];
-    for (const { id } of ended.rows) if ((await identity.redis.exists(sessionRevocationKey(id))) === 0) missing.push(id);
+    for (const { id } of ended.rows) if ((await identity.redis.exists(sessionKey(id))) === 0) missing.push(id);
     assert.deepEqual(missing, [], 'sessions left out of the re-seed');
   });
 });

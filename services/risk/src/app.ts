@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Express } from 'express';
-import { createTokenVerifier, jwksKeySource, redisBlacklist } from '@platform/auth';
+import { createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import {
   gatewayCheckedRevocations,
   type Lifecycle,
@@ -32,8 +32,8 @@ export interface RiskDeps {
 /** The risk app and what must be closed with it. */
 export interface Risk {
   app: Express;
-  /** Stops re-validating the token keys (after the server drained). */
-  close: () => void;
+  /** Stops re-validating the token keys and watching Redis's servers (after the server drained). */
+  close: () => Promise<void>;
 }
 
 /** Builds the risk service's Express app. It never listens: index.ts or a test does. */
@@ -46,11 +46,14 @@ export function createRisk(deps: RiskDeps): Risk {
     refreshIntervalMs: config.JWKS_REFRESH_MS,
     onError: (err) => logger.warn({ err, url: config.IDENTITY_JWKS_URL }, 'could not fetch the token keys'),
   });
+  // Its own reader, watching Redis's servers: a token of a bucket whose server was replaced (perhaps by a
+  // replica that lagged) waits for identity's re-seed (CONTRACT.md parts 13 and 14).
+  const revocations = createRevocationReader(deps.redis, { logger });
   const verifier = createTokenVerifier({
     keys: tokenKeys,
     issuer: config.JWT_ISSUER,
     audience: config.JWT_AUDIENCE,
-    blacklist: redisBlacklist(deps.redis),
+    revocations,
   });
   const app = createApiApp({
     logger,
@@ -68,5 +71,11 @@ export function createRisk(deps: RiskDeps): Risk {
     // Station error bodies always carry `messages` (CONTRACT.md part 7).
     errors: { messages: 'always' },
   });
-  return { app, close: () => tokenKeys.close() };
+  return {
+    app,
+    close: async () => {
+      tokenKeys.close();
+      await revocations.stop();
+    },
+  };
 }

@@ -1,6 +1,5 @@
 // First: OpenTelemetry hooks what every later import loads (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 import './tracing.ts';
-import { guardMirrors } from '@platform/auth';
 import {
   type Host,
   closeRedis,
@@ -46,9 +45,6 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   // CONTRACT.md part 9: `local` starts with the station data loaded; elsewhere a seed Job does it.
   if (config.APP_ENV === 'local') logger.info(await seedStationData(db), 'station data seeded');
   const redis = (host.createRedis ?? createRedis)({ ...redisConnectionOf(config), connectionName: 'risk', logger });
-  // CONTRACT.md parts 13 and 14: after a shard is lost or replaced (perhaps by a replica that lagged) the
-  // bearer requests of its buckets wait until identity has re-seeded their revocations.
-  const mirrorGuard = guardMirrors(redis, { logger });
   const metrics = createMetrics('risk', { collectDefault: true });
   // Not a readiness check (requests are answered from the index while Postgres is away), but its health.
   metrics.watchDependencies([databaseCheck(db)]);
@@ -74,16 +70,10 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     exit: host.exit,
     connections: { postgres: config.RISK_DATABASE_URL, redis: redisConnectionName(config) },
     closers: [
-      { name: 'token keys', close: async () => risk.close() },
+      { name: 'token keys and revocations', close: () => risk.close() },
       { name: 'station index', close: () => stations.stop() },
       { name: 'postgres', close: () => db.destroy() },
-      {
-        name: 'redis',
-        close: () => {
-          mirrorGuard.stop();
-          return closeRedis(redis);
-        },
-      },
+      { name: 'redis', close: () => closeRedis(redis) },
       // Last: the spans of the drained requests are flushed to the collector.
       { name: 'tracing', close: stopTracing },
     ],

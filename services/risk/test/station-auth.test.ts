@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
-import { redisBlacklist } from '@platform/auth';
+import { blacklistToken } from '@platform/auth/testing';
 import { createTestIssuer } from '@platform/auth/testing';
 import { type ForwardedFacts, assertForwarding } from '@platform/service-kit';
 import { type RiskTestContext, startRiskTestContext } from './support/risk-test-context.ts';
@@ -68,7 +68,7 @@ describe('bearer token on the station operations', () => {
     const [jti, sid] = [`logout-${Date.now()}`, `session-${Date.now()}`];
     const token = `Bearer ${ctx.issuer.sign({ jti, sid, expiresInS: 600 })}`;
     assert.equal((await call('get', '/v1/weather-stations/get-cities', token)).status, 200);
-    await redisBlacklist(ctx.testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, exp);
+    await blacklistToken(ctx.testRedis.redis, { tokenId: jti, sessionId: sid }, exp);
     assertBadCredentials(await call('get', '/v1/weather-stations/get-cities', token), '/v1/weather-stations/get-cities');
   });
   describe('when the gateway vouches that it checked the token against the revocations (CONTRACT.md part 10)', () => {
@@ -78,7 +78,7 @@ describe('bearer token on the station operations', () => {
       const jti = `vouched-${Date.now()}-${Math.random()}`;
       const sid = `sid-${jti}`;
       const token = `Bearer ${ctx.issuer.sign({ jti, sid, expiresInS: 600 })}`;
-      await redisBlacklist(ctx.testRedis.redis).revoke({ tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 600);
+      await blacklistToken(ctx.testRedis.redis, { tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 600);
       return token;
     }
     const facts: ForwardedFacts = { method: 'GET', target: path, forwardedFor: '203.0.113.9', forwardedProto: 'https', clientKeyId: 'partner-1', requestId: 'gw-1' };

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { markRevocationsRestored } from '@platform/auth/testing';
+import { freshEnvironment } from '@platform/auth/testing';
 import type { Role } from '@platform/auth';
 import { type Redis, loadConfig } from '@platform/service-kit';
 import { type Knex, createDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, type TestRedis, createTestRedis, testRedisClusterNodes, uniqueName } from '@platform/service-kit/testing';
 import { type Deployable, type StartedProcess, startStack as launch } from '@platform/stack';
-import { markReplayStoreWhole } from '../../../gateway/test/support/gateway-harness.ts';
+import { replayBornKey } from '../../../gateway/src/admission/admission.ts';
 import { type CaptureServer, startCaptureServer } from '../../../services/identity/test/support/capture-server.ts';
 import { type TestUser, type TestUserFields, identityTestEnv, insertTestUser } from '../../../services/identity/test/support/identity-harness.ts';
 import { type SigningKey, generateSigningKeyPem, signingKeyFromPem } from '../../../services/identity/src/auth/signing-key.ts';
@@ -142,8 +142,7 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
   try {
     // A new environment, not a Redis that lost its data (CONTRACT.md part 13): the revocations and the client
     // key's replay store are whole from the start, so a request signed in the stack's first second is served.
-    await markRevocationsRestored(testRedis.redis);
-    await markReplayStoreWhole(testRedis.redis, [CLIENT_KEY.keyId]);
+    await freshEnvironment(testRedis.redis, [replayBornKey(CLIENT_KEY.keyId)]);
 
     const common: Record<string, string> = {
       ...baseEnv(),

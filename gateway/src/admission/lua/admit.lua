@@ -28,6 +28,6 @@ if arg.limit > 0 then
   if not admitted then return { replayed and 'nonce-reused' or 'rate-limited', 0, wait, 0, back } end
 end
 if replayed or not nonce_claim(key.nonce, arg.owner, arg.nonce_ttl_ms) then return { 'nonce-reused', remaining, wait, 0, back } end
-local stamp = stamp_count(key.stamp)
+local stamp = slot_count(key.stamp, STAMP_TTL_MS)
 if not idempotency_claim(key.idempotency, arg.owner, arg.key_ttl_ms) then return { 'key-reused', remaining, wait, stamp, back } end
 return { 'claimed', remaining, wait, stamp, back }

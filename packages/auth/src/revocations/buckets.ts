@@ -1,10 +1,13 @@
+import calculateSlot from 'cluster-key-slot';
+import { SLOT_LEDGER_LUA, assetText } from '@platform/service-kit';
+
 /**
- * The revocations' key layout on a Redis Cluster (CONTRACT.md part 14; README "Key layout"). Sessions are
- * spread over REVOCATION_BUCKETS buckets by a hash of the session id; each bucket is one hash tag,
- * `{rv:<b>}`, so one slot holds, for its sessions: the ended-session keys, the blacklist entries of their
- * tokens, the bucket's own mirror hash and the writers' stamps. A bearer check (mirror state and two
- * EXISTS) is one script on one slot, and the buckets' 64 slots spread the traffic over every shard. A
- * shard that loses its data loses only its buckets (their mirrors found missing and re-seeded alone).
+ * The revocations' key layout (CONTRACT.md part 14; README "Redis Cluster"). Sessions are spread over
+ * REVOCATION_BUCKETS buckets by a hash of the session id; each bucket is one hash tag, `{rv:<b>}`, so one
+ * slot holds, for its sessions: the ended-session keys, the blacklist entries of their tokens, the bucket's
+ * ledger (service-kit's slot-ledger.ts, with `ready` and `closed`: lua/buckets.lua) and the writers' stamps.
+ * A bearer check is one script on one slot, and the 64 slots spread the traffic over every shard; a shard
+ * that loses its data loses only its buckets, found and re-seeded alone.
  */
 export const REVOCATION_BUCKETS = 64;
 
@@ -19,39 +22,51 @@ export function revocationBucket(sessionId: string): number {
 }
 
 /** Every bucket, in order. */
-export const ALL_REVOCATION_BUCKETS: readonly number[] = Array.from({ length: REVOCATION_BUCKETS }, (_, b) => b);
+export const ALL_BUCKETS: readonly number[] = Array.from({ length: REVOCATION_BUCKETS }, (_, b) => b);
 
 /** The hash tag of bucket `b`: every key of the bucket starts `auth:{rv:<b>}:`. */
-export function bucketTag(bucket: number): string {
-  return `auth:{rv:${bucket}}:`;
-}
+export const bucketTag = (bucket: number): string => `auth:{rv:${bucket}}:`;
 
-/** The mirror hash (`born`, `ready`, `closed`) of bucket `b` (below the client's prefix). */
-export function revocationMirrorKey(bucket: number): string {
-  return `${bucketTag(bucket)}mirror`;
-}
+/** The ledger of bucket `b` (below the client's prefix; named `mirror` since the first version). */
+export const ledgerKey = (bucket: number): string => `${bucketTag(bucket)}mirror`;
 
 /** The key (below the client's prefix) that marks session `sid` as ended. */
-export function sessionRevocationKey(sessionId: string): string {
-  return `${bucketTag(revocationBucket(sessionId))}session:${sessionId}`;
-}
+export const sessionKey = (sessionId: string): string => `${bucketTag(revocationBucket(sessionId))}session:${sessionId}`;
 
 /** The key (below the client's prefix) that marks token `tokenId` as revoked: in its session's bucket. */
-export function blacklistKey(token: { tokenId: string; sessionId: string }): string {
-  return `${bucketTag(revocationBucket(token.sessionId))}token:${token.tokenId}`;
+export const tokenKey = (token: { tokenId: string; sessionId: string }): string => `${bucketTag(revocationBucket(token.sessionId))}token:${token.tokenId}`;
+
+/** A writer's stamp in bucket `b`: one per writing process and bucket. */
+export const stampKey = (bucket: number, writer: string, id: string): string => `${bucketTag(bucket)}stamp:${writer}:${id}`;
+
+/** The cluster slot of every bucket (its hash tag decides it: the environment's key prefix holds no braces). */
+export const BUCKET_SLOTS: readonly number[] = ALL_BUCKETS.map((bucket) => calculateSlot(ledgerKey(bucket)));
+
+/** The buckets on `slots` (a topology change's), `'all'` for every bucket. */
+export function bucketsOn(slots: readonly number[] | 'all'): number[] {
+  if (slots === 'all') return [...ALL_BUCKETS];
+  const held = new Set(slots);
+  return ALL_BUCKETS.filter((bucket) => held.has(BUCKET_SLOTS[bucket] ?? -1));
 }
 
-/**
- * The three keys of one token's revocation check, all of one slot: its bucket's mirror, its own blacklist
- * entry and its session's. What a script of another module (the gateway's admission, once split by slot)
- * checks with `mirror_state` (MIRROR_STATE_LUA) and one EXISTS of the other two.
- */
-export function revocationSlotKeys(token: { tokenId: string; sessionId: string }): { mirror: string; token: string; session: string } {
-  const bucket = revocationBucket(token.sessionId);
-  return { mirror: revocationMirrorKey(bucket), token: blacklistKey(token), session: sessionRevocationKey(token.sessionId) };
-}
+const LIBRARY = `${SLOT_LEDGER_LUA}\n${assetText(new URL('./lua/buckets.lua', import.meta.url))}`;
 
-/** A writer's stamp in bucket `b` (write-stamp.ts): one per process and bucket, beside the bucket's mirror. */
-export function bucketStampKey(bucket: number, writer: string, id: string): string {
-  return `${bucketTag(bucket)}stamp:${writer}:${id}`;
+/** The module's scripts, each one call of lua/buckets.lua (for `defineCommand`). */
+export const BUCKET_SCRIPTS = {
+  /** KEYS: ledger, token key, session key; ARGV: now. */
+  revocationCheck: { numberOfKeys: 3, lua: `${LIBRARY}\nreturn is_revoked(KEYS[1], KEYS[2], KEYS[3], ARGV[1])` },
+  /** KEYS: ledger; ARGV: now, close id. */
+  revocationClose: { numberOfKeys: 1, lua: `${LIBRARY}\nreturn bucket_close(KEYS[1], ARGV[1], ARGV[2])` },
+  /** KEYS: ledger; ARGV: born, closed. */
+  revocationOpen: { numberOfKeys: 1, lua: `${LIBRARY}\nreturn bucket_open(KEYS[1], ARGV[1], ARGV[2])` },
+  /** KEYS: ledger, stamp; ARGV: seen, last, now, ttl. */
+  revocationBucketCheck: { numberOfKeys: 2, lua: `${LIBRARY}\nreturn bucket_check(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])` },
+} as const;
+
+/** The scripts as ioredis defines them on a client (`defineCommand`: methods TypeScript cannot see). */
+export interface BucketCommands {
+  revocationCheck(ledger: string, token: string, session: string, now: string): Promise<number>;
+  revocationClose(ledger: string, now: string, closeId: string): Promise<string>;
+  revocationOpen(ledger: string, born: string, closed: string): Promise<number>;
+  revocationBucketCheck(ledger: string, stamp: string, seen: string, last: string, now: string, ttlMs: string): Promise<string>;
 }

@@ -1,10 +1,11 @@
 import { type KeyObject, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RedisClient as Redis } from '../revocations/redis-client.ts';
+import type { Redis } from '@platform/service-kit';
 import jwt from 'jsonwebtoken';
 import type { Jwks } from '../key-source.ts';
-import { ALL_REVOCATION_BUCKETS, revocationMirrorKey } from '../revocations/buckets.ts';
+import { ALL_BUCKETS, ledgerKey, tokenKey } from '../revocations/buckets.ts';
+import { revocationExpiry } from '../token-lifetime.ts';
 import type { Role } from '../roles.ts';
 
 /** Claims a test token may override; everything else gets a valid default. */
@@ -80,10 +81,25 @@ export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:t
 }
 
 /**
- * Marks every bucket's revocation mirror on `redis` whole and born at the
- * epoch, as identity's keeper does once it has re-seeded (CONTRACT.md part 13): for tests of token
- * consumers that run without an identity process.
+ * Makes `redis` (under its key prefix) a new environment rather than a Redis that lost its data (CONTRACT.md
+ * part 13): every revocation bucket open and born at the epoch, as identity leaves them once re-seeded, and
+ * each of `ledgers` (other slots' ledgers: the gateway's client keys', `replayBornKey`) born at the epoch.
+ * Tests that run without an identity process, or whose first request must not meet a loss, start here.
  */
-export async function markRevocationsRestored(redis: Redis): Promise<void> {
-  await Promise.all(ALL_REVOCATION_BUCKETS.map(revocationMirrorKey).map((key) => redis.hset(key, 'born', '0', 'ready', '1')));
+export async function freshEnvironment(redis: Redis, ledgers: readonly string[] = []): Promise<void> {
+  await Promise.all([
+    ...ALL_BUCKETS.map((bucket) => redis.hset(ledgerKey(bucket), 'born', '0', 'ready', '1')),
+    ...ledgers.map((ledger) => redis.hset(ledger, 'born', '0')),
+  ]);
+}
+
+/** The keys of the revocations, for tests that inspect or break them (buckets.ts). */
+export { ALL_BUCKETS, ledgerKey, revocationBucket, sessionKey, stampKey, tokenKey } from '../revocations/buckets.ts';
+
+/**
+ * Puts one access token on the blacklist as identity's logout does (until `revocationExpiry` of its `exp`),
+ * without a writer: for tests of verifiers that run without identity.
+ */
+export async function blacklistToken(redis: Redis, token: { tokenId: string; sessionId: string }, expiresAt: number): Promise<void> {
+  await redis.set(tokenKey(token), '1', 'EXAT', revocationExpiry(expiresAt));
 }

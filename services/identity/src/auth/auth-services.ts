@@ -1,4 +1,4 @@
-import type { TokenBlacklist } from '@platform/auth';
+import type { RevocationWriter } from '@platform/auth';
 import type { Logger } from '@platform/service-kit';
 import type { components } from '@platform/client/openapi/identity';
 import type { Mailer } from '../notifications/mailer.ts';
@@ -15,7 +15,7 @@ export interface AuthServices extends SessionServices {
   throttle: CallerThrottle;
   accessTokens: AccessTokenIssuer;
   /** Revokes one access token at logout (its session ends through `sessions`). */
-  blacklist: TokenBlacklist;
+  revocations: Pick<RevocationWriter, 'revoke'>;
   mailer: Mailer;
   maxFailedLogins: number;
   refreshTokenTtlS: number;

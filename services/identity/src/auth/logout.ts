@@ -8,7 +8,7 @@ import type { AuthServices } from './auth-services.ts';
  */
 export async function logout(services: AuthServices, jwtToken: string, audit: AuditContext): Promise<void> {
   const principal = await services.verifier.verify(jwtToken, { allowExpired: true, ignoreRevocation: true });
-  await services.blacklist.revoke(principal, principal.expiresAt);
+  await services.revocations.revoke(principal, principal.expiresAt);
   const session = { id: principal.sessionId, userId: principal.userId };
   await services.sessions.transaction((_trx, ending) => ending.one(withActor(audit, principal.userId), session, 'logout'));
 }

@@ -1,4 +1,4 @@
-import type { TokenBlacklist } from '@platform/auth';
+import type { RevocationWriter } from '@platform/auth';
 import { type Logger, currentRequestLog } from '@platform/service-kit';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
@@ -13,8 +13,8 @@ import { type SessionEndReason, lockSessions } from './sessions.repository.ts';
  * their access tokens are refused by every verifier at once, not when they expire. Both steps live
  * here and nowhere else: a use case runs its transaction through `transaction`, ends sessions with
  * the `SessionEnding` it is handed, and the publishing follows by itself. A transaction that rolls
- * back publishes nothing. A publish that Redis does not take is handed to the revocation mirror
- * keeper (`missed`), which re-seeds Redis from Postgres before any bearer request is accepted again.
+ * back publishes nothing. A publish that Redis does not take is handed back to the revocations
+ * (`missed`), which write those sessions again from Postgres as soon as Redis answers.
  *
  * Words: a session *ends*; a token is *revoked* (the blacklist entry of one access token at logout).
  */
@@ -22,7 +22,7 @@ export interface SessionEndings {
   /**
    * Runs `work` in one Postgres transaction (again, from the start, when Postgres rolled it back for a
    * deadlock or a serialization failure); resolves, after the commit, once every session it ended is
-   * published (or handed to the keeper). Rejects as `work` does, having published nothing.
+   * published (or handed back as missed). Rejects as `work` does, having published nothing.
    */
   transaction<T>(work: (trx: Knex.Transaction, ending: SessionEnding) => Promise<T>): Promise<T>;
 }
@@ -37,13 +37,11 @@ export interface SessionEnding {
 
 export interface SessionEndingsOptions {
   db: Knex;
-  /** The environment's blacklist, shared by gateway, identity and risk. */
-  blacklist: TokenBlacklist;
+  /** The environment's revocations, read by gateway, identity and risk. */
+  revocations: Pick<RevocationWriter, 'endSessions' | 'missed'>;
   /** ACCESS_TOKEN_TTL_S: the latest `exp` an access token of a session ending now can carry is now + this. */
   accessTokenTtlS: number;
   logger: Logger;
-  /** A publish Redis did not take: the revocation mirror keeper re-seeds it (failing bearer requests closed meanwhile). */
-  missed: () => void;
 }
 
 /**
@@ -64,14 +62,14 @@ async function endSessionRows(trx: Knex.Transaction, sessionIds: readonly string
 }
 
 export function createSessionEndings(options: SessionEndingsOptions): SessionEndings {
-  const { db, blacklist, logger } = options;
+  const { db, revocations, logger } = options;
   const publish = async (sessionIds: readonly string[]): Promise<void> => {
     if (sessionIds.length === 0) return;
     try {
-      await blacklist.endSessions(sessionIds, Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S);
+      await revocations.endSessions(sessionIds, Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S);
     } catch (err) {
-      options.missed();
-      currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; the revocation mirror will be re-seeded');
+      revocations.missed(sessionIds);
+      currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; they are written again as soon as Redis answers');
     }
   };
   return {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Role } from '@platform/auth';
-import { markRevocationsRestored } from '@platform/auth/testing';
+import type { RevocationWriter, Role } from '@platform/auth';
+import { freshEnvironment } from '@platform/auth/testing';
 import type { Express } from 'express';
 import request from 'supertest';
 import { type Logger, type Redis, assertForwarding, createMetrics, loadConfig } from '@platform/service-kit';
@@ -9,7 +9,7 @@ import { type CapturedLogger, captureLogger, createTestDatabase, createTestRedis
 import { migrations } from '../../migrations/index.ts';
 import { createApp } from '../../src/app.ts';
 import { type PasswordHasher, createPasswordHasher } from '../../src/passwords/password-hasher.ts';
-import { type RevocationMirrorKeeper, startRevocationMirrorKeeper } from '../../src/sessions/revocation-mirror-keeper.ts';
+import { startRevocations } from '../../src/sessions/revocations.ts';
 import { type SigningKey, generateSigningKeyPem, signingKeyFromPem, verificationKeyFromPem } from '../../src/auth/signing-key.ts';
 import { type IdentityConfig, identityConfigSpec } from '../../src/config.ts';
 import { createMailer } from '../../src/notifications/mailer.ts';
@@ -52,7 +52,7 @@ export interface IdentityHarness {
    */
   viaGateway(method: string, target: string, origin: { address: string; clientKeyId?: string }): Record<string, string>;
   /** The revocation mirror keeper of the harness (CONTRACT.md part 13). */
-  revocations: RevocationMirrorKeeper;
+  revocations: RevocationWriter;
   /** Deletes every key of the harness's Redis prefix, as a Redis that lost its data (CONTRACT.md part 13). */
   loseRedisData(): Promise<void>;
   /** The harness's Redis keys now; the function returned rolls Redis back to them, as a lagging replica promoted. */
@@ -61,15 +61,14 @@ export interface IdentityHarness {
 }
 
 /**
- * Starts a revocation mirror keeper as identity's composition root does, and waits for its first check.
- * The harness's fresh key prefix is a new environment, not a Redis that lost its data: the mirror is
- * marked whole from the start (born at the epoch), so a request signed in the harness's first second is
- * not refused as older than a loss. Tests of a loss make one (`loseRedisData`); on a Redis that a test
- * made unreachable there is nothing to mark, and the keeper stays unchecked, as identity would.
+ * Starts identity's revocations as its composition root does, and waits for their first look at Redis.
+ * The harness's fresh key prefix is a new environment, not a Redis that lost its data (`freshEnvironment`).
+ * Tests of a loss make one (`loseRedisData`); on a Redis that a test made unreachable there is nothing to
+ * mark, and the buckets stay unchecked, as identity would leave them.
  */
-export async function startRevocationKeeper(db: Knex, redis: Redis, config: IdentityConfig, logger: Logger): Promise<RevocationMirrorKeeper> {
-  await markRevocationsRestored(redis).catch(() => undefined);
-  const keeper = startRevocationMirrorKeeper({
+export async function startRevocationKeeper(db: Knex, redis: Redis, config: IdentityConfig, logger: Logger): Promise<RevocationWriter> {
+  await freshEnvironment(redis).catch(() => undefined);
+  const keeper = startRevocations({
     db,
     redis,
     accessTokenTtlS: config.ACCESS_TOKEN_TTL_S,

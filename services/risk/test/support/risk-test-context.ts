@@ -1,4 +1,4 @@
-import { type TestIssuer, createTestIssuer, markRevocationsRestored } from '@platform/auth/testing';
+import { type TestIssuer, createTestIssuer, freshEnvironment } from '@platform/auth/testing';
 import { type Redis, type ServerHandle, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import {
   type CapturedLogger,
@@ -40,8 +40,8 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
   const database = await createTestDatabase(prefix, migrations);
   await seedStationData(database.db);
   const testRedis = await createTestRedis(prefix);
-  // No identity here to keep the revocation mirror: it is marked whole, as identity's keeper leaves it.
-  await markRevocationsRestored(testRedis.redis);
+  // No identity here to keep the revocations whole: a new environment, as identity leaves it.
+  await freshEnvironment(testRedis.redis);
   const issuer = createTestIssuer();
   const jwks = await issuer.serveJwks();
   const config = loadConfig(riskConfigSpec, {
@@ -85,7 +85,7 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
     serve,
     close: async () => {
       await Promise.all(servers.map((s) => s.close(1000)));
-      for (const risk of risks) risk.close();
+      await Promise.all(risks.map((risk) => risk.close()));
       await stations.stop();
       await jwks.close();
       await testRedis.close();

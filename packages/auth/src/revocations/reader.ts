@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { type Logger, type Redis, type TopologyChange, redisTopology } from '@platform/service-kit';
+import { ALL_BUCKETS, BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands, bucketsOn, ledgerKey, revocationBucket, sessionKey, tokenKey } from './buckets.ts';
+
+/** Thrown by a check while the token's bucket is not known whole: a 503, never a token accepted on a partial blacklist. */
+export class RevocationsUnavailableError extends Error {
+  constructor() {
+    super('the revocations of this token\'s bucket are not known whole (Redis lost data, or its server was replaced); identity is re-seeding them');
+    this.name = 'RevocationsUnavailableError';
+  }
+}
+
+/** What every verifier (the gateway, risk, identity's own bearer checks) asks of the revocations. */
+export interface RevocationReader {
+  /**
+   * True when the token or its session was revoked. Rejects with `RevocationsUnavailableError` while the
+   * token's bucket is closed (a loss not re-seeded yet), while this process holds it (its server was
+   * replaced and the close has not landed yet), or when the answer may come from another server than the
+   * one asked; with Redis's own error when Redis does not answer. Either way the caller fails closed.
+   */
+  isRevoked(token: { tokenId: string; sessionId: string }): Promise<boolean>;
+  /** Closes every bucket until identity re-seeds it: a loss found elsewhere on this Redis (the gateway's nonces gone back) may have taken revocations with it. */
+  closeAll(): Promise<void>;
+  /** Stops watching the servers (shutdown). */
+  stop(): Promise<void>;
+}
+
+export interface ReaderOptions {
+  logger: Pick<Logger, 'debug'>;
+}
+
+/** What a writer (writer.ts) hears of the reader it is built on. */
+export interface ReaderHooks {
+  /** Every change of the servers (a connection back, a server replaced): a writer checks its stamps. */
+  changed?: (change: TopologyChange) => void;
+  /** Buckets whose close after a replacement has landed: a writer re-seeds them. */
+  closed?: (buckets: readonly number[]) => void;
+}
+
+/** The reader as a writer uses it: and where each bucket's server stands (a re-seed opens only a bucket whose server did not change since it read it). */
+export interface ReaderCore extends RevocationReader {
+  /** The bucket's ticket (redis-topology.ts), undefined while held or while its server is not known. */
+  ticketOf(bucket: number): string | undefined;
+  /** Whether the bucket's server is still the one of `ticket`, and the bucket not held. */
+  unchangedSince(bucket: number, ticket: string): boolean;
+}
+
+/** How long a reader waits before it tries again to close a bucket whose server did not answer. */
+const CLOSE_RETRY_MS = 200;
+
+/** A verifier's reader of the revocations on `redis`, watching its servers until `stop`. */
+export function createRevocationReader(redis: Redis, options: ReaderOptions): RevocationReader {
+  return startReader(redis, options, {});
+}
+
+/**
+ * The reader, with the hooks a writer needs. A server replaced (service-kit's redis-topology.ts: a failover,
+ * perhaps to a replica that lagged) may have lost revocations that nobody has noticed yet, not even
+ * identity: so its buckets are *held* at once (this process's checks on them fail closed without asking)
+ * and closed in Redis; once a bucket's close has landed the hold is let go, and the closed bucket keeps
+ * every process out until identity has re-seeded it: about a second. A connection that came back to the
+ * same server changes nothing. A close that fails (the server is still down) is tried again every
+ * CLOSE_RETRY_MS, with one debug line per outage.
+ */
+export function startReader(redis: Redis, options: ReaderOptions, hooks: ReaderHooks): ReaderCore {
+  for (const [name, script] of Object.entries(BUCKET_SCRIPTS)) redis.defineCommand(name, script);
+  const commands = redis as unknown as BucketCommands;
+  const topology = redisTopology(redis);
+  /** Held buckets, each with the number of the replacement that held it last. */
+  const holds = new Map<number, number>();
+  let replacements = 0;
+  let closing = false;
+  let stopped = false;
+  let failing = false;
+
+  const close = (bucket: number): Promise<string> => commands.revocationClose(ledgerKey(bucket), String(Date.now()), randomUUID());
+
+  const closeHeld = async (): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    try {
+      while (holds.size > 0 && !stopped && redis.status !== 'end') {
+        const batch = [...holds];
+        const results = await Promise.allSettled(batch.map(([bucket]) => close(bucket)));
+        if (stopped) return;
+        const landed = batch.filter(([bucket, heldAt], i) => {
+          // A bucket held again meanwhile (another replacement) needs a close of its own.
+          if (results[i]?.status !== 'fulfilled' || holds.get(bucket) !== heldAt) return false;
+          holds.delete(bucket);
+          return true;
+        });
+        const failure = results.find((result) => result.status === 'rejected');
+        if (failure !== undefined && !failing) options.logger.debug({ err: failure.reason }, 'could not close the revocation buckets of a replaced Redis server yet; trying again');
+        failing = failure !== undefined;
+        if (landed.length > 0) hooks.closed?.(landed.map(([bucket]) => bucket));
+        if (failure !== undefined) await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_MS).unref());
+      }
+    } finally {
+      closing = false;
+    }
+  };
+
+  const unsubscribe = topology.subscribe((change) => {
+    if (change.replaced) {
+      replacements += 1;
+      for (const bucket of bucketsOn(change.slots)) holds.set(bucket, replacements);
+      void closeHeld();
+    }
+    hooks.changed?.(change);
+  });
+
+  const ticketOf = (bucket: number): string | undefined => (holds.has(bucket) ? undefined : topology.ticket(BUCKET_SLOTS[bucket] ?? 0));
+  return {
+    ticketOf,
+    unchangedSince: (bucket, ticket) => ticketOf(bucket) === ticket,
+    async isRevoked(token) {
+      const bucket = revocationBucket(token.sessionId);
+      if (holds.has(bucket)) throw new RevocationsUnavailableError();
+      const slot = BUCKET_SLOTS[bucket] ?? 0;
+      // Asked even without a ticket (its server not known since a lost connection): the command is what
+      // makes a cluster client connect to the node again, and the answer is not trusted.
+      const ticket = topology.ticket(slot);
+      const found = await commands.revocationCheck(ledgerKey(bucket), tokenKey(token), sessionKey(token.sessionId), String(Date.now()));
+      if (found < 0 || ticket === undefined || !topology.unchanged(slot, ticket) || holds.has(bucket)) throw new RevocationsUnavailableError();
+      return found > 0;
+    },
+    async closeAll() {
+      await Promise.all(ALL_BUCKETS.map(close));
+    },
+    async stop() {
+      stopped = true;
+      unsubscribe();
+      topology.stop();
+    },
+  };
+}

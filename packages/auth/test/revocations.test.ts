@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Redis, createLogger, isCluster, waitForRedis } from '@platform/service-kit';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { startPrivateRedis } from '@platform/stack';
+import IORedis from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { BUCKET_SCRIPTS, type BucketCommands } from '../src/revocations/buckets.ts';
+import { type RevocationWriter, RevocationsUnavailableError, createRevocationReader, createRevocationWriter } from '../src/revocations/index.ts';
+import { ALL_BUCKETS, freshEnvironment, ledgerKey, revocationBucket, sessionKey, tokenKey } from '../src/testing/index.ts';
+
+const silent = createLogger({ service: 'test', level: 'silent' });
+const token = () => ({ tokenId: randomUUID(), sessionId: randomUUID() });
+/** Every bucket's `ready`, as Redis holds it. */
+const openBuckets = async (redis: Redis): Promise<number> => (await Promise.all(ALL_BUCKETS.map((b) => redis.hget(ledgerKey(b), 'ready')))).filter((r) => r === '1').length;
+/** Waits until `condition` holds, or fails after `withinMs`. */
+async function until(condition: () => Promise<boolean>, what: string, withinMs = 5000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await condition())) {
+    assert.ok(Date.now() < deadline, what);
+    await sleep(20);
+  }
+}
+/** A writer whose record (Postgres, in identity) holds `ended`. */
+function writerWith(redis: Redis, ended: Array<{ sessionId: string; endedAt: Date }> = []): RevocationWriter {
+  return createRevocationWriter(redis, {
+    logger: silent,
+    intervalMs: 60_000,
+    accessTokenTtlS: 900,
+    async *endedSince(since) {
+      yield ended.filter((session) => session.endedAt > since);
+    },
+  });
+}
+
+/**
+ * CONTRACT.md parts 13 and 14 at the revocations: a bucket that Redis lost is closed until identity re-seeds
+ * it; a server replaced (another run, a failover) closes the buckets it holds; a connection that drops and
+ * comes back to the same server closes nothing.
+ */
+describe('revocations when Redis loses data or its server changes', function () {
+  this.timeout(30_000);
+
+  describe('the bucket ledger (lua/buckets.lua)', () => {
+    let own: TestRedis;
+    let commands: BucketCommands;
+    before(async () => {
+      own = await createTestRedis('auth_ledger');
+      for (const [name, script] of Object.entries(BUCKET_SCRIPTS)) own.redis.defineCommand(name, script);
+      commands = own.redis as unknown as BucketCommands;
+    });
+    after(async () => {
+      await own.close();
+    });
+
+    it('a missing ledger is a loss: the check answers -1 and creates it closed, born now; only a re-seed of that very state opens it, and a close after it was read keeps it shut', async () => {
+      const t = token();
+      const ledger = ledgerKey(revocationBucket(t.sessionId));
+      // Its keys, all of the bucket's slot (a cluster refuses a script across slots).
+      const check = () => commands.revocationCheck(ledger, tokenKey(t), sessionKey(t.sessionId), String(Date.now()));
+      assert.equal(await check(), -1);
+      const born = await own.redis.hget(ledger, 'born');
+      assert.ok(Math.abs(Number(born) - Date.now()) < 5000, `born ${born}`);
+      assert.equal(await own.redis.hget(ledger, 'ready'), '0');
+      assert.equal(Number(await commands.revocationOpen(ledger, String(Number(born) + 1), '')), 0, 'a re-seed of another loss opened it');
+      // A close after the re-seed read the bucket (another process saw its server replaced, perhaps by a
+      // replica that took the re-seed's writes with it): that re-seed cannot open it; the next one can.
+      assert.equal(await commands.revocationClose(ledger, String(Date.now()), 'close-1'), born, 'a close keeps the birth');
+      assert.equal(Number(await commands.revocationOpen(ledger, String(born), '')), 0, 'a re-seed read before a close opened the bucket');
+      assert.equal(Number(await commands.revocationOpen(ledger, String(born), 'close-1')), 1);
+      assert.equal(await check(), 0);
+    });
+  });
+
+  describe('a verifier\'s reader', () => {
+    it('a bucket Redis lost answers 503 (RevocationsUnavailableError) until identity\'s writer has re-seeded it, then the revoked token stays refused', async () => {
+      const own = await createTestRedis('auth_lost');
+      const revoked = token();
+      const writer = writerWith(own.redis, [{ sessionId: revoked.sessionId, endedAt: new Date() }]);
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      try {
+        await writer.checkNow();
+        await writer.endSessions([revoked.sessionId], Math.floor(Date.now() / 1000) + 900);
+        assert.equal(await reader.isRevoked(revoked), true);
+        await own.flush();
+        await assert.rejects(reader.isRevoked(revoked), RevocationsUnavailableError);
+        await assert.rejects(reader.isRevoked(token()), RevocationsUnavailableError, 'every bucket of the lost Redis waits');
+        await writer.checkNow();
+        assert.equal(await reader.isRevoked(revoked), true, 'the re-seed lost the revocation');
+        assert.equal(await reader.isRevoked(token()), false);
+      } finally {
+        await reader.stop();
+        await writer.stop();
+        await own.close();
+      }
+    });
+
+    it('a connection cut and made again to the same server (CONTRACT.md part 14, amended): nothing held, nothing closed; answers are trusted again once the server is known', async () => {
+      const own = await createTestRedis('auth_blip');
+      const admin = await createTestRedis('auth_blip_admin');
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      try {
+        await freshEnvironment(own.redis);
+        const t = token();
+        assert.equal(await reader.isRevoked(t), false);
+        // Cut by the server, as an operator's CLIENT KILL or a network blip does (every connection of the client).
+        for (const node of isCluster(own.redis) ? own.redis.nodes('master') : [own.redis]) {
+          const id = String(await node.client('ID'));
+          const server = isCluster(admin.redis) ? admin.redis.nodes('master').find((n) => n.options.port === node.options.port) : admin.redis;
+          await server?.client('KILL', 'ID', id);
+        }
+        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'the reader never trusted the server again');
+        await sleep(300);
+        assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed for a reconnect to the same server');
+        assert.equal(await reader.isRevoked(t), false);
+      } finally {
+        await reader.stop();
+        await admin.close();
+        await own.close();
+      }
+    });
+
+    it('a check under way when the connection drops, sent again and answered by the same server, is trusted; one answered by a server that replaced it is not', async function () {
+      const server = await startPrivateRedis();
+      const own = await createTestRedis('auth_resent', server.url);
+      const admin = await createTestRedis('auth_resent_admin', server.url);
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      try {
+        await freshEnvironment(own.redis);
+        const t = token();
+        assert.equal(await reader.isRevoked(t), false);
+        // Redis holds the check (a script may write) while the connection is cut under it; the client
+        // reconnects and sends it again, and the same server answers it once the pause is over.
+        const id = String(await own.redis.client('ID'));
+        await admin.redis.client('PAUSE', 300, 'WRITE');
+        const answer = reader.isRevoked(t).then((revoked) => `answered ${revoked}`, (err: unknown) => err);
+        await sleep(30);
+        await admin.redis.client('KILL', 'ID', id);
+        assert.equal(await answer, 'answered false', 'an answer of the same server was not trusted');
+        // The server restarted with its data: another run, maybe a replica that lagged.
+        const reconnected = once(own.redis, 'ready');
+        await server.restart({ keepData: true });
+        await reconnected;
+        await until(async () => (await openBuckets(own.redis)) === 0, 'the buckets of the replaced server were not closed');
+        await assert.rejects(reader.isRevoked(t), RevocationsUnavailableError, 'the replaced server\'s closed bucket let the token through');
+      } finally {
+        await reader.stop();
+        await admin.close();
+        await own.close();
+        await server.stop();
+      }
+    });
+
+    it('a server replaced (a restart that kept its data: another run id): every bucket held at once, closed in Redis, and kept closed for every process until re-seeded; the writer re-seeds and opens', async () => {
+      const server = await startPrivateRedis();
+      const own = await createTestRedis('auth_replaced', server.url);
+      // Another process of the same environment (the same key prefix): a verifier beside identity.
+      const other = own.redis.duplicate();
+      assert.ok(await waitForRedis(other, 5000));
+      await freshEnvironment(own.redis);
+      const revoked = token();
+      const writer = writerWith(own.redis, [{ sessionId: revoked.sessionId, endedAt: new Date() }]);
+      const reader = createRevocationReader(other, { logger: silent });
+      try {
+        await writer.endSessions([revoked.sessionId], Math.floor(Date.now() / 1000) + 900);
+        assert.equal(await reader.isRevoked(revoked), true);
+        // The restart keeps the revocation; a replica that lagged would not have: nobody can tell at once.
+        const asked: unknown[] = [];
+        other.once('ready', () => {
+          reader.isRevoked(token()).then(() => asked.push('accepted'), (err: unknown) => asked.push(err));
+        });
+        await server.restart({ keepData: true });
+        await until(async () => asked.length > 0, 'no check was asked at the reconnect');
+        assert.ok(asked[0] instanceof RevocationsUnavailableError, `a check at the reconnect was trusted before the server was known: ${String(asked[0])}`);
+        await until(async () => (await openBuckets(other)) === ALL_BUCKETS.length && (await reader.isRevoked(token()).catch(() => true)) === false, 'the writer did not re-seed the closed buckets', 8000);
+        assert.equal(await reader.isRevoked(revoked), true);
+      } finally {
+        await reader.stop();
+        await writer.stop();
+        other.disconnect();
+        await own.close();
+        await server.stop();
+      }
+    });
+
+    it('a close that does not land (writes paused past the command timeout) is one debug line for the outage, tried again every 200 ms until it lands', async () => {
+      const server = await startPrivateRedis();
+      // Reconnects a second after the restart: time to pause the new server's writes first.
+      const own = new IORedis.Redis(server.url, { keyPrefix: 'close-retry:', retryStrategy: () => 1000, maxRetriesPerRequest: 1, commandTimeout: 500, enableOfflineQueue: false });
+      const admin = await createTestRedis('auth_close_retry_admin', server.url);
+      const peek = new IORedis.Redis(server.url, { keyPrefix: 'close-retry:', maxRetriesPerRequest: 1 }).on('error', () => undefined);
+      const lines: unknown[][] = [];
+      const reader = createRevocationReader(own, { logger: { debug: (...args: unknown[]) => void lines.push(args) } });
+      try {
+        assert.ok(await waitForRedis(own, 5000));
+        await freshEnvironment(own);
+        assert.equal(await reader.isRevoked(token()), false);
+        await server.restart({ keepData: true });
+        await until(async () => (await admin.redis.ping().catch(() => undefined)) === 'PONG', 'the admin connection did not come back');
+        // Writes (scripts too) wait 1.5 s: each close times out after the client's 500 ms.
+        await admin.redis.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+        await until(async () => (await openBuckets(peek).catch(() => -1)) === 0, 'the buckets were never closed', 8000);
+        assert.equal(lines.length, 1, `one line for the outage, not one per try: ${JSON.stringify(lines.map((line) => line[1]))}`);
+        assert.match(String(lines[0]?.[1]), /could not close the revocation buckets/);
+        assert.ok((lines[0]?.[0] as { err?: unknown }).err instanceof Error, 'the line carries the failure');
+      } finally {
+        await admin.redis.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+        await reader.stop();
+        own.disconnect();
+        peek.disconnect();
+        await admin.close();
+        await server.stop();
+      }
+    });
+
+    it('on a cluster, an answer to a check whose bucket a MOVED pointed at another master is not trusted, even when a refresh from before the MOVED points it back before the answer is read', async function () {
+      const own = await createTestRedis('auth_moved');
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      try {
+        // One Redis has no slots to move; the cluster run of this file (.mocharc.cluster.yml) runs it.
+        if (!isCluster(own.redis)) return this.skip();
+        await freshEnvironment(own.redis);
+        const cluster = own.redis;
+        const t = token();
+        const slot = calculateSlot(ledgerKey(revocationBucket(t.sessionId)));
+        const slots = (cluster as unknown as { slots: string[][] }).slots;
+        const before = slots[slot]!;
+        const other = cluster.nodes('master').map((node) => `${node.options.host}:${node.options.port}`).find((key) => key !== before[0])!;
+        const answer = reader.isRevoked(t).then(() => 'trusted', (err: unknown) => err);
+        // What ioredis' MOVED handler does while the check is out: the slot pointed at the new master, a
+        // refresh asked for; and a refresh under way from before puts the old master back.
+        slots[slot] = [other];
+        cluster.refreshSlotsCache();
+        slots[slot] = before;
+        assert.ok((await answer) instanceof RevocationsUnavailableError, 'an answer across the MOVED was trusted');
+      } finally {
+        await reader.stop();
+        await own.close();
+      }
+    });
+  });
+
+  describe('identity\'s writer', () => {
+    it('sessions whose end missed Redis are written again from the record as soon as it answers, without closing their buckets', async () => {
+      const own = await createTestRedis('auth_missed');
+      await freshEnvironment(own.redis);
+      const missed = token();
+      const writer = writerWith(own.redis, [{ sessionId: missed.sessionId, endedAt: new Date() }]);
+      try {
+        await writer.checkNow();
+        assert.equal(await writer.isRevoked(missed), false, 'not yet known to Redis');
+        writer.missed([missed.sessionId]);
+        await writer.checkNow();
+        assert.equal(await own.redis.exists(sessionKey(missed.sessionId)), 1);
+        assert.equal(await writer.isRevoked(missed), true);
+        assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed');
+      } finally {
+        await writer.stop();
+        await own.close();
+      }
+    });
+  });
+});

@@ -1,0 +1,219 @@
+import type * as IORedis from 'ioredis';
+import { MOVED_EVENT, type Redis, isCluster } from './redis.ts';
+
+/**
+ * Which server holds each key of the environment's Redis, as far as a client can tell (CONTRACT.md parts
+ * 13 and 14): the one place that reads ioredis' slot map. A connection that drops and comes back to the
+ * same server (the same `run_id` and replication id, as INFO tells them) changed nothing; another server
+ * behind the same address (a restart), or a slot now served by another master (a failover, perhaps to a
+ * replica that lagged, or a resharding), is a *replaced* server: writes made to the one before may be gone.
+ *
+ * Answers are judged by *tickets* (`ticket`, `unchanged`): while the connection to a key's server has been
+ * lost and the server it came back to is not yet known, no ticket is given; an answer whose ticket changed
+ * while it was on its way came from another server than the one asked.
+ */
+export interface RedisTopology {
+  /**
+   * Where `slot` (a key's cluster slot; on one Redis any number) stands before a command is sent:
+   * undefined while its connection was lost and the server it reconnected to is not known yet, or while
+   * the client routes the slot elsewhere than its last slot map said (a MOVED followed); else a ticket
+   * to hold the answer against (`unchanged`).
+   */
+  ticket(slot: number): string | undefined;
+  /** Whether `slot` still stands where `ticket` said: the answer came from the server that was asked. */
+  unchanged(slot: number, ticket: string): boolean;
+  /**
+   * Hears every change: the connection to a server came back (`replaced` false: the same server) or a
+   * server was replaced (`replaced` true), with the slots it holds (`'all'` on one Redis).
+   */
+  subscribe(listener: (change: TopologyChange) => void): () => void;
+  stop(): void;
+}
+
+export interface TopologyChange {
+  slots: readonly number[] | 'all';
+  /** Another server than before holds them: writes made before may be gone. */
+  replaced: boolean;
+}
+
+/** What a client knows of one server: trusted from its first connection, unsure from a loss until INFO says who came back. */
+interface ServerState {
+  /** `run_id/master_replid` as INFO said last; undefined before the first answer. */
+  identity: string | undefined;
+  /** The connection was lost since the identity was read: answers are not trusted until it is read again. */
+  unsure: boolean;
+  /** Counts the replacements of the server at this address. */
+  generation: number;
+}
+
+const SLOTS = 16_384;
+
+/** `run_id/master_replid` from an INFO answer, or undefined when it names neither (a stand-in that does not tell). */
+function identityOf(info: string): string | undefined {
+  const field = (name: string): string | undefined => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
+  const runId = field('run_id');
+  return runId === undefined ? undefined : `${runId}/${field('master_replid') ?? ''}`;
+}
+
+/** ioredis' slot map (`slots[slot] = [master, ...replicas]`, node keys `host:port`): public in its JavaScript, not in its types. */
+type SlotMap = { slots: ReadonlyArray<readonly string[] | undefined> };
+
+/** The master node key of every slot, as `cluster` routes it now. */
+function slotMasters(cluster: IORedis.Cluster): Array<string | undefined> {
+  const { slots } = cluster as unknown as SlotMap;
+  return Array.from({ length: SLOTS }, (_, slot) => slots[slot]?.[0]);
+}
+
+/** A node's key as ioredis' pool names it (`host:port`). */
+const nodeKeyOf = (node: IORedis.Redis): string => `${node.options.host}:${node.options.port}`;
+
+/**
+ * Watches `redis`: asks each server who it is (INFO) on every connection, and compares. Costs one INFO per
+ * connection made; nothing per command. `stop` removes every listener.
+ */
+export function redisTopology(redis: Redis): RedisTopology {
+  const listeners = new Set<(change: TopologyChange) => void>();
+  const tell = (change: TopologyChange): void => {
+    if (change.slots !== 'all' && change.slots.length === 0) return;
+    for (const listener of listeners) listener(change);
+  };
+  const servers = new Map<string, ServerState>();
+  const stateOf = (key: string): ServerState => {
+    let state = servers.get(key);
+    if (state === undefined) {
+      state = { identity: undefined, unsure: false, generation: 0 };
+      servers.set(key, state);
+    }
+    return state;
+  };
+
+  /** Reads who answers on `connection` (at `key`) now, and what that changes. */
+  const identify = async (connection: IORedis.Redis, key: string, slotsOf: () => readonly number[] | 'all'): Promise<void> => {
+    let identity: string | undefined;
+    try {
+      identity = identityOf(String(await connection.info()));
+    } catch {
+      // Lost again before it answered: the next connection asks again.
+      return;
+    }
+    const state = stateOf(key);
+    const before = state.identity;
+    const wasUnsure = state.unsure;
+    state.identity = identity;
+    state.unsure = false;
+    if (!wasUnsure) return;
+    // Nobody knows who answered before the loss when nobody asked: another server, to be safe.
+    const replaced = before === undefined || identity === undefined || identity !== before;
+    if (replaced) state.generation += 1;
+    tell({ slots: slotsOf(), replaced });
+  };
+
+  if (!isCluster(redis)) {
+    const key = '';
+    const lost = (): void => {
+      // Only a connection that was made: a first connection's attempts lose nothing.
+      if (servers.has(key)) stateOf(key).unsure = true;
+    };
+    const ready = (): void => {
+      stateOf(key);
+      void identify(redis, key, () => 'all');
+    };
+    redis.on('close', lost);
+    redis.on('ready', ready);
+    if (redis.status === 'ready') ready();
+    return {
+      ticket: () => {
+        const state = servers.get(key);
+        if (state?.unsure === true) return undefined;
+        return String(state?.generation ?? 0);
+      },
+      unchanged(slot, ticket) {
+        return this.ticket(slot) === ticket;
+      },
+      subscribe: (listener) => {
+        listeners.add(listener);
+        return () => void listeners.delete(listener);
+      },
+      stop: () => {
+        redis.off('close', lost);
+        redis.off('ready', ready);
+        listeners.clear();
+      },
+    };
+  }
+
+  const cluster = redis;
+  let masters = slotMasters(cluster);
+  const slotsAt = (key: string): number[] => {
+    const held: number[] = [];
+    for (let slot = 0; slot < SLOTS; slot += 1) if (masters[slot] === key) held.push(slot);
+    return held;
+  };
+  /** Where the client sends `slot`'s commands now: a MOVED points it elsewhere before any refresh. */
+  const routeOf = (slot: number): string => (cluster as unknown as SlotMap).slots[slot]?.[0] ?? '';
+  // Each slot's MOVEDs followed: an answer across one came from another master than the one asked, even
+  // when a refresh from before the MOVED points the slot back before the answer is read.
+  const moves = new Uint32Array(SLOTS);
+  const followedMoved = (): void => {
+    for (let slot = 0; slot < SLOTS; slot += 1) if (masters[slot] !== undefined && routeOf(slot) !== masters[slot]) moves[slot] = (moves[slot] ?? 0) + 1;
+  };
+  // Each node connection of the pool, as it comes and goes (a node's connection is not re-made: a new one
+  // replaces it, under the same key).
+  const watched = new Map<IORedis.Redis, () => void>();
+  const watchNode = (node: IORedis.Redis): void => {
+    if (watched.has(node)) return;
+    const key = nodeKeyOf(node);
+    const ready = (): void => {
+      stateOf(key);
+      void identify(node, key, () => slotsAt(key));
+    };
+    node.on('ready', ready);
+    watched.set(node, () => node.off('ready', ready));
+    if (node.status === 'ready') ready();
+  };
+  const nodeGone = (node: IORedis.Redis): void => {
+    watched.get(node)?.();
+    watched.delete(node);
+    const key = nodeKeyOf(node);
+    if (servers.has(key)) stateOf(key).unsure = true;
+  };
+  const refreshed = (): void => {
+    const now = slotMasters(cluster);
+    const moved: number[] = [];
+    for (let slot = 0; slot < SLOTS; slot += 1) if (masters[slot] !== undefined && now[slot] !== masters[slot]) moved.push(slot);
+    masters = now;
+    // A slot served by another master: whatever the old one took last may not be on the new one.
+    tell({ slots: moved, replaced: true });
+  };
+  for (const node of cluster.nodes('all')) watchNode(node);
+  cluster.on('+node', watchNode);
+  cluster.on('-node', nodeGone);
+  cluster.on('refresh', refreshed);
+  cluster.on(MOVED_EVENT, followedMoved);
+  return {
+    ticket(slot) {
+      const route = routeOf(slot);
+      // Followed a MOVED the last slot map does not know: the refresh it started will say whether it moved.
+      if (route === '' || route !== (masters[slot] ?? route)) return undefined;
+      const state = servers.get(route);
+      if (state?.unsure === true) return undefined;
+      return `${route}#${state?.generation ?? 0}#${moves[slot] ?? 0}`;
+    },
+    unchanged(slot, ticket) {
+      return this.ticket(slot) === ticket;
+    },
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    stop: () => {
+      cluster.off('+node', watchNode);
+      cluster.off('-node', nodeGone);
+      cluster.off('refresh', refreshed);
+      cluster.off(MOVED_EVENT, followedMoved);
+      for (const unwatch of watched.values()) unwatch();
+      watched.clear();
+      listeners.clear();
+    },
+  };
+}
