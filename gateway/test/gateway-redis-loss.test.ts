@@ -164,6 +164,28 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(proxied(), before + 1);
   });
 
+  it('after a flush, each client key\'s first request finds its slot lost without closing the buckets again: once identity has re-seeded them, bearer requests of every key are served', async () => {
+    // A gateway of its own: its stamps of both keys are this test's alone.
+    const local = await startGateway({ redis: testRedis.redis });
+    try {
+      const call = (key: typeof local.keys.hmac, created?: number) => send(local.url, 'GET', cities, signedHeaders('GET', cities, { key, bearer: local.issuer.sign(), created }));
+      // Both keys wrote nonces: this gateway's stamps in both slots count them.
+      assert.equal((await call(local.keys.hmac)).status, 200);
+      assert.equal((await call(local.keys.ed25519)).status, 200);
+      await loseData();
+      // Identity re-seeds the buckets (their own ledgers told it of the flush).
+      await reseeded();
+      // Each key's first request finds its ledger and its stamp gone with the flush: a loss of its slot, not a
+      // slot gone back in time, so the buckets, re-seeded already, stay open (a slot gone back closed them all).
+      assert.equal((await call(local.keys.hmac, afterLoss())).status, 200);
+      assert.equal((await mirror()).ready, '1', 'the first key\'s request closed the buckets again');
+      assert.equal((await call(local.keys.ed25519, afterLoss())).status, 200);
+      assert.equal((await mirror()).ready, '1', 'the second key\'s request closed the buckets again');
+    } finally {
+      await local.close();
+    }
+  });
+
   it('a request signed before the loss is refused while the mirror is still missing (401 before 503)', async () => {
     const signedBefore = nowS() - 2;
     await loseData();

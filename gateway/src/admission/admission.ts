@@ -31,13 +31,14 @@ const ADMIT_SCRIPT = [
 
 /**
  * KEYS: a client key's ledger, this gateway's stamp in its slot; ARGV: seen, last, now, ttl. The stamp
- * behind what this gateway saw (the slot went back in time) makes the slot's `born` now; the stamp is kept
- * from expiring. 1 when the slot went back.
+ * behind what this gateway saw makes the slot's `born` now; the stamp is kept from expiring. 1 when the slot
+ * went back in time (its ledger there: a flushed slot is a loss its shard's buckets tell themselves).
  */
 const STAMP_CHECK_SCRIPT = `${SLOT_LEDGER_LUA}
+local existed = redis.call('EXISTS', KEYS[1]) == 1
 local behind = slot_behind(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return behind and 1 or 0`;
+return (behind and existed) and 1 or 0`;
 
 /** The first check that refused the request, or `claimed`: the outcome names lua/admit.lua returns. */
 export const ADMISSION_OUTCOMES = [
