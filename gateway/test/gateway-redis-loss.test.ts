@@ -8,7 +8,7 @@ import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
 import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../src/admission/admit.step.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
-import { newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
+import { type TestSigningKey, newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
 
 // CONTRACT.md part 13 at the gateway: a Redis found without the revocation mirror (it lost its data) fails
 // every request that carries or needs a bearer token closed until identity has re-seeded the mirror, and
@@ -168,7 +168,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     // A gateway of its own: its stamps of both keys are this test's alone.
     const local = await startGateway({ redis: testRedis.redis });
     try {
-      const call = (key: typeof local.keys.hmac, created?: number) => send(local.url, 'GET', cities, signedHeaders('GET', cities, { key, bearer: local.issuer.sign(), created }));
+      const call = (key: TestSigningKey, created?: number) => send(local.url, 'GET', cities, signedHeaders('GET', cities, { key, bearer: local.issuer.sign(), created }));
       // Both keys wrote nonces: this gateway's stamps in both slots count them.
       assert.equal((await call(local.keys.hmac)).status, 200);
       assert.equal((await call(local.keys.ed25519)).status, 200);
