@@ -53,9 +53,11 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
     for (const d of DEPLOYABLES) {
       const app = apps.get(d.name)!;
       for (const file of expected[d.name]) assert.ok(existsSync(join(app, file)), `${d.name} image lacks ${file}`);
-      // Every deployable checks revocations: the Lua that pnpm build copies beside the auth package's modules.
-      const lua = join(app, 'node_modules', '@platform', 'auth', 'dist', 'revocations', 'lua', 'mirror-state.lua');
-      assert.ok(existsSync(lua), `${d.name} image lacks the revocation Lua`);
+      // Every deployable checks revocations: the Lua that pnpm build copies beside the auth and service-kit modules.
+      for (const lua of [['auth', 'revocations', 'lua', 'buckets.lua'], ['service-kit', 'lua', 'slot-ledger.lua']]) {
+        const [pkg, ...path] = lua as [string, ...string[]];
+        assert.ok(existsSync(join(app, 'node_modules', '@platform', pkg, 'dist', ...path)), `${d.name} image lacks ${pkg}'s ${path.at(-1)}`);
+      }
       const store = readdirSync(join(app, 'node_modules', '.pnpm'));
       for (const dev of ['typescript@', 'mocha@', 'supertest@', 'eslint@', 'openapi-typescript@']) {
         assert.ok(!store.some((p) => p.startsWith(dev)), `${d.name} image holds ${dev}`);

@@ -125,7 +125,9 @@ export interface Answer {
  */
 export function exchange(url: string | null, options: RequestOptions, body?: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
+    let answered = false;
     const onResponse = (res: IncomingMessage) => {
+      answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -135,7 +137,11 @@ export function exchange(url: string | null, options: RequestOptions, body?: Buf
       res.on('error', reject);
     };
     const req = url === null ? request({ ...options, agent: false }, onResponse) : request(url, { ...options, agent: false }, onResponse);
-    req.on('error', reject);
+    // A server may answer before it read the whole body (a 413) and close: the write then fails (EPIPE,
+    // ECONNRESET) after the answer came, which is the server's right; the answer is what counts.
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
     req.end(body);
   });
 }
