@@ -109,4 +109,40 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
       await local.close();
     }
   });
+
+  describe('the second factor (CONTRACT.md part 15)', () => {
+    it('an aal 1 token of a user who must show a second factor: 403 Second factor required, nothing proxied; the operations of enrolment and of the second factor itself are proxied', async () => {
+      const token = gw.issuer.sign({ aal: 1, sfr: true });
+      const before = gw.risk.received.length;
+      const refused = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+      assert.equal(refused.status, 403, refused.body.toString());
+      assert.deepEqual(refused.json(), { timestamp: refused.json().timestamp, status: 403, error: 'Forbidden', message: 'Second factor required', messages: ['Second factor required'], path: stations });
+      assert.equal(gw.risk.received.length, before);
+      for (const target of ['/v1/auth/factors', '/v1/auth/sessions']) {
+        const res = await send(gw.url, 'GET', target, signedHeaders('GET', target, { key: gw.keys.hmac, bearer: token }));
+        assert.equal(res.status, 200, `${target}: ${res.body.toString()}`);
+      }
+      const body = Buffer.from('{"code":"123456"}');
+      const lift = await send(gw.url, 'POST', '/v1/auth/second-factor', signedHeaders('POST', '/v1/auth/second-factor', { key: gw.keys.hmac, bearer: token, body }), body);
+      assert.equal(lift.status, 200, lift.body.toString());
+    });
+
+    it('aal 2, a user asked for no second factor, and a token of an earlier version (neither claim) pass', async () => {
+      for (const token of [gw.issuer.sign({ aal: 2, sfr: true }), gw.issuer.sign({ aal: 1, sfr: false }), gw.issuer.sign()]) {
+        assert.equal((await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }))).status, 200);
+      }
+    });
+
+    it('a revoked aal 1 token is 401, not 403', async () => {
+      const [jti, sid] = [`jti-${newNonce()}`, `sid-${newNonce()}`];
+      await blacklistToken(testRedis.redis, { tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 900);
+      await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign({ jti, sid, aal: 1, sfr: true }) }));
+    });
+
+    it('a token whose aal or sfr is not what the contract says (aal 3, sfr "yes") is 401', async () => {
+      for (const claims of [{ aal: 3 }, { sfr: 'yes' }]) {
+        await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: gw.issuer.sign(claims as never) }));
+      }
+    });
+  });
 });

@@ -6,14 +6,17 @@ export type BearerVerdict = { principal: Principal | undefined; fault?: undefine
 
 /**
  * Verifies the request's bearer token locally (signature, `iss`, `aud`, `exp`, claims) without the
- * blacklist, which the replay guard reads in the same Redis round trip. A 401 is returned, not thrown,
- * so that a replayed nonce still answers 409 first; a 5xx (keys unavailable) is thrown at once.
+ * blacklist, which the replay guard reads in the same Redis round trip, nor the second factor, which is
+ * judged after it (a revoked token is 401 before it is 403). A 401 is returned, not thrown, so that a
+ * replayed nonce still answers 409 first; a 5xx (keys unavailable) is thrown at once.
  */
+const FIRST_FACTOR = { firstFactorSuffices: true } as const;
+
 export async function checkBearer(verifier: TokenVerifier, authorization: string | undefined): Promise<BearerVerdict> {
   const token = bearerTokenOf(authorization);
   if (token === undefined) return { fault: new UnauthorizedError('Bad Credentials', { cause: new Error('no bearer token') }) };
   try {
-    return { principal: await verifier.verify(token) };
+    return { principal: await verifier.verify(token, FIRST_FACTOR) };
   } catch (err) {
     if (err instanceof HttpError && err.status === 401) return { fault: err };
     throw err;

@@ -1,4 +1,4 @@
-import type { TokenVerifier } from '@platform/auth';
+import { type TokenVerifier, assertSecondFactor } from '@platform/auth';
 import { UnauthorizedError } from '@platform/errors';
 import type { Step } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
@@ -15,7 +15,11 @@ export function verifyBearer(tokens: TokenVerifier): Step {
   };
 }
 
-/** Step 6, after admission: the bearer verdict, then the revocation admission read (a revoked token keeps its idempotency key: a 401 is not a 5xx). */
+/**
+ * Step 6, after admission: the bearer verdict, then the revocation admission read (a revoked token keeps its
+ * idempotency key: a 401 is not a 5xx), then the second factor: an `aal` 1 token of a user who must show one
+ * answers 403 `Second factor required` but on the operations of enrolment and the second factor itself.
+ */
 export function requireBearer(metrics: GatewayMetrics): Step {
   return (request) => {
     if (request.bearer.fault !== undefined) {
@@ -25,6 +29,11 @@ export function requireBearer(metrics: GatewayMetrics): Step {
     if (request.admission?.outcome === 'token-revoked') {
       metrics.rejected('bearer');
       throw new UnauthorizedError('Bad Credentials', { cause: new Error('token is revoked') });
+    }
+    const { principal } = request.bearer;
+    if (principal !== undefined && !request.operation.firstFactorSuffices && principal.aal < 2 && principal.secondFactorRequired) {
+      metrics.rejected('second-factor');
+      assertSecondFactor(principal);
     }
   };
 }

@@ -13,6 +13,7 @@ export type RejectionReason =
   | 'nonce-reused'
   | 'idempotency-key-reused'
   | 'bearer'
+  | 'second-factor'
   | 'redis-unavailable'
   | 'revocations-restoring'
   | 'signed-in-loss-second';

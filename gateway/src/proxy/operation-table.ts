@@ -11,6 +11,11 @@ export interface GatewayOperation {
   upstream: UpstreamName;
   /** True when the operation cannot be called without an access token (decided per operation). */
   needsBearer: boolean;
+  /**
+   * An `aal` 1 token of a user who must show a second factor suffices (the operation says
+   * `x-first-factor-suffices: true`: enrolment, the second factor itself; CONTRACT.md part 15).
+   */
+  firstFactorSuffices: boolean;
 }
 
 /** The path of a request target (`req.originalUrl`) without its query: what the table matches and routes by. */
@@ -70,8 +75,14 @@ function segmentsOf(template: string): Array<string | undefined> {
 export function operationTable(document: OpenApiDocument, routes: readonly UpstreamRoute[]): OperationTable {
   const operations: GatewayOperation[] = [];
   const byTemplate = new Map<string, Map<string, GatewayOperation>>();
-  for (const { method, path: template, security } of operationsOf(document)) {
-    const entry: GatewayOperation = { method: method.toUpperCase(), template, upstream: upstreamOf(template, routes), needsBearer: requiresBearer(security) };
+  for (const { method, path: template, security, operation } of operationsOf(document)) {
+    const entry: GatewayOperation = {
+      method: method.toUpperCase(),
+      template,
+      upstream: upstreamOf(template, routes),
+      needsBearer: requiresBearer(security),
+      firstFactorSuffices: (operation as { 'x-first-factor-suffices'?: unknown })['x-first-factor-suffices'] === true,
+    };
     let byMethod = byTemplate.get(template);
     if (byMethod === undefined) byTemplate.set(template, (byMethod = new Map()));
     byMethod.set(entry.method, entry);

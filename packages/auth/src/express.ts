@@ -19,20 +19,23 @@ export interface BearerAuthOptions {
    * the token is then verified without a second revocation read. Without it every token is checked fully.
    */
   revocationsChecked?: (req: Request) => boolean;
+  /** The route is one of enrolment or of the second factor itself: an `aal` 1 token suffices (CONTRACT.md part 15). */
+  firstFactorSuffices?: boolean;
 }
-
-const CHECKED = { ignoreRevocation: true } as const;
 
 /** Middleware: the request needs a valid bearer token; its principal is then available through `principalOf`. */
 export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions = {}): RequestHandler {
   const { revocationsChecked } = options;
+  const firstFactorSuffices = options.firstFactorSuffices === true;
+  const checked = { ignoreRevocation: true, firstFactorSuffices } as const;
+  const full = { firstFactorSuffices } as const;
   return (req, _res, next) => {
     const token = bearerTokenOf(req.headers.authorization);
     if (token === undefined) {
       next(new UnauthorizedError('Bad Credentials', { cause: new Error('no bearer token') }));
       return;
     }
-    verifier.verify(token, revocationsChecked?.(req) === true ? CHECKED : undefined).then(
+    verifier.verify(token, revocationsChecked?.(req) === true ? checked : full).then(
       (principal) => {
         principals.set(req, principal);
         next();

@@ -2,7 +2,7 @@ export { type RevocationReader, type RevocationWriter, RevocationsUnavailableErr
 export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type TokenAlgorithm, algorithmOf } from './key-algorithm.ts';
 export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, staticKeySource } from './key-source.ts';
-export { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from './principal.ts';
+export { type Principal, SECOND_FACTOR_REQUIRED_MESSAGE, assertAnyRole, assertSecondFactor, assertSelfOrRole, hasAnyRole } from './principal.ts';
 export { ROLES, type Role, isRole } from './roles.ts';
 export { TOKEN_CLOCK_TOLERANCE_S, isAccepted, revocationExpiry } from './token-lifetime.ts';
 export { REVOCATIONS_RESTORING_MESSAGE, type TokenVerifier, type TokenVerifierOptions, type VerifyOptions, createTokenVerifier } from './verifier.ts';

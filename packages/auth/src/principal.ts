@@ -13,6 +13,21 @@ export interface Principal {
   tokenId: string;
   /** `exp`, epoch seconds. */
   expiresAt: number;
+  /** `aal`: 1 after the password alone, 2 after the second factor too (CONTRACT.md part 15); 1 when absent. */
+  aal: 1 | 2;
+  /** `sfr`: the user must show its second factor (it has one, or its roles require one); false when absent. */
+  secondFactorRequired: boolean;
+}
+
+/** The 403 of a token that needs the second factor it has not shown (CONTRACT.md part 15). */
+export const SECOND_FACTOR_REQUIRED_MESSAGE = 'Second factor required';
+
+/**
+ * Throws 403 `Second factor required` when the principal's token is `aal` 1 though its user must show a
+ * second factor: every operation but those of enrolment and the second factor itself refuses it.
+ */
+export function assertSecondFactor(principal: Principal): void {
+  if (principal.aal < 2 && principal.secondFactorRequired) throw new ForbiddenError(SECOND_FACTOR_REQUIRED_MESSAGE);
 }
 
 /** True when the principal holds at least one of the roles. */

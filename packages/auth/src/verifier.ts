@@ -4,7 +4,7 @@ import jwt from 'jsonwebtoken';
 import { type RevocationReader, RevocationsUnavailableError } from './revocations/reader.ts';
 import { algorithmOf } from './key-algorithm.ts';
 import type { KeySource } from './key-source.ts';
-import type { Principal } from './principal.ts';
+import { type Principal, assertSecondFactor } from './principal.ts';
 import { isRole } from './roles.ts';
 import { TOKEN_CLOCK_TOLERANCE_S, isAccepted } from './token-lifetime.ts';
 
@@ -23,6 +23,11 @@ export interface VerifyOptions {
   allowExpired?: boolean;
   /** Skip the blacklist (logging out a token twice is not an error). */
   ignoreRevocation?: boolean;
+  /**
+   * Accept an `aal` 1 token of a user who must show a second factor: the operations of enrolment and of the
+   * second factor itself (CONTRACT.md part 15). Without it such a token is refused with 403.
+   */
+  firstFactorSuffices?: boolean;
 }
 
 /** Checks access tokens and says whom they speak for. */
@@ -37,7 +42,7 @@ function reject(reason: string): never {
 }
 
 function principalOfClaims(claims: jwt.JwtPayload): Principal {
-  const { sub, username, roles, sid, jti, exp } = claims as Record<string, unknown>;
+  const { sub, username, roles, sid, jti, exp, aal, sfr } = claims as Record<string, unknown>;
   if (
     typeof sub !== 'string' ||
     typeof username !== 'string' ||
@@ -45,11 +50,14 @@ function principalOfClaims(claims: jwt.JwtPayload): Principal {
     typeof jti !== 'string' ||
     typeof exp !== 'number' ||
     !Array.isArray(roles) ||
-    !roles.every(isRole)
+    !roles.every(isRole) ||
+    (aal !== undefined && aal !== 1 && aal !== 2) ||
+    (sfr !== undefined && typeof sfr !== 'boolean')
   ) {
     reject('token claims are incomplete');
   }
-  return { userId: sub, username, roles, sessionId: sid, tokenId: jti, expiresAt: exp };
+  // Tokens of earlier versions carry neither: the password alone, no second factor asked of them.
+  return { userId: sub, username, roles, sessionId: sid, tokenId: jti, expiresAt: exp, aal: aal === 2 ? 2 : 1, secondFactorRequired: sfr === true };
 }
 
 /** The 503 message while Redis's revocation mirror is being re-seeded after a loss (CONTRACT.md part 13). */
@@ -147,6 +155,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       if (options.revocations !== undefined && verifyOptions.ignoreRevocation !== true && (await isRevoked(options.revocations, principal))) {
         reject('token is revoked');
       }
+      if (verifyOptions.firstFactorSuffices !== true) assertSecondFactor(principal);
       return principal;
     },
   };

@@ -118,6 +118,9 @@ describe('bearerAuth', () => {
       sessionId: sid,
       tokenId: jti,
       expiresAt: body.expiresAt,
+      // A token of earlier versions (no `aal`, no `sfr`): the password alone, no second factor asked of it.
+      aal: 1,
+      secondFactorRequired: false,
     });
     assert.ok(Math.abs((body.expiresAt as number) - (Math.floor(Date.now() / 1000) + 600)) <= 2);
   });

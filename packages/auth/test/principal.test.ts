@@ -4,7 +4,7 @@ import { type Principal, assertAnyRole, assertSelfOrRole, hasAnyRole } from '../
 import { ROLES, type Role, isRole } from '../src/roles.ts';
 
 function principal(roles: Role[], userId = 'user-1'): Principal {
-  return { userId, username: 'someone@example.com', roles, sessionId: 'sid-1', tokenId: 'jti-1', expiresAt: 2_000_000_000 };
+  return { userId, username: 'someone@example.com', roles, sessionId: 'sid-1', tokenId: 'jti-1', expiresAt: 2_000_000_000, aal: 1, secondFactorRequired: false };
 }
 
 function assertForbidden(fn: () => void): void {

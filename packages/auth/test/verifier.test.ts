@@ -80,6 +80,8 @@ describe('createTokenVerifier', () => {
         sessionId: sid,
         tokenId: jti,
         expiresAt: exp,
+        aal: 1,
+        secondFactorRequired: false,
       });
     });
 

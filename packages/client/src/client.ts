@@ -1,5 +1,5 @@
 import { type Environment, resolveBaseUrls } from './environments.ts';
-import { accountOperations, auditOperations, authOperations, sessionOperations, stationOperations, userOperations } from './operations.ts';
+import { accountOperations, auditOperations, authOperations, factorOperations, sessionOperations, stationOperations, userOperations } from './operations.ts';
 import { type SigningKey, createSigner } from './signing/signer.ts';
 import { type ApiRequest, type ApiResponse, createTransport } from './transport.ts';
 import type { AuthenticationResult } from './types.ts';
@@ -59,6 +59,7 @@ export function createClient(options: ClientOptions) {
     riskBaseUrl,
     auth: authOperations(transport, tokenAccess),
     sessions: sessionOperations(transport),
+    factors: factorOperations(transport),
     users: userOperations(transport),
     accounts: accountOperations(transport),
     audit: auditOperations(transport),

@@ -7,6 +7,9 @@ import type {
   AuditEventsQuery,
   AuthenticationResult,
   CityDistrictQuery,
+  ConfirmTotpRequest,
+  ConfirmedFactor,
+  FactorPage,
   CreateAccountRequest,
   CreateUserRequest,
   FindUsersQuery,
@@ -18,6 +21,8 @@ import type {
   PasswordResetRequestBody,
   PasswordResetTicket,
   PhoneActivationBody,
+  SecondFactorProof,
+  TotpEnrollment,
   PhoneActivationRequestBody,
   PhoneActivationTicket,
   SessionPage,
@@ -61,6 +66,28 @@ export function authOperations(transport: Transport, tokens: TokenAccess) {
       const result = await call<AuthenticationResult>(transport, { service: 'identity', method: 'POST', path: '/v1/auth/refresh', body: { refreshToken: token }, bearer: false }, options);
       tokens.set(result);
       return result;
+    },
+    /**
+     * Shows the second factor (a current TOTP code, or a recovery code): the session is lifted to `aal` 2 and
+     * its new tokens are stored (CONTRACT.md part 15).
+     */
+    async secondFactor(proof: SecondFactorProof, options?: CallOptions): Promise<AuthenticationResult> {
+      const result = await call<AuthenticationResult>(transport, { service: 'identity', method: 'POST', path: '/v1/auth/second-factor', body: proof, bearer: true }, options);
+      tokens.set(result);
+      return result;
+    },
+    /** Whether the stored access token is `aal` 1 of a user who must show a second factor (`secondFactor` next). */
+    needsSecondFactor(): boolean {
+      const token = tokens.get()?.accessToken;
+      if (token === undefined) return false;
+      try {
+        // base64url, read with what every runtime has (no Buffer in a browser).
+        const part = (token.split('.')[1] ?? '').replaceAll('-', '+').replaceAll('_', '/');
+        const claims = JSON.parse(atob(part.padEnd(Math.ceil(part.length / 4) * 4, '='))) as { aal?: unknown; sfr?: unknown };
+        return claims.sfr === true && claims.aal !== 2;
+      } catch {
+        return false;
+      }
     },
     /** Blacklists an access token (default: the stored one) and ends its session; forgets the stored tokens if they were that session's. */
     async logout(jwtToken?: string, options?: CallOptions): Promise<void> {
@@ -124,6 +151,26 @@ export function sessionOperations(transport: Transport) {
     /** Ends every session of the caller (the stored token's too), or of `userId` for an ADMIN. */
     revokeAll: (query: { userId?: string } = {}, options?: CallOptions): Promise<void> =>
       call(transport, { service: 'identity', method: 'DELETE', path: '/v1/auth/sessions', query, bearer: true }, options),
+  };
+}
+
+/** `/v1/auth/factors/**`: the caller's second factors (CONTRACT.md part 15). */
+export function factorOperations(transport: Transport) {
+  return {
+    /** Starts a TOTP enrolment: the secret and its `otpauth://` URI, shown once. */
+    enrollTotp: (options?: CallOptions): Promise<TotpEnrollment> =>
+      call(transport, { service: 'identity', method: 'POST', path: '/v1/auth/factors/totp', bearer: true }, options),
+    /** Confirms the pending factor with a current code: the recovery codes, shown once. A refresh then gives `aal` 2 tokens. */
+    confirmTotp: (body: ConfirmTotpRequest, options?: CallOptions): Promise<ConfirmedFactor> =>
+      call(transport, { service: 'identity', method: 'POST', path: '/v1/auth/factors/totp/confirm', body, bearer: true }, options),
+    /** The caller's factors, never a secret. */
+    list: (options?: CallOptions): Promise<FactorPage> => call(transport, { service: 'identity', method: 'GET', path: '/v1/auth/factors', bearer: true }, options),
+    /** Removes a factor: an active one needs a current code or a recovery code. Every other session ends. */
+    remove: (factorId: string, proof?: SecondFactorProof, options?: CallOptions): Promise<void> =>
+      call(transport, { service: 'identity', method: 'DELETE', path: `/v1/auth/factors/${segment(factorId)}`, body: proof, bearer: true }, options),
+    /** Removes every factor of `userId` and ends its sessions (ADMIN): a user who lost device and recovery codes. */
+    resetForUser: (userId: string, options?: CallOptions): Promise<void> =>
+      call(transport, { service: 'identity', method: 'DELETE', path: `/v1/users/${segment(userId)}/factors`, bearer: true }, options),
   };
 }
 

@@ -37,6 +37,7 @@ function identityProdEnv(): Source {
     SMS_HTTP_TOKEN: 'sms-token-3307',
     SMS_CODE_HMAC_KEY: 'sms-hmac-key-6161',
     INTERNAL_ASSERTION_KEY: 'internal-assertion-key-8842-long-enough',
+    SECOND_FACTOR_ENCRYPTION_KEY: 'second-factor-key-5150-long-enough-for-aes',
   };
 }
 
@@ -66,6 +67,7 @@ const IDENTITY_REQUIRED = [
   'SMS_PROVIDER',
   'SMS_CODE_HMAC_KEY',
   'INTERNAL_ASSERTION_KEY',
+  'SECOND_FACTOR_ENCRYPTION_KEY',
 ];
 
 /** Every gateway key without a plain default. */
@@ -343,7 +345,18 @@ describe('describeConfig', () => {
     const source = identityProdEnv();
     const config = loadConfig(identityConfigSpec, source);
     const described = describeConfig(identityConfigSpec, config);
-    const secrets = ['IDENTITY_DATABASE_URL', 'REDIS_URL', 'REDIS_PASSWORD', 'BOOTSTRAP_ADMIN_PASSWORD', 'JWT_PRIVATE_KEY', 'SMS_HTTP_TOKEN', 'SMS_CODE_HMAC_KEY', 'INTERNAL_ASSERTION_KEY', 'OTEL_EXPORTER_OTLP_HEADERS'];
+    const secrets = [
+      'IDENTITY_DATABASE_URL',
+      'REDIS_URL',
+      'REDIS_PASSWORD',
+      'BOOTSTRAP_ADMIN_PASSWORD',
+      'JWT_PRIVATE_KEY',
+      'SMS_HTTP_TOKEN',
+      'SMS_CODE_HMAC_KEY',
+      'INTERNAL_ASSERTION_KEY',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'SECOND_FACTOR_ENCRYPTION_KEY',
+    ];
     assert.deepEqual(Object.keys(described).sort(), ['APP_ENV', ...Object.keys(identityConfigSpec)].sort());
     assert.equal(described.APP_ENV, 'prod');
     for (const [key, value] of Object.entries(described)) {
@@ -353,7 +366,7 @@ describe('describeConfig', () => {
     assert.equal(described.BOOTSTRAP_ADMIN_USERNAME, 'root@example.org');
     assert.equal(described.MAIL_HTTP_URL, 'https://mail.example.org/send');
     const text = JSON.stringify(described);
-    for (const leak of ['db-pass-7781', 'redis-pass-5512', 'admin-pass-9923', 'jwt-key-4410', 'sms-token-3307']) {
+    for (const leak of ['db-pass-7781', 'redis-pass-5512', 'admin-pass-9923', 'jwt-key-4410', 'sms-token-3307', 'second-factor-key-5150']) {
       assert.ok(!text.includes(leak), `${leak} is printed`);
     }
   });

@@ -12,6 +12,7 @@ import { userSearchIndexes } from './0010_user_search_indexes.ts';
 import { revokedSessionsIndex } from './0011_revoked_sessions_index.ts';
 import { voidCodesOnNumberChange } from './0012_void_codes_on_number_change.ts';
 import { textWithoutControls } from './0013_text_without_controls.ts';
+import { secondFactors } from './0014_second_factors.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -28,4 +29,5 @@ export const migrations: readonly Migration[] = [
   revokedSessionsIndex,
   voidCodesOnNumberChange,
   textWithoutControls,
+  secondFactors,
 ];

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Express } from 'express';
-import { createTokenVerifier, staticKeySource } from '@platform/auth';
+import { createTokenVerifier, isRole, staticKeySource } from '@platform/auth';
 import {
   type Lifecycle,
   type Logger,
@@ -34,6 +34,9 @@ import { passwordResetRouter } from './password-reset/password-reset.routes.ts';
 import { allowedOrigins } from './request/link-allowlist.ts';
 import { usersRouter } from './users/users.routes.ts';
 import { loginAttemptCounter } from './auth/login-metrics.ts';
+import { secretBox } from './factor-records/secret-box.ts';
+import { secondFactorCounter } from './second-factor/second-factor-metrics.ts';
+import { secondFactorRouter } from './second-factor/second-factor.routes.ts';
 
 /** The contract this service is checked against. */
 export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
@@ -96,6 +99,7 @@ export function createApp(deps: IdentityDeps): Express {
     // Identity's HMAC key, here under a label of its own (the digest cannot be mistaken for a code's).
     auditKey: config.SMS_CODE_HMAC_KEY,
     countLogin: loginAttemptCounter(deps.metrics),
+    secondFactorRequiredRoles: config.SECOND_FACTOR_REQUIRED_ROLES.filter(isRole),
   };
   const app = createApiApp({
     logger: deps.logger,
@@ -109,6 +113,12 @@ export function createApp(deps: IdentityDeps): Express {
     routers: [
       authRouter(auth, jwksOf(verificationKeys)),
       sessionsRouter(auth),
+      secondFactorRouter({
+        ...auth,
+        box: secretBox(config.SECOND_FACTOR_ENCRYPTION_KEY),
+        issuerLabel: config.SECOND_FACTOR_ISSUER,
+        countVerification: secondFactorCounter(deps.metrics),
+      }),
       usersRouter({
         db,
         verifier,

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, redisConfigSpec, tracingSpec } from '@platform/service-kit';
+import { ROLES, isRole } from '@platform/auth';
 import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
@@ -101,6 +102,15 @@ export const identityConfigSpec = {
   }),
   SMS_DAILY_CAP: env.integer('Activation SMS per phone number per day', { min: 1, max: 1000 }, { default: 10 }),
   SMS_DAILY_CAP_PER_ACCOUNT: env.integer('Activation SMS per account per UTC day, whatever the number (429 beyond)', { min: 1, max: 1000 }, { default: 5 }),
+  SECOND_FACTOR_REQUIRED_ROLES: env.list('Roles whose holders must show a second factor (CONTRACT.md part 15): their aal 1 tokens open only enrolment', {
+    default: ['ADMIN'],
+    localDefault: [],
+  }),
+  SECOND_FACTOR_ENCRYPTION_KEY: env.string('Key under which TOTP secrets are encrypted at rest (AES-256-GCM); 32 characters or more', {
+    localDefault: 'local-second-factor-encryption-key-0123456789',
+    secret: true,
+  }),
+  SECOND_FACTOR_ISSUER: env.string('The issuer an authenticator app shows beside the account (the otpauth URI)', { default: 'Identity Risk Platform' }),
 };
 
 export type IdentityConfig = ConfigOf<typeof identityConfigSpec>;
@@ -118,6 +128,8 @@ export function identityConfigProblems(config: IdentityConfig): string[] {
   if (config.APP_ENV === 'prod' && config.MAIL_PROVIDER === 'log') problems.push('MAIL_PROVIDER=log is not allowed in prod');
   if (config.APP_ENV === 'prod' && config.SMS_PROVIDER === 'log') problems.push('SMS_PROVIDER=log is not allowed in prod');
   if (config.APP_ENV !== 'local' && config.JWT_PRIVATE_KEY === '') problems.push('JWT_PRIVATE_KEY is required outside local');
+  for (const role of config.SECOND_FACTOR_REQUIRED_ROLES) if (!isRole(role)) problems.push(`SECOND_FACTOR_REQUIRED_ROLES names "${role}", which is not a role (${ROLES.join(', ')})`);
+  if (config.SECOND_FACTOR_ENCRYPTION_KEY.length < 32) problems.push('SECOND_FACTOR_ENCRYPTION_KEY must be at least 32 characters');
   if (!isPhoneRegion(config.PHONE_DEFAULT_REGION)) problems.push(`PHONE_DEFAULT_REGION must be an ISO 3166 region code such as TR, got "${config.PHONE_DEFAULT_REGION}"`);
   return problems;
 }

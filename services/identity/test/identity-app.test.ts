@@ -99,18 +99,21 @@ describe('identity app', () => {
   describe('documented operations', () => {
     const document = parse(readFileSync(OPENAPI_PATH, 'utf8')) as { paths: Record<string, Record<string, unknown>> };
 
-    it('the document describes every operation of SPEC.md part 4 and CONTRACT.md (part 11 included)', () => {
+    it('the document describes every operation of SPEC.md part 4 and CONTRACT.md (parts 11 and 15 included)', () => {
       const operations = Object.entries(document.paths).flatMap(([path, item]) =>
         Object.keys(item)
           .filter((k) => ['get', 'post', 'patch', 'put', 'delete'].includes(k))
           .map((method) => `${method.toUpperCase()} ${path}`),
       );
       assert.deepEqual(operations.sort(), [
+        'DELETE /v1/auth/factors/{factorId}',
         'DELETE /v1/auth/sessions',
         'DELETE /v1/auth/sessions/{sessionId}',
+        'DELETE /v1/users/{userId}/factors',
         'GET /.well-known/jwks.json',
         'GET /v1/accounts/{userId}',
         'GET /v1/audit/events',
+        'GET /v1/auth/factors',
         'GET /v1/auth/sessions',
         'GET /v1/users',
         'GET /v1/users/unblock/{userId}',
@@ -120,9 +123,12 @@ describe('identity app', () => {
         'POST /v1/accounts/create',
         'POST /v1/accounts/phone-number-activation',
         'POST /v1/accounts/phone-number-activation-request',
+        'POST /v1/auth/factors/totp',
+        'POST /v1/auth/factors/totp/confirm',
         'POST /v1/auth/login',
         'POST /v1/auth/logout',
         'POST /v1/auth/refresh',
+        'POST /v1/auth/second-factor',
         'POST /v1/users/create',
         'POST /v1/users/password-reset',
         'POST /v1/users/password-reset-request',

@@ -38,6 +38,8 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
       roles: user.roles,
       sessionId: '5d7f3b8e-2c4a-4e8f-9b1d-0a6c3e5f7b9d',
       sessionCreatedAt: new Date(),
+      aal: 1,
+      secondFactorRequired: false,
     }).token;
   const readAccount = (token: string) => request(identity.app).get(`/v1/accounts/${user.id}`).set('Authorization', `Bearer ${token}`);
 

@@ -71,6 +71,14 @@ describe('bearer token on the station operations', () => {
     await blacklistToken(ctx.testRedis.redis, { tokenId: jti, sessionId: sid }, exp);
     assertBadCredentials(await call('get', '/v1/weather-stations/get-cities', token), '/v1/weather-stations/get-cities');
   });
+  it('when the token is aal 1 of a user who must show a second factor (an ADMIN in prod), answers 403 Second factor required; at aal 2, 200', async () => {
+    const refused = await call('get', '/v1/weather-stations/get-cities', `Bearer ${ctx.issuer.sign({ roles: ['ADMIN'], aal: 1, sfr: true })}`);
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.message, 'Second factor required');
+    assert.deepEqual(refused.body.messages, ['Second factor required']);
+    assert.equal((await call('get', '/v1/weather-stations/get-cities', `Bearer ${ctx.issuer.sign({ roles: ['ADMIN'], aal: 2, sfr: true })}`)).status, 200);
+  });
+
   describe('when the gateway vouches that it checked the token against the revocations (CONTRACT.md part 10)', () => {
     const path = '/v1/weather-stations/get-cities';
     /** A logged-out token: the gateway never vouches for one, so an answer of 200 shows risk did not read the blacklist. */

@@ -210,6 +210,8 @@ export async function startStack(options: { env?: Record<string, string>; gatewa
         headers: callOptions.headers,
         idempotencyKey: callOptions.idempotencyKey,
       });
+      // Framed by its length whatever the method (node:http frames a DELETE's body by nothing).
+      if (bytes !== undefined) headers['content-length'] ??= String(bytes.length);
       return sendRaw(stack.urls.gateway, method, target, headers, bytes);
     };
 

@@ -19,6 +19,9 @@ export interface TestTokenClaims {
   aud?: string;
   /** Seconds from now until `exp`; negative for an expired token. */
   expiresInS?: number;
+  /** `aal` and `sfr` (CONTRACT.md part 15), left out when not given, as tokens of earlier versions are. */
+  aal?: 1 | 2;
+  sfr?: boolean;
 }
 
 /** An ES256 token issuer for tests of token consumers (gateway, risk): signs tokens and serves its JWKS. */
@@ -58,6 +61,8 @@ export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:t
           aud: claims.aud ?? audience,
           iat: now,
           exp: now + (claims.expiresInS ?? 900),
+          ...(claims.aal === undefined ? {} : { aal: claims.aal }),
+          ...(claims.sfr === undefined ? {} : { sfr: claims.sfr }),
         },
         privateKey,
         { algorithm: 'ES256', keyid: kid },

@@ -1,7 +1,9 @@
 import type { Client } from '../client.ts';
 import { allPages } from '../operations.ts';
 import type { AuditEventType, CreateAccountRequest, CreateUserRequest, Page, Role, UpdateAccountRequest, UpdateUserRequest, UserStatus } from '../types.ts';
+import QRCode from 'qrcode';
 import { type Flags, UsageError } from './settings.ts';
+import { print } from './terminal.ts';
 
 /** What a command gets: the client (holding the saved tokens), its arguments and flags. */
 export interface CommandContext {
@@ -11,6 +13,8 @@ export interface CommandContext {
   tokenFile: string;
   /** The password of `login`, asked for only when that command runs. */
   password: () => Promise<string>;
+  /** A second-factor code (`--code`, TOTP_CODE, else prompted), asked for only when one is needed. */
+  code: () => Promise<string>;
 }
 
 type Command = (ctx: CommandContext) => Promise<unknown>;
@@ -19,8 +23,14 @@ type Command = (ctx: CommandContext) => Promise<unknown>;
 export const USAGE = `usage: pnpm cli [global flags] <command>
 
 commands:
-  login <username> [--password <p>]      password also from PASSWORD, else prompted
+  login <username> [--password <p>] [--code <c>]   password also from PASSWORD, code from TOTP_CODE, else prompted;
+                                          the code is asked for when the account has an active second factor
   logout
+  factors enroll                          prints the otpauth:// URI and its QR code (on stderr)
+  factors confirm <factorId> [--code <c>]  shows the recovery codes once; the session is then aal 2
+  factors list
+  factors remove <factorId> [--code <c> | --recovery-code <r>]
+  users reset-factors <userId>                       (ADMIN: a user who lost device and recovery codes)
   users create --username <e-mail> --first-name <n> --last-name <n> --locale <ll_CC> --timezone <tz>
                --roles <R1,R2> --status <S> [--password <p>] [--mid-name <n>] [--data <json>]
   users update <userId> [--username … --password … --first-name … --mid-name … --last-name …
@@ -112,7 +122,43 @@ export const COMMANDS: Record<string, Command> = {
   login: async (ctx) => {
     const username = arg(ctx, 0, 'username');
     const result = await ctx.client.auth.login({ username, password: await ctx.password() });
-    return { username: result.username, tokenFile: ctx.tokenFile };
+    if (!ctx.client.auth.needsSecondFactor()) return { username: result.username, tokenFile: ctx.tokenFile };
+    // The user must show a second factor: with one active, its code now; without (a role that requires one),
+    // enrolment is all the session may do.
+    const factors = await ctx.client.factors.list();
+    if (!factors.items.some((factor) => factor.status === 'ACTIVE')) {
+      return { username: result.username, tokenFile: ctx.tokenFile, secondFactor: 'required: enrol one (pnpm cli factors enroll, then factors confirm)' };
+    }
+    await ctx.client.auth.secondFactor(proofOf(await ctx.code()));
+    return { username: result.username, tokenFile: ctx.tokenFile, secondFactor: 'verified' };
+  },
+  'factors enroll': async (ctx) => {
+    const enrolment = await ctx.client.factors.enrollTotp();
+    // The QR code on stderr (stdout stays the JSON), in block characters: no escape sequence to strip.
+    print('stderr', (await QRCode.toString(enrolment.otpauthUri, { type: 'utf8' })).split('\n'));
+    return enrolment;
+  },
+  'factors confirm': async (ctx) => {
+    const confirmed = await ctx.client.factors.confirmTotp({ factorId: arg(ctx, 0, 'factorId'), code: await ctx.code() });
+    // The session is at aal 2 now: a refresh brings its tokens.
+    await ctx.client.auth.refresh();
+    return confirmed;
+  },
+  'factors list': (ctx) => ctx.client.factors.list().then((page) => page.items),
+  'factors remove': async (ctx) => {
+    const factorId = arg(ctx, 0, 'factorId');
+    const recovery = ctx.flags['recovery-code'];
+    let proof = recovery !== undefined ? { recoveryCode: recovery } : ctx.flags.code !== undefined ? { code: ctx.flags.code } : undefined;
+    // An active factor goes only with a code of it: asked for when none was given (a pending one needs none).
+    if (proof === undefined && (await ctx.client.factors.list()).items.some((factor) => factor.factorId === factorId && factor.status === 'ACTIVE')) {
+      proof = proofOf(await ctx.code());
+    }
+    await ctx.client.factors.remove(factorId, proof);
+    return undefined;
+  },
+  'users reset-factors': async (ctx) => {
+    await ctx.client.factors.resetForUser(arg(ctx, 0, 'userId'));
+    return undefined;
   },
   logout: async (ctx) => {
     if (ctx.client.getTokens() === undefined) throw new UsageError(`not logged in (no tokens in ${ctx.tokenFile})`);
@@ -172,6 +218,12 @@ export const COMMANDS: Record<string, Command> = {
       limit: numberArg(ctx.flags.limit, '--limit', true),
     }),
 };
+
+/** A typed code as the API takes it: six digits are a TOTP code, anything else a recovery code. */
+function proofOf(typed: string): { code: string } | { recoveryCode: string } {
+  const text = typed.trim();
+  return /^[0-9]{6}$/.test(text) ? { code: text } : { recoveryCode: text };
+}
 
 /** The columns `--output table` shows for the lists whose items are too wide to show whole. */
 export const TABLE_COLUMNS: Readonly<Record<string, readonly string[]>> = {

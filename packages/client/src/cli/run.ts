@@ -25,7 +25,8 @@ export async function run(argv: string[], vars: NodeJS.ProcessEnv): Promise<numb
     const saved = positionals[0] === 'login' ? undefined : readTokens(settings.tokenFile);
     const client = createClient({ ...settings.client, tokens: saved, onTokens: (t) => writeTokens(settings.tokenFile, t) });
     const password = async (): Promise<string> => flags.password ?? vars.PASSWORD ?? (await promptPassword('Password: '));
-    const result = await command({ client, args, flags, tokenFile: settings.tokenFile, password });
+    const code = async (): Promise<string> => flags.code ?? vars.TOTP_CODE ?? (await promptPassword('Code (or a recovery code): '));
+    const result = await command({ client, args, flags, tokenFile: settings.tokenFile, password, code });
     const lines = render(result, settings.output, TABLE_COLUMNS[name]);
     if (lines.length > 0) print('stdout', lines);
     return 0;

@@ -17,6 +17,8 @@ export const FLAGS = {
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
   password: { type: 'string' },
+  code: { type: 'string' },
+  'recovery-code': { type: 'string' },
   limit: { type: 'string' },
   data: { type: 'string' },
   username: { type: 'string' },

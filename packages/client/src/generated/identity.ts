@@ -80,6 +80,121 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show the second factor, and get tokens of a higher assurance level
+         * @description With an `aal` 1 access token (the password alone), a current TOTP code of the caller's active
+         *     factor, or one of its recovery codes, lifts the session to `aal` 2: the answer is a new token pair
+         *     of the same session, and the `aal` 1 access token presented is refused from then on (so is the
+         *     session's refresh token before). A TOTP step is accepted once: the same code, or one of an earlier
+         *     step, answers 401 `Invalid code`; a recovery code works once. A wrong code, and a caller without an
+         *     active factor, answer the same 401 `Invalid code`, in the same time. Five wrong codes in one session
+         *     end it, and each counts as a failed login of the user (CONTRACT.md part 4's block).
+         */
+        post: operations["verifySecondFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/factors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's second factors
+         * @description The caller's factors, pending and active, oldest first; never a secret.
+         */
+        get: operations["listFactors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/factors/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start enrolling a TOTP factor
+         * @description A new pending TOTP factor (RFC 6238: HMAC-SHA-1, 6 digits, 30-second steps) with its secret, shown
+         *     this once, in base32 and as the `otpauth://` URI authenticator apps read (a QR code of it). A pending
+         *     factor does nothing until confirmed; a new enrolment replaces one still pending. While the caller
+         *     has an active TOTP factor: 409 `Second factor already active`.
+         */
+        post: operations["enrollTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/factors/totp/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a TOTP factor with a current code
+         * @description A current code of the pending factor activates it. The answer holds 10 recovery codes, each usable
+         *     once in place of a code, shown only here. The session of this request is at `aal` 2 from then on (a
+         *     refresh gives its tokens); every other session of the user ends. A wrong code answers 401 `Invalid
+         *     code` (and counts as a wrong second-factor code); a factor that is not the caller's pending one,
+         *     404 `Factor not found`; another factor confirmed first, 409 `Second factor already active`.
+         */
+        post: operations["confirmTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/factors/{factorId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove one of the caller's factors
+         * @description An active factor goes only with a current code or a recovery code of it in the body (else 401
+         *     `Invalid code`, counted as a wrong second-factor code); a pending one needs neither. Every other
+         *     session of the user ends. Unknown, or another user's: 404 `Factor not found`.
+         */
+        delete: operations["removeFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/sessions": {
         parameters: {
             query?: never;
@@ -176,6 +291,28 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{userId}/factors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove every second factor of a user
+         * @description ADMIN only: for a user who lost both its device and its recovery codes. Every factor of the user
+         *     goes, and every session of it ends; it logs in with its password again and may enrol anew.
+         *     Recorded as `factor.removed`.
+         */
+        delete: operations["resetUserFactors"];
         options?: never;
         head?: never;
         patch?: never;
@@ -837,8 +974,63 @@ export interface components {
             items: components["schemas"]["Session"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /**
+         * Format: uuid
+         * @description A second factor's id.
+         */
+        FactorId: string;
+        /** @description The 6-digit code an authenticator app shows for the current 30-second step. */
+        TotpCode: string;
+        /** @description One of the recovery codes given at confirmation (case and dashes do not matter). */
+        RecoveryCode: string;
+        /** @description A current code, or a recovery code, of the caller's active factor. */
+        SecondFactorProof: {
+            code: components["schemas"]["TotpCode"];
+        } | {
+            recoveryCode: components["schemas"]["RecoveryCode"];
+        };
         /** @enum {string} */
-        AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified";
+        FactorType: "TOTP";
+        /** @enum {string} */
+        FactorStatus: "PENDING" | "ACTIVE";
+        TotpEnrollment: {
+            factorId: components["schemas"]["FactorId"];
+            /** @description The shared secret in base32, shown only here. */
+            secret: string;
+            /** @description The Key URI authenticator apps read (the QR code's text). */
+            otpauthUri: string;
+            /** @enum {string} */
+            status: "PENDING";
+        };
+        ConfirmTotpRequest: {
+            factorId: components["schemas"]["FactorId"];
+            code: components["schemas"]["TotpCode"];
+        };
+        ConfirmedFactor: {
+            factorId: components["schemas"]["FactorId"];
+            /** @enum {string} */
+            status: "ACTIVE";
+            /** @description Single-use codes to use instead of a TOTP code; shown only here. */
+            recoveryCodes: components["schemas"]["RecoveryCode"][];
+        };
+        Factor: {
+            factorId: components["schemas"]["FactorId"];
+            type: components["schemas"]["FactorType"];
+            status: components["schemas"]["FactorStatus"];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a code or a recovery code of it was last accepted.
+             */
+            lastUsedAt: string | null;
+        };
+        FactorPage: {
+            items: components["schemas"]["Factor"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @enum {string} */
+        AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified" | "factor.enrolled" | "factor.removed" | "second_factor.verified" | "second_factor.failed";
         /** @description One recorded change; fields that are not known are null. */
         AuditEvent: {
             /** Format: uuid */
@@ -945,7 +1137,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The caller's roles or ownership do not allow this operation (or this field change). */
+        /** @description The caller's roles or ownership do not allow this operation (or this field change); or its token is `aal` 1 of a user who must show a second factor (`Second factor required`, CONTRACT.md part 15). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1189,6 +1381,150 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    verifySecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SecondFactorProof"];
+            };
+        };
+        responses: {
+            /** @description The same session at `aal` 2, a new access token and a new refresh token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthenticationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listFactors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's factors (one page: a user has few). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactorPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    enrollTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending factor and its secret. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TotpEnrollment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    confirmTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfirmTotpRequest"];
+            };
+        };
+        responses: {
+            /** @description The factor is active; its recovery codes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfirmedFactor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller has no pending factor of that id. */
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                factorId: components["schemas"]["FactorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SecondFactorProof"];
+            };
+        };
+        responses: {
+            /** @description The factor is removed. The body is empty. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller has no factor of that id. */
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listSessions: {
         parameters: {
             query?: {
@@ -1347,6 +1683,34 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    resetUserFactors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's identifier. */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's factors are removed (also when it had none). The body is empty. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No user has that `userId`. */
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createUser: {
         parameters: {
             query?: never;
@@ -1479,8 +1843,9 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
-            /** @description A bearer token was sent but is missing, invalid, expired or blacklisted. */
             401: components["responses"]["Unauthorized"];
+            /** @description A bearer token was sent but is missing, invalid, expired or blacklisted. */
+            403: components["responses"]["Forbidden"];
             /** @description ADMIN caller only; no user has that username. Anonymous callers never get 404. */
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];

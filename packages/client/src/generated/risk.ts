@@ -235,6 +235,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description `Second factor required`: the token is `aal` 1 (the password alone) of a user who must show a second factor (CONTRACT.md part 15). */
+        SecondFactorRequired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "timestamp": "2025-06-01T10:15:30.123Z",
+                 *       "status": 403,
+                 *       "error": "Forbidden",
+                 *       "message": "Second factor required",
+                 *       "messages": [
+                 *         "Second factor required"
+                 *       ],
+                 *       "path": "/v1/weather-stations/get-cities"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description The named city, district or station does not exist. */
         NotFound: {
             headers: {
@@ -391,6 +412,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SecondFactorRequired"];
             /** @description Unknown city, or the district is not an official district of the city. */
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -425,6 +447,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SecondFactorRequired"];
             /** @description No station has that id. */
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
@@ -465,6 +488,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SecondFactorRequired"];
             /** @description Unknown city. */
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];
@@ -499,6 +523,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SecondFactorRequired"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -549,6 +574,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SecondFactorRequired"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };

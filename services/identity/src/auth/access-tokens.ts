@@ -10,6 +10,10 @@ export interface AccessTokenSubject {
   sessionId: string;
   /** When the session began: no token of it outlives the session's absolute lifetime. */
   sessionCreatedAt: Date;
+  /** The session's assurance level: 1 after the password, 2 after the second factor (CONTRACT.md part 15). */
+  aal: 1 | 2;
+  /** The user must show a second factor (it has one, or its roles require one): an `aal` 1 token is refused but for enrolment. */
+  secondFactorRequired: boolean;
 }
 
 export interface IssuedAccessToken {
@@ -19,7 +23,7 @@ export interface IssuedAccessToken {
   expiresAt: number;
 }
 
-/** Signs CONTRACT.md part 4 access tokens. */
+/** Signs CONTRACT.md part 4 access tokens, with part 15's `aal` and `sfr` (second factor required). */
 export interface AccessTokenIssuer {
   issue(subject: AccessTokenSubject): IssuedAccessToken;
 }
@@ -47,6 +51,8 @@ export function createAccessTokenIssuer(options: { key: SigningKey; issuer: stri
           exp: expiresAt,
           iss: options.issuer,
           aud: options.audience,
+          aal: subject.aal,
+          sfr: subject.secondFactorRequired,
         },
         options.key.privateKey,
         { algorithm: options.key.algorithm, keyid: options.key.kid },

@@ -1,4 +1,4 @@
-import type { RevocationWriter } from '@platform/auth';
+import type { RevocationWriter, Role } from '@platform/auth';
 import type { Logger } from '@platform/service-kit';
 import type { components } from '@platform/client/openapi/identity';
 import type { Mailer } from '../notifications/mailer.ts';
@@ -23,6 +23,8 @@ export interface AuthServices extends SessionServices {
   auditKey: string;
   /** Counts how a login ended, for the operators' metrics. */
   countLogin: (outcome: LoginOutcome) => void;
+  /** SECOND_FACTOR_REQUIRED_ROLES: tokens of their holders need the second factor, factor or not (CONTRACT.md part 15). */
+  secondFactorRequiredRoles: readonly Role[];
 }
 
 /** The authentication result of SPEC.md part 2 (openapi.yaml `AuthenticationResult`). */

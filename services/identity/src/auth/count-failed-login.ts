@@ -19,7 +19,7 @@ export interface FailedLoginDeps {
 /** What the `login.failed` event says of the attempt: the username as given and why it failed. */
 export interface FailedAttempt {
   username: string;
-  reason: 'wrong-password' | 'wrong-current-password';
+  reason: 'wrong-password' | 'wrong-current-password' | 'wrong-second-factor';
 }
 
 /**

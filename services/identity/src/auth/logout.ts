@@ -7,7 +7,8 @@ import type { AuthServices } from './auth-services.ts';
  * a token that does not verify is refused with 401 by the verifier. The token's user is the actor.
  */
 export async function logout(services: AuthServices, jwtToken: string, audit: AuditContext): Promise<void> {
-  const principal = await services.verifier.verify(jwtToken, { allowExpired: true, ignoreRevocation: true });
+  // Any token of the user's own may end its session, one of the password alone too (CONTRACT.md part 15).
+  const principal = await services.verifier.verify(jwtToken, { allowExpired: true, ignoreRevocation: true, firstFactorSuffices: true });
   await services.revocations.revoke(principal, principal.expiresAt);
   const session = { id: principal.sessionId, userId: principal.userId };
   await services.sessions.transaction((_trx, ending) => ending.one(withActor(audit, principal.userId), session, 'logout'));

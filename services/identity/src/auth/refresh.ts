@@ -6,6 +6,7 @@ import { findUserById } from '../user-records/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from '../sessions/sessions.repository.ts';
+import { needsSecondFactor } from '../factor-records/factors.repository.ts';
 
 function refused(reason: string): UnauthorizedError {
   return new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
@@ -47,7 +48,8 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
       parentId: record.id,
     });
-    return { ok: true, user, sessionId: record.sessionId, sessionCreatedAt: record.sessionCreatedAt } as const;
+    const secondFactorRequired = await needsSecondFactor(trx, user, services.secondFactorRequiredRoles);
+    return { ok: true, user, sessionId: record.sessionId, sessionCreatedAt: record.sessionCreatedAt, aal: record.sessionAal, secondFactorRequired } as const;
   });
   if (!outcome.ok) {
     if ('ended' in outcome && outcome.ended !== undefined) {
@@ -55,7 +57,8 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
     }
     throw refused(outcome.reason);
   }
-  const { user, sessionId, sessionCreatedAt } = outcome;
-  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId, sessionCreatedAt });
+  const { user, sessionId, sessionCreatedAt, aal, secondFactorRequired } = outcome;
+  // The session's level, as the second factor left it (CONTRACT.md part 15: a refresh keeps it).
+  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId, sessionCreatedAt, aal, secondFactorRequired });
   return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken: next };
 }

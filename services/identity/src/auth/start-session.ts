@@ -6,6 +6,7 @@ import type { UserRecord } from '../user-records/user.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { createSession, insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { needsSecondFactor } from '../factor-records/factors.repository.ts';
 
 /**
  * Opens a session for a user who just proved who they are, and hands out its first tokens: the failure
@@ -17,8 +18,11 @@ import { createSession, insertRefreshToken } from '../sessions/sessions.reposito
  */
 export async function startSession(services: AuthServices, user: UserRecord, audit: AuditContext): Promise<AuthenticationResult> {
   const refreshToken = newRefreshToken();
-  const { current, session } = await services.db.transaction(async (trx) => {
-    const now = await recordSuccessfulLogin(trx, user);
+  const { current, session, secondFactorRequired } = await services.db.transaction(async (trx) => {
+    // The password alone does not complete the login of a user who must show a second factor: its wrong
+    // codes stay counted (CONTRACT.md part 15), so that logging in again never buys more guesses.
+    const complete = !(await needsSecondFactor(trx, user, services.secondFactorRequiredRoles));
+    const now = await recordSuccessfulLogin(trx, user, { clearFailures: complete });
     if (now === undefined) {
       throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user changed while its password was checked (status or password)') });
     }
@@ -29,7 +33,7 @@ export async function startSession(services: AuthServices, user: UserRecord, aud
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
     });
     await insertAuditEvent(trx, audit, { type: 'login.succeeded', subjectUserId: user.id, details: { sessionId: created.id } });
-    return { current: now, session: created };
+    return { current: now, session: created, secondFactorRequired: await needsSecondFactor(trx, now, services.secondFactorRequiredRoles) };
   });
   const access = services.accessTokens.issue({
     userId: current.id,
@@ -37,6 +41,9 @@ export async function startSession(services: AuthServices, user: UserRecord, aud
     roles: current.roles,
     sessionId: session.id,
     sessionCreatedAt: session.createdAt,
+    // The password alone: a user with a factor, or a role that requires one, shows it next.
+    aal: 1,
+    secondFactorRequired,
   });
   return { username: current.username, type: 'Bearer', accessToken: access.token, refreshToken };
 }

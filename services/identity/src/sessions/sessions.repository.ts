@@ -10,7 +10,9 @@ export type SessionEndReason =
   | 'user-blocked'
   | 'username-changed'
   | 'max-lifetime'
-  | 'revoked';
+  | 'revoked'
+  | 'second-factor-failures'
+  | 'second-factor-changed';
 
 /** A stored refresh token with what a refresh needs to decide, read under a row lock. */
 export interface RefreshTokenRecord {
@@ -25,6 +27,8 @@ export interface RefreshTokenRecord {
   sessionEndedAt: Date | null;
   /** When the session started (login): its absolute lifetime counts from here. */
   sessionCreatedAt: Date;
+  /** The session's assurance level (CONTRACT.md part 15): a refresh keeps it. */
+  sessionAal: 1 | 2;
 }
 
 /** Where a session was opened: the client key and source address of its login, when known. */
@@ -131,6 +135,7 @@ export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer)
       't.revoked_at as revokedAt',
       's.revoked_at as sessionEndedAt',
       's.created_at as sessionCreatedAt',
+      's.aal as sessionAal',
     )) as RefreshTokenRecord | undefined;
   return row;
 }

@@ -10,7 +10,8 @@ import { endAllSessions } from './end-sessions.ts';
 export function sessionsRouter(services: SessionServices): Router {
   const router = Router();
   const authenticated = bearerAuth(services.verifier);
-  router.get('/v1/auth/sessions', authenticated, async (req, res) => {
+  // Listing its sessions needs no second factor (CONTRACT.md part 15): a user meeting the factor's demand can see where it is logged in.
+  router.get('/v1/auth/sessions', bearerAuth(services.verifier, { firstFactorSuffices: true }), async (req, res) => {
     res.json(await listSessions(services, principalOf(req), req.query as SessionsQuery));
   });
   router.delete('/v1/auth/sessions', authenticated, async (req, res) => {

@@ -150,16 +150,17 @@ export async function recordFailedLogin(db: Knex, userId: string, maxFailures: n
 
 /** A good login clears the failure count and records when it happened. */
 /**
- * Records a login of the user as it was when its password was checked: the failure count cleared, on the
+ * Records a login of the user as it was when its password was checked: the failure count cleared (when the
+ * password completes the login: a user who must show a second factor clears it with that factor), on the
  * row locked until the transaction ends, and only while the user is still ACTIVE with that very password
  * hash. Returns the user as it is now (its roles, its username), or undefined when it changed meanwhile:
  * a change of roles, status or password that commits while the password is being checked either comes
  * before (and is seen here) or waits for this login and then ends its session.
  */
-export async function recordSuccessfulLogin(trx: Knex.Transaction, user: Pick<UserRecord, 'id' | 'passwordHash'>): Promise<UserRecord | undefined> {
+export async function recordSuccessfulLogin(trx: Knex.Transaction, user: Pick<UserRecord, 'id' | 'passwordHash'>, options: { clearFailures: boolean }): Promise<UserRecord | undefined> {
   const rows = (await trx('users')
     .where({ id: user.id, status: 'ACTIVE', password_hash: user.passwordHash })
-    .update({ failed_login_count: 0, last_login_at: trx.fn.now() })
+    .update({ ...(options.clearFailures ? { failed_login_count: 0 } : {}), last_login_at: trx.fn.now() })
     .returning(COLUMNS)) as UserRecord[];
   return rows[0];
 }

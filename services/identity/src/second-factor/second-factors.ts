@@ -1,0 +1,220 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { type Principal, hasAnyRole } from '@platform/auth';
+import { ConflictError, NotFoundError, UnauthorizedError } from '@platform/errors';
+import { currentRequestLog } from '@platform/service-kit';
+import type { Knex } from '@platform/service-kit/database';
+import type { AuthServices, AuthenticationResult } from '../auth/auth-services.ts';
+import { countFailedLogin } from '../auth/count-failed-login.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
+import type { AuditContext } from '../request/audit-context.ts';
+import { canonicalUuid } from '../request/canonical-uuid.ts';
+import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
+import { insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { findUserById } from '../user-records/users.repository.ts';
+import {
+  type FactorRecord,
+  activateFactor,
+  deleteFactors,
+  findActiveFactor,
+  insertPendingFactor,
+  insertRecoveryCodes,
+  listUserFactors,
+  lockFactor,
+  useRecoveryCode,
+  useStep,
+} from '../factor-records/factors.repository.ts';
+import { RECOVERY_CODES, newRecoveryCode, recoveryCodeHash } from '../factor-records/recovery-codes.ts';
+import type { SecretBox } from '../factor-records/secret-box.ts';
+import { matchingStep, otpauthUri } from '../factor-records/totp.ts';
+
+/** Wrong codes in one session before it ends (CONTRACT.md part 15); each also counts as a failed login. */
+export const MAX_SECOND_FACTOR_FAILURES = 5;
+/** The bytes of a TOTP secret: 160 bits, RFC 4226's recommendation for HMAC-SHA-1. */
+const SECRET_BYTES = 20;
+
+/** What the second factor's use cases work with, beside authentication's; made once in app.ts. */
+export interface SecondFactorServices extends AuthServices {
+  /** Seals the TOTP secrets at rest (SECOND_FACTOR_ENCRYPTION_KEY). */
+  box: SecretBox;
+  /** The issuer an authenticator app shows beside the account (SECOND_FACTOR_ISSUER). */
+  issuerLabel: string;
+  /** Counts a verification's outcome, for the operators' metrics. */
+  countVerification: (outcome: 'verified' | 'failed') => void;
+}
+
+/** A code, or one of the recovery codes: what proves the second factor. */
+export type FactorProof = { code: string } | { recoveryCode: string };
+
+/** The one answer to a code that does not prove the factor, whatever was wrong (CONTRACT.md part 15). */
+const invalidCode = (reason: string): UnauthorizedError => new UnauthorizedError('Invalid code', { cause: new Error(reason) });
+
+/**
+ * Whether `proof` proves `factor` now, spending what it used: a TOTP step (once, and no earlier one after
+ * it) or a recovery code (once). A factor that is undefined (the user has none) is compared against a
+ * secret of no one, so that the answer and its time are those of a wrong code.
+ */
+async function proves(services: SecondFactorServices, factor: FactorRecord | undefined, proof: FactorProof): Promise<boolean> {
+  if ('recoveryCode' in proof) {
+    const hash = recoveryCodeHash(proof.recoveryCode);
+    return factor !== undefined && (await useRecoveryCode(services.db, factor.id, hash));
+  }
+  const secret = factor === undefined ? randomBytes(SECRET_BYTES) : services.box.open(factor.secret, factor.id);
+  const step = matchingStep(secret, proof.code, Date.now());
+  if (factor === undefined || step === undefined) return false;
+  return useStep(services.db, factor.id, step);
+}
+
+/**
+ * A code that did not prove the factor: counted against the session (the fifth ends it) and as a failed
+ * login of the user (part 4's permanent block), recorded; then the one 401.
+ */
+async function failed(services: SecondFactorServices, principal: Principal, audit: AuditContext, why: string): Promise<never> {
+  services.countVerification('failed');
+  const user = await findUserById(services.db, principal.userId);
+  const failures = await services.sessions.transaction(async (trx, ending) => {
+    const row = (await trx('sessions').where({ id: principal.sessionId }).increment('second_factor_failures', 1).returning('second_factor_failures')) as Array<{
+      second_factor_failures: number;
+    }>;
+    const count = row[0]?.second_factor_failures ?? 0;
+    await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures: count } });
+    if (count >= MAX_SECOND_FACTOR_FAILURES) await ending.one(audit, { id: principal.sessionId, userId: principal.userId }, 'second-factor-failures');
+    return count;
+  });
+  if (failures >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures }, 'session ended after repeated wrong second-factor codes');
+  if (user !== undefined) await countFailedLogin(services, user, audit, { username: user.username, reason: 'wrong-second-factor' });
+  throw invalidCode(why);
+}
+
+/** POST /v1/auth/factors/totp: a new pending TOTP factor, its secret shown once. 409 while one is active. */
+export async function enrollTotp(services: SecondFactorServices, principal: Principal): Promise<{ factorId: string; secret: string; otpauthUri: string; status: 'PENDING' }> {
+  if ((await findActiveFactor(services.db, principal.userId)) !== undefined) throw new ConflictError('Second factor already active');
+  const secret = randomBytes(SECRET_BYTES);
+  const id = randomUUID();
+  await services.db.transaction((trx) => insertPendingFactor(trx, { id, userId: principal.userId, secret: services.box.seal(secret, id) }));
+  const uri = otpauthUri(secret, services.issuerLabel, principal.username);
+  return { factorId: id, secret: new URL(uri).searchParams.get('secret') ?? '', otpauthUri: uri, status: 'PENDING' };
+}
+
+/**
+ * POST /v1/auth/factors/totp/confirm: a current code of the pending factor activates it and gives the
+ * recovery codes, shown this once. The session that proved it is at `aal` 2 from now on (a refresh gives
+ * its tokens); every other session of the user ends, so no token of the password alone works on.
+ */
+export async function confirmTotp(
+  services: SecondFactorServices,
+  principal: Principal,
+  audit: AuditContext,
+  input: { factorId: string; code: string },
+): Promise<{ factorId: string; status: 'ACTIVE'; recoveryCodes: string[] }> {
+  const factorId = canonicalUuid(input.factorId);
+  const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
+  if (found === undefined || found.status !== 'PENDING') throw new NotFoundError('Factor not found');
+  if (!(await proves(services, found, { code: input.code }))) return failed(services, principal, audit, 'wrong code at confirmation');
+  const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
+  const outcome = await services.sessions.transaction(async (trx, ending) => {
+    const factor = await lockFactor(trx, principal.userId, factorId);
+    if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
+    if (!(await activateFactor(trx, factorId))) return 'taken' as const;
+    await insertRecoveryCodes(trx, factorId, recoveryCodes.map(recoveryCodeHash));
+    await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2 });
+    await insertAuditEvent(trx, audit, { type: 'factor.enrolled', subjectUserId: principal.userId, details: { factorId, type: 'TOTP' } });
+    await endOtherSessions(trx, ending, audit, principal);
+    return 'active' as const;
+  });
+  if (outcome === 'gone') throw new NotFoundError('Factor not found');
+  if (outcome === 'taken') throw new ConflictError('Second factor already active');
+  return { factorId, status: 'ACTIVE', recoveryCodes };
+}
+
+/** Ends every live session of the principal's user but its own. */
+async function endOtherSessions(trx: Knex.Transaction, ending: Parameters<Parameters<SecondFactorServices['sessions']['transaction']>[0]>[1], audit: AuditContext, principal: Principal): Promise<void> {
+  const others = (await trx('sessions').where({ user_id: principal.userId }).whereNull('revoked_at').whereNot({ id: principal.sessionId }).pluck('id')) as string[];
+  for (const id of others) await ending.one(audit, { id, userId: principal.userId }, 'second-factor-changed');
+}
+
+/** GET /v1/auth/factors: the caller's factors, never a secret. */
+export async function listFactors(services: SecondFactorServices, principal: Principal): Promise<{ items: Array<{ factorId: string; type: 'TOTP'; status: 'PENDING' | 'ACTIVE'; createdAt: string; lastUsedAt: string | null }>; nextCursor: null }> {
+  const factors = await listUserFactors(services.db, principal.userId);
+  return {
+    items: factors.map((factor) => ({
+      factorId: factor.id,
+      type: factor.type,
+      status: factor.status,
+      createdAt: factor.createdAt.toISOString(),
+      lastUsedAt: factor.lastUsedAt?.toISOString() ?? null,
+    })),
+    nextCursor: null,
+  };
+}
+
+/**
+ * DELETE /v1/auth/factors/{factorId}: with a current code or a recovery code of the user's active factor,
+ * the factor goes (a pending one needs neither), and every other session of the user ends.
+ */
+export async function removeFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, givenFactorId: string, proof: FactorProof | undefined): Promise<void> {
+  const factorId = canonicalUuid(givenFactorId);
+  const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
+  if (found === undefined) throw new NotFoundError('Factor not found');
+  if (found.status === 'ACTIVE' && (proof === undefined || !(await proves(services, found, proof)))) return failed(services, principal, audit, 'wrong code at removal');
+  const removed = await services.sessions.transaction(async (trx, ending) => {
+    const ids = await deleteFactors(trx, principal.userId, factorId);
+    if (ids.length === 0) return false;
+    await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: principal.userId, details: { factorId, type: found.type, by: 'owner' } });
+    if (found.status === 'ACTIVE') await endOtherSessions(trx, ending, audit, principal);
+    return true;
+  });
+  if (!removed) throw new NotFoundError('Factor not found');
+}
+
+/** DELETE /v1/users/{userId}/factors (ADMIN): every factor of the user goes, and every session of it ends. */
+export async function resetUserFactors(services: SecondFactorServices, audit: AuditContext, givenUserId: string): Promise<void> {
+  const userId = canonicalUuid(givenUserId);
+  if ((await findUserById(services.db, userId)) === undefined) throw new NotFoundError('User not found');
+  await services.sessions.transaction(async (trx, ending) => {
+    const ids = await deleteFactors(trx, userId);
+    await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: userId, details: { factorIds: ids, by: 'admin' } });
+    await ending.allOf(audit, userId, 'second-factor-changed');
+  });
+}
+
+/**
+ * POST /v1/auth/second-factor: a code (or a recovery code) of the user's active factor lifts the session to
+ * `aal` 2: a new token pair of the same session, the session's refresh tokens before it retired, and the
+ * `aal` 1 access token presented refused from now on. A user without a factor gets the answer of a wrong
+ * code, in the same time.
+ */
+export async function verifySecondFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, proof: FactorProof): Promise<AuthenticationResult> {
+  const factor = await findActiveFactor(services.db, principal.userId);
+  if (!(await proves(services, factor, proof))) return failed(services, principal, audit, factor === undefined ? 'no active factor' : 'wrong code');
+  services.countVerification('verified');
+  const refreshToken = newRefreshToken();
+  const lifted = await services.db.transaction(async (trx) => {
+    const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forNoKeyUpdate().first('created_at as createdAt')) as { createdAt: Date } | undefined;
+    if (session === undefined) return undefined;
+    await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2, second_factor_failures: 0, last_used_at: trx.fn.now() });
+    // The login is complete: the user's count of failures starts again (CONTRACT.md part 4).
+    await trx('users').where({ id: principal.userId }).update({ failed_login_count: 0 });
+    await trx('refresh_tokens').where({ session_id: principal.sessionId }).whereNull('revoked_at').whereNull('used_at').update({ revoked_at: trx.fn.now() });
+    await insertRefreshToken(trx, { sessionId: principal.sessionId, tokenHash: refreshTokenHash(refreshToken), expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000) });
+    await insertAuditEvent(trx, audit, { type: 'second_factor.verified', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, with: 'code' in proof ? 'code' : 'recovery-code' } });
+    return session;
+  });
+  if (lifted === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the session ended meanwhile') });
+  // The aal 1 token of this session is refused from now on, everywhere.
+  await services.revocations.revoke(principal, principal.expiresAt);
+  const user = await findUserById(services.db, principal.userId);
+  if (user === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user is gone') });
+  const access = services.accessTokens.issue({
+    userId: user.id,
+    username: user.username,
+    roles: user.roles,
+    sessionId: principal.sessionId,
+    sessionCreatedAt: lifted.createdAt,
+    aal: 2,
+    secondFactorRequired: true,
+  });
+  return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken };
+}
+
+/** Whether a principal may act on users' factors as an ADMIN (DELETE /v1/users/{userId}/factors). */
+export const mayResetFactors = (principal: Principal): boolean => hasAnyRole(principal, ['ADMIN']);

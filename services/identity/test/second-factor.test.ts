@@ -1,0 +1,270 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { generate } from 'otplib';
+import request from 'supertest';
+import { secretBox } from '../src/factor-records/secret-box.ts';
+import { TOTP_STEP_S, hotp, stepAt } from '../src/factor-records/totp.ts';
+import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+
+/** The claims of an access token (no check: the service checked it). */
+const claimsOf = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+
+/** Not within 2 s of a step's end: a code computed now is still the server's current one when it arrives. */
+async function midStep(): Promise<void> {
+  const into = (Date.now() / 1000) % TOTP_STEP_S;
+  if (into > TOTP_STEP_S - 2) await sleep((TOTP_STEP_S - into + 0.2) * 1000);
+}
+
+/** A real authenticator's code for the secret of `otpauthUri`, at `offsetSteps` from now. */
+async function codeOf(otpauthUri: string, offsetSteps = 0): Promise<string> {
+  const secret = new URL(otpauthUri).searchParams.get('secret') ?? '';
+  return generate({ secret, epoch: Math.floor(Date.now() / 1000) + offsetSteps * TOTP_STEP_S });
+}
+
+describe('second factor: TOTP (CONTRACT.md part 15)', function () {
+  this.timeout(60_000);
+
+  describe('RFC 6238 appendix B (SHA-1, 8 digits, the secret "12345678901234567890")', () => {
+    const secret = Buffer.from('12345678901234567890');
+    for (const [time, code] of [
+      [59, '94287082'],
+      [1111111109, '07081804'],
+      [1111111111, '14050471'],
+      [1234567890, '89005924'],
+      [2000000000, '69279037'],
+      [20000000000, '65353130'],
+    ] as const) {
+      it(`at ${time}: ${code}`, () => {
+        assert.equal(hotp(secret, stepAt(time * 1000), 8), code);
+      });
+    }
+  });
+
+  describe('through identity', () => {
+    let identity: IdentityHarness;
+    before(async () => {
+      identity = await startIdentity();
+    });
+    after(async () => {
+      await identity.close();
+    });
+
+    const as = (token: string) => ({ Authorization: `Bearer ${token}` });
+    const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
+    const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
+
+    /** A user with an active factor; its first session at aal 2 after confirmation. */
+    async function enrolled(fields: Parameters<IdentityHarness['createUser']>[0] = {}) {
+      const user = await identity.createUser(fields);
+      const first = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', first.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      await midStep();
+      const confirmed = await post('/v1/auth/factors/totp/confirm', first.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      return { user, first, uri: enrolment.body.otpauthUri as string, factorId: enrolment.body.factorId as string, recoveryCodes: confirmed.body.recoveryCodes as string[] };
+    }
+
+    it('enrol, confirm with an authenticator\'s code, then a login is aal 1: refused (403) but for enrolment, the sessions and the second factor, which gives an aal 2 pair', async () => {
+      const { user, uri, recoveryCodes } = await enrolled();
+      assert.equal(recoveryCodes.length, 10);
+      assert.equal(new Set(recoveryCodes).size, 10);
+      assert.match(uri, /^otpauth:\/\/totp\/Identity%20Risk%20Platform:[^?]+\?secret=[A-Z2-7]+&issuer=Identity\+Risk\+Platform&algorithm=SHA1&digits=6&period=30$/);
+      const login = await identity.login(user);
+      assert.deepEqual([claimsOf(login.accessToken).aal, claimsOf(login.accessToken).sfr], [1, true]);
+      const refused = await get(`/v1/users/${user.id}`, login.accessToken);
+      assert.equal(refused.status, 403);
+      assert.equal(refused.body.message, 'Second factor required');
+      assert.equal((await get('/v1/auth/sessions', login.accessToken)).status, 200);
+      const factors = await get('/v1/auth/factors', login.accessToken);
+      assert.equal(factors.status, 200);
+      assert.deepEqual(factors.body.items.map((f: { type: string; status: string }) => [f.type, f.status]), [['TOTP', 'ACTIVE']]);
+      assert.ok(!JSON.stringify(factors.body).includes(new URL(uri).searchParams.get('secret') ?? '-'), 'the list shows the secret');
+      await midStep();
+      // The confirmation spent the current step: the next one's code.
+      const lifted = await post('/v1/auth/second-factor', login.accessToken, { code: await codeOf(uri, 1) });
+      assert.equal(lifted.status, 200, JSON.stringify(lifted.body));
+      assert.deepEqual([claimsOf(lifted.body.accessToken).aal, claimsOf(lifted.body.accessToken).sid], [2, claimsOf(login.accessToken).sid]);
+      assert.equal((await get(`/v1/users/${user.id}`, lifted.body.accessToken)).status, 200);
+      assert.equal((await get(`/v1/users/${user.id}`, login.accessToken)).status, 401, 'the aal 1 token lives on');
+      assert.equal((await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: login.refreshToken })).status, 401, 'the aal 1 refresh token lives on');
+      // A refresh keeps the session's level.
+      const refreshed = await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: lifted.body.refreshToken });
+      assert.equal(refreshed.status, 200);
+      assert.equal(claimsOf(refreshed.body.accessToken).aal, 2);
+      const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
+      for (const type of ['factor.enrolled', 'second_factor.verified']) assert.ok(events.includes(type), `no ${type}: ${events.join(', ')}`);
+    });
+
+    it('an aal 1 token logs out: the user who does not go on to the second factor can end the session it opened', async () => {
+      const { user } = await enrolled();
+      const login = await identity.login(user);
+      const out = await request(identity.app).post('/v1/auth/logout').send({ jwtToken: login.accessToken });
+      assert.equal(out.status, 200, JSON.stringify(out.body));
+      assert.equal((await get('/v1/auth/sessions', login.accessToken)).status, 401, 'the token lives on');
+      assert.equal((await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: login.refreshToken })).status, 401, 'the session lives on');
+    });
+
+    it('a code is used once: the same code again (or an earlier step) is 401 Invalid code; the same code twice at once is accepted once', async () => {
+      const { user, uri } = await enrolled();
+      await midStep();
+      // The confirmation spent the current step: it cannot be shown again.
+      const again = await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { code: await codeOf(uri) });
+      assert.equal(again.status, 401);
+      assert.equal(again.body.message, 'Invalid code');
+      // The next step, twice at once with the same code: one wins.
+      const [a, b] = await Promise.all([identity.login(user), identity.login(user)]);
+      const next = await codeOf(uri, 1);
+      const answers = await Promise.all([post('/v1/auth/second-factor', a.accessToken, { code: next }), post('/v1/auth/second-factor', b.accessToken, { code: next })]);
+      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 401]);
+      // An earlier step after a later one: refused.
+      assert.equal((await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { code: await codeOf(uri) })).status, 401);
+    });
+
+    it('clock edges: a code of the previous or the next step is accepted, one of two steps back is not', async () => {
+      for (const [offset, status] of [[-1, 200], [1, 200], [-2, 401], [2, 401]] as const) {
+        const user = await identity.createUser();
+        const session = await identity.login(user);
+        const enrolment = await post('/v1/auth/factors/totp', session.accessToken);
+        await midStep();
+        const res = await post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri, offset) });
+        assert.equal(res.status, status, `offset ${offset}: ${JSON.stringify(res.body)}`);
+      }
+    });
+
+    it('a recovery code works once, in any letter case; a wrong code and a user without a factor answer alike', async () => {
+      const { user, recoveryCodes } = await enrolled();
+      const first = await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { recoveryCode: recoveryCodes[0]!.toLowerCase() });
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      const reused = await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { recoveryCode: recoveryCodes[0] });
+      const wrong = await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { code: '000000' });
+      const noFactor = await post('/v1/auth/second-factor', (await identity.login(await identity.createUser())).accessToken, { code: '000000' });
+      const shape = (res: request.Response) => [res.status, res.body.error, res.body.message];
+      assert.deepEqual(shape(reused), [401, 'Unauthorized', 'Invalid code']);
+      assert.deepEqual(shape(wrong), shape(reused));
+      assert.deepEqual(shape(noFactor), shape(reused));
+    });
+
+    it('five wrong codes end the session, each counted as a failed login of the user, which a password login alone does not clear', async () => {
+      const { user } = await enrolled();
+      const login = await identity.login(user);
+      for (let i = 0; i < 5; i += 1) assert.equal((await post('/v1/auth/second-factor', login.accessToken, { code: '000000' })).status, 401);
+      assert.equal((await get('/v1/auth/sessions', login.accessToken)).status, 401, 'the session outlived five wrong codes');
+      const row = (await identity.db('users').where({ id: user.id }).first('failed_login_count', 'status')) as { failed_login_count: number; status: string };
+      assert.equal(row.failed_login_count, 5);
+      // Logging in again with the password clears nothing: the next wrong code is the sixth failure, blocked (CONTRACT.md part 4).
+      assert.equal((await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { code: '000000' })).status, 401);
+      assert.equal(((await identity.db('users').where({ id: user.id }).first('status')) as { status: string }).status, 'BLOCKED');
+    });
+
+    it('the secret is sealed at rest (AES-256-GCM, bound to its row): neither it nor its base32 is stored, and another key cannot open it', async () => {
+      const { factorId, uri } = await enrolled();
+      const row = (await identity.db('second_factors').where({ id: factorId }).first('secret')) as { secret: Buffer };
+      const base32 = new URL(uri).searchParams.get('secret') ?? '';
+      assert.ok(!row.secret.toString('latin1').includes(base32));
+      assert.equal(secretBox(identity.config.SECOND_FACTOR_ENCRYPTION_KEY).open(row.secret, factorId).length, 20);
+      assert.throws(() => secretBox('another-key-of-thirty-two-characters!!').open(row.secret, factorId));
+      assert.throws(() => secretBox(identity.config.SECOND_FACTOR_ENCRYPTION_KEY).open(row.secret, 'another row'));
+    });
+
+    it('a second active factor is refused (409), and of two confirmations at once one wins', async () => {
+      const { first } = await enrolled();
+      const second = await post('/v1/auth/factors/totp', first.accessToken);
+      assert.equal(second.status, 409);
+      assert.equal(second.body.message, 'Second factor already active');
+      const user = await identity.createUser();
+      const session = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', session.accessToken);
+      await midStep();
+      const code = await codeOf(enrolment.body.otpauthUri);
+      const answers = await Promise.all([0, 1].map(() => post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: enrolment.body.factorId, code })));
+      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 401]);
+      assert.equal((await identity.db('second_factors').where({ user_id: user.id, status: 'ACTIVE' }).select('id')).length, 1);
+    });
+
+    it('removing a factor needs a current code or a recovery code, and ends every other session; an ADMIN\'s reset ends them all', async () => {
+      const { user, factorId, uri, first, recoveryCodes } = await enrolled();
+      const other = await post('/v1/auth/second-factor', (await identity.login(user)).accessToken, { recoveryCode: recoveryCodes[0] });
+      assert.equal(other.status, 200);
+      const without = await request(identity.app).delete(`/v1/auth/factors/${factorId}`).set(as(first.accessToken)).send();
+      assert.equal(without.status, 401);
+      await midStep();
+      const removed = await request(identity.app).delete(`/v1/auth/factors/${factorId}`).set(as(first.accessToken)).send({ code: await codeOf(uri, 1) });
+      assert.equal(removed.status, 200, JSON.stringify(removed.body));
+      assert.equal((await get(`/v1/users/${user.id}`, other.body.accessToken)).status, 401, 'another session outlived the removal');
+      assert.equal((await get('/v1/auth/factors', first.accessToken)).body.items.length, 0);
+      // An ADMIN's reset: every session of the user ends, its factors go.
+      const again = await enrolled();
+      const admin = await identity.tokenFor(['ADMIN']);
+      const reset = await request(identity.app).delete(`/v1/users/${again.user.id}/factors`).set(as(admin));
+      assert.equal(reset.status, 200);
+      assert.equal((await get('/v1/auth/sessions', again.first.accessToken)).status, 401);
+      assert.equal((await identity.db('second_factors').where({ user_id: again.user.id }).select('id')).length, 0);
+      const notAdmin = await request(identity.app).delete(`/v1/users/${again.user.id}/factors`).set(as(await identity.tokenFor(['POWER_USER'])));
+      assert.equal(notAdmin.status, 403);
+    });
+
+    it('the last ADMIN\'s way back (docs/second-factor.md): the documented SQL removes its factors and records it in the audit trail', async () => {
+      const { user, first } = await enrolled({ roles: ['ADMIN'] });
+      const markdown = readFileSync(fileURLToPath(new URL('../../../docs/second-factor.md', import.meta.url)), 'utf8');
+      const sql = /```sql\n([\s\S]*?)```/.exec(markdown)?.[1] ?? '';
+      assert.match(sql, /DELETE FROM second_factors/);
+      const url = (identity.db.client.config as { connection: { connectionString: string } }).connection.connectionString;
+      const psql = spawnSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-v', `admin=${user.username.toUpperCase()}`, '-v', 'operator=test run'], { input: sql, encoding: 'utf8' });
+      assert.equal(psql.status, 0, psql.stderr);
+      assert.equal((await identity.db('second_factors').where({ user_id: user.id }).select('id')).length, 0);
+      const event = (await identity.db('audit_events').where({ subject_user_id: user.id, type: 'factor.removed' }).first('details')) as { details: Record<string, unknown> };
+      assert.deepEqual([event.details.by, event.details.operator], ['database', 'test run']);
+      // Its session was aal 2; a login now is the password alone, asked for nothing (no factor, no required role here).
+      assert.equal((await get('/v1/auth/factors', first.accessToken)).body.items.length, 0);
+    });
+
+    it('a password reset neither removes the factor nor gets past it', async () => {
+      const { user } = await enrolled();
+      const admin = await identity.tokenFor(['ADMIN']);
+      const ticket = await post('/v1/users/password-reset-request', admin, { username: user.username });
+      assert.equal(ticket.status, 201);
+      const newPassword = 'a-rare-passphrase-after-reset';
+      assert.equal((await request(identity.app).post('/v1/users/password-reset').send({ userId: user.id, token: ticket.body.token, newPassword })).status, 200);
+      const login = await identity.login({ username: user.username, password: newPassword });
+      assert.equal(claimsOf(login.accessToken).sfr, true);
+      assert.equal((await get(`/v1/users/${user.id}`, login.accessToken)).status, 403);
+      assert.equal((await identity.db('second_factors').where({ user_id: user.id, status: 'ACTIVE' }).select('id')).length, 1);
+    });
+  });
+
+  describe('SECOND_FACTOR_REQUIRED_ROLES (ADMIN outside local)', () => {
+    let identity: IdentityHarness;
+    before(async () => {
+      identity = await startIdentity({ SECOND_FACTOR_REQUIRED_ROLES: 'ADMIN' });
+    });
+    after(async () => {
+      await identity.close();
+    });
+
+    it('an ADMIN without a factor: its aal 1 token opens enrolment only; once enrolled, a refresh gives aal 2 and the ADMIN\'s powers', async () => {
+      const admin = await identity.createUser({ roles: ['ADMIN'] });
+      const login = await identity.login(admin);
+      assert.deepEqual([claimsOf(login.accessToken).aal, claimsOf(login.accessToken).sfr], [1, true]);
+      const auth = { Authorization: `Bearer ${login.accessToken}` };
+      const search = await request(identity.app).get('/v1/users').set(auth);
+      assert.equal(search.status, 403);
+      assert.equal(search.body.message, 'Second factor required');
+      assert.equal((await request(identity.app).get('/v1/audit/events').set(auth)).status, 403);
+      const enrolment = await request(identity.app).post('/v1/auth/factors/totp').set(auth).send({});
+      assert.equal(enrolment.status, 201);
+      await midStep();
+      const code = await codeOf(enrolment.body.otpauthUri);
+      assert.equal((await request(identity.app).post('/v1/auth/factors/totp/confirm').set(auth).send({ factorId: enrolment.body.factorId, code })).status, 200);
+      const refreshed = await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: login.refreshToken });
+      assert.equal(claimsOf(refreshed.body.accessToken).aal, 2);
+      assert.equal((await request(identity.app).get('/v1/users').set({ Authorization: `Bearer ${refreshed.body.accessToken}` })).status, 200);
+      // A user of another role is not asked for one.
+      const plain = await identity.login(await identity.createUser());
+      assert.equal(claimsOf(plain.accessToken).sfr, false);
+    });
+  });
+});
