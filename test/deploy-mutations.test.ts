@@ -56,6 +56,12 @@ describe('deployment checks on a broken copy', () => {
     includes(overlayProblems('prod', built('prod', 'identity'), root), 'MAIL_PROVIDER=log is not allowed in prod');
   });
 
+  it('rejects a TOKEN_ISSUER that is not the gateway\'s public origin, or that differs between the deployables', () => {
+    mutate('deploy/k8s/overlays/prod/gateway/kustomization.yaml', 'TOKEN_ISSUER=https://api.example.com', 'TOKEN_ISSUER=https://gateway.internal.example.com');
+    includes(overlayProblems('prod', built('prod', 'gateway'), root, ['api.example.com', 'risk.example.com']), 'TOKEN_ISSUER must be the origin of one of the gateway\'s public hosts');
+    includes(overlayProblems('prod', built('prod'), root), 'TOKEN_ISSUER differs between the deployables');
+  });
+
   it('rejects a secret written into a manifest instead of referenced', () => {
     mutate(
       'deploy/k8s/base/identity/deployment.yaml',

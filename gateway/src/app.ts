@@ -4,6 +4,7 @@ import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type R
 import type { GatewayConfig } from './config.ts';
 import { createAdmissionStore } from './admission/admission.ts';
 import { cors } from './cors/cors.ts';
+import { discoveryHandler } from './discovery/discovery.routes.ts';
 import { docsRouter } from './docs/docs.routes.ts';
 import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
@@ -15,6 +16,8 @@ import { idempotencyKeyLifetimeS, nonceLifetimeS } from './signing/signature-pol
 
 /** The paths of the docs router (case-insensitive, as Express routes by default). */
 const DOCS_PATHS = /^\/(openapi\.json|docs)(\/|$)/i;
+/** Where the discovery documents are; the handler leaves the other well-known paths to the 404. */
+const WELL_KNOWN_PATHS = /^\/\.well-known\//;
 
 /** Everything the gateway app needs, made by the composition root (or by a test). */
 export interface GatewayDeps {
@@ -81,8 +84,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const proxyTo = (route: UpstreamRoute) =>
     createUpstreamClient({ name: route.name, target: route.url, timeoutMs: config.UPSTREAM_TIMEOUT_MS, alwaysMessages: route === routes.risk });
   const upstreams = { identity: proxyTo(routes.identity), risk: proxyTo(routes.risk) };
-  // Re-validated every JWKS_REFRESH_MS from the first bearer request on: a key identity withdrew (a leaked
-  // one) stops verifying here within seconds, not when the cached set ages out.
+  // Re-validated every JWKS_REFRESH_MS from the first bearer request (or request for the published keys)
+  // on: a key identity withdrew (a leaked one) stops verifying here, and is no longer published, within
+  // seconds, not when the cached set ages out.
   const tokenKeys = jwksKeySource({
     url: config.IDENTITY_JWKS_URL,
     refreshIntervalMs: config.JWKS_REFRESH_MS,
@@ -90,15 +94,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
   const tokens = createTokenVerifier({
     keys: tokenKeys,
-    issuer: config.JWT_ISSUER,
+    issuer: config.TOKEN_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
-  // One Express layer for the three: every layer costs each request a dispatch and its allocations
+  // One Express layer for the four: every layer costs each request a dispatch and its allocations
   // (issue 27); inSequence runs them in order, as layers would, errors included.
   app.use(
     inSequence([
       cors(config.CORS_ORIGINS),
       onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)),
+      // Unsigned, before the API's checks: the keys published are the very ones the tokens are verified with.
+      onlyUnder(WELL_KNOWN_PATHS, discoveryHandler({ issuer: config.TOKEN_ISSUER, keys: tokenKeys })),
       apiRouter({
         operations: operationTable(deps.apiDocument, Object.values(routes)),
         upstreams,
@@ -106,6 +112,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
         rateLimits: config.GATEWAY_RATE_LIMITS,
         tokens,
+        tokenBinding: config.TOKEN_BINDING === 'on',
         admission,
         metrics: createGatewayMetrics(deps.metrics),
         logger,

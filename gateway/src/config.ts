@@ -1,3 +1,4 @@
+import { tokenSettingsSpec } from '@platform/auth';
 import { join } from 'node:path';
 import { type ConfigOf, env, httpLimitsSpec, internalAssertionSpec, packageRoot, redisConfigSpec, tracingSpec } from '@platform/service-kit';
 import { DEFAULT_RATE_LIMITS_JSON, parseRateLimits } from './rate-limit/rate-limits.ts';
@@ -29,8 +30,7 @@ export const gatewayConfigSpec = {
     { min: 100, max: 60_000 },
     { default: 2000 },
   ),
-  JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
-  JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
+  ...tokenSettingsSpec,
   GATEWAY_CLIENT_KEYS: env.custom('JSON array of client keys { keyId, alg, secret | publicKey, notAfter? }; unused when GATEWAY_CLIENT_KEYS_FILE is set', parseClientKeys, {
     localDefault: LOCAL_CLIENT_KEYS,
     // Outside local one of the two is required: gatewayConfigProblems says so.

@@ -9,6 +9,8 @@ import { type Gateway, createGateway } from '../src/app.ts';
 import { gatewayConfigSpec } from '../src/config.ts';
 import { docsRouter } from '../src/docs/docs.routes.ts';
 import { loadApiDocument } from '../src/docs/load-api-document.ts';
+import { operationTable } from '../src/proxy/operation-table.ts';
+import { upstreamRoutes } from '../src/proxy/routes.ts';
 
 type Json = Record<string, unknown>;
 const config = loadConfig(gatewayConfigSpec, {});
@@ -35,6 +37,11 @@ function operations(doc: Json): Array<[string, Json]> {
   return Object.entries(doc.paths as Json).flatMap(([path, item]) => Object.entries(item as Json).map(([method, op]): [string, Json] => [`${method} ${path}`, op as Json]));
 }
 
+/** The operations the gateway proxies: all but those it serves itself. */
+function proxied(doc: Json): Array<[string, Json]> {
+  return operations(doc).filter(([, op]) => op['x-served-by-gateway'] !== true);
+}
+
 describe('the merged API document', () => {
   let doc: OpenApiDocument;
   let identity: Json;
@@ -46,13 +53,34 @@ describe('the merged API document', () => {
     risk = parse(await readFile(config.RISK_OPENAPI_PATH, 'utf8')) as Json;
   });
 
-  it('has every path of both services except the JWKS, which the gateway does not route', () => {
-    const expected = [...Object.keys(identity.paths as Json), ...Object.keys(risk.paths as Json)].filter((p) => p !== '/.well-known/jwks.json');
+  it('has every path of both services, and the discovery paths the gateway serves itself in place of identity\'s JWKS', () => {
+    const expected = [...Object.keys(identity.paths as Json), ...Object.keys(risk.paths as Json), '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'];
     assert.deepEqual(Object.keys(doc.paths as Json).sort(), expected.sort());
   });
 
-  it('requires the signature and the idempotency key on every operation, on top of its own security', () => {
-    for (const [name, op] of operations(doc)) {
+  it('documents the discovery (CONTRACT.md part 16) as the gateway\'s own: GET and HEAD, unsigned, x-served-by-gateway, proxied never', () => {
+    const discovery = operations(doc).filter(([, op]) => op['x-served-by-gateway'] === true);
+    assert.deepEqual(discovery.map(([name]) => name).sort(), [
+      'get /.well-known/jwks.json',
+      'get /.well-known/oauth-authorization-server',
+      'get /.well-known/openid-configuration',
+      'head /.well-known/jwks.json',
+      'head /.well-known/oauth-authorization-server',
+      'head /.well-known/openid-configuration',
+    ]);
+    for (const [name, op] of discovery) {
+      assert.deepEqual(op.security, [], name);
+      assert.deepEqual(Object.keys(op.responses as Json).sort(), name.endsWith('jwks.json') ? ['200', '304', '503'] : ['200', '304'], name);
+    }
+    const [, jwks] = discovery.find(([name]) => name === 'get /.well-known/jwks.json')!;
+    assert.deepEqual(((jwks.responses as Json)['200'] as Json).content, { 'application/json': { schema: { $ref: '#/components/schemas/Jwks' } } });
+    const table = operationTable(doc, Object.values(upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL })));
+    assert.deepEqual(table.operations.filter((op) => op.template.startsWith('/.well-known/')), []);
+    assert.equal(table.match('GET', '/.well-known/jwks.json'), undefined);
+  });
+
+  it('requires the signature and the idempotency key on every proxied operation, on top of its own security', () => {
+    for (const [name, op] of proxied(doc)) {
       const security = op.security as Json[];
       assert.ok(security.length > 0 && security.every((s) => 'requestSignature' in s), name);
       assert.deepEqual((op.parameters as Json[])[0], { $ref: '#/components/parameters/IdempotencyKey' }, name);
@@ -67,7 +95,7 @@ describe('the merged API document', () => {
   it('documents the rate limit (CONTRACT.md part 12): 429 with Retry-After and the RateLimit fields, which every answer of its own carries', () => {
     const limited = ((doc.components as Json).responses as Json).GatewayRateLimited as Json;
     assert.deepEqual(Object.keys(limited.headers as Json).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After']);
-    for (const [name, op] of operations(doc)) {
+    for (const [name, op] of proxied(doc)) {
       for (const [status, response] of Object.entries(op.responses as Json)) {
         const r = response as Json;
         if (typeof r.$ref === 'string') continue;

@@ -87,7 +87,10 @@ describe('gateway operation allow-list (CONTRACT.md part 8)', () => {
       '/v1/auth',
       '/v1/authx/login',
       '/v1/unknown',
-      '/.well-known/jwks.json',
+      // The gateway serves its own discovery documents (CONTRACT.md part 16), under these names only.
+      '/.well-known/jwks.json/',
+      '/.well-known/JWKS.json',
+      '/.well-known/other',
     ]) {
       for (const method of ['GET', 'POST']) {
         const res = await signed(method, target, { body: method === 'POST' ? body : undefined, bearer: token });

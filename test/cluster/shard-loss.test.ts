@@ -117,7 +117,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     try {
       for (const client of clients) assert.ok(await waitForRedis(client, 10_000));
       const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));
-      const verifiers = readers.map((revocations) => createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, revocations }));
+      const verifiers = readers.map((revocations) => createTokenVerifier({ keys, issuer: identity.config.TOKEN_ISSUER, audience: identity.config.JWT_AUDIENCE, revocations }));
       const user = await identity.createUser();
       const token = (await identity.login(user)).accessToken;
       for (const verifier of verifiers) assert.equal((await verifier.verify(token)).userId, user.id);
@@ -210,7 +210,7 @@ describe('a Redis Cluster shard that loses its data or its master (CONTRACT.md p
     try {
       assert.ok(await waitForRedis(client, 10_000));
       const keys = staticKeySource(new Map([[identity.signingKey.kid, identity.signingKey.publicKey]]));
-      const verifier = createTokenVerifier({ keys, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, revocations });
+      const verifier = createTokenVerifier({ keys, issuer: identity.config.TOKEN_ISSUER, audience: identity.config.JWT_AUDIENCE, revocations });
       // A session on a shard that still has a replica (an earlier test killed a master, and with it a replica).
       const withReplica = new Map((await cluster.masters()).flatMap((m) => (m.replicaPort === undefined ? [] : [[m.port, m.replicaPort] as const])));
       let victim: Holder | undefined;

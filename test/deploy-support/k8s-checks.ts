@@ -234,7 +234,7 @@ export function overlayProblems(appEnv: AppEnv, objects: readonly K8sObject[], r
     }
   }
   // The deployables of one environment share the token blacklist and the token rules.
-  for (const key of ['REDIS_KEY_PREFIX', 'JWT_ISSUER', 'JWT_AUDIENCE']) {
+  for (const key of ['REDIS_KEY_PREFIX', 'TOKEN_ISSUER', 'JWT_AUDIENCE']) {
     const values = new Set([...envs].map(([name, env]) => JSON.stringify(resolvedValue(DEPLOYABLES.find((d) => d.name === name)!.spec, env, key))));
     if (values.size > 1) problems.push(`${appEnv}: ${key} differs between the deployables: ${[...values].join(', ')}`);
   }
@@ -252,5 +252,11 @@ export function overlayProblems(appEnv: AppEnv, objects: readonly K8sObject[], r
     if (hosts !== undefined && JSON.stringify(ruleHosts) !== JSON.stringify([...hosts].sort())) problems.push(`${appEnv} Ingress: hosts ${ruleHosts.join(', ')} are not ${hosts.join(', ')}`);
   }
   if (present.some((d) => d.name === 'gateway') && !objects.some((o) => o.kind === 'Ingress')) problems.push(`${appEnv}: the gateway needs an Ingress`);
+  // Every token names the gateway's public origin as `iss`: the host of one of the environment's Ingress rules (CONTRACT.md part 16).
+  const issuer = envs.get('gateway')?.get('TOKEN_ISSUER');
+  if (hosts !== undefined && issuer !== undefined) {
+    const host = 'literal' in issuer ? URL.parse(issuer.literal)?.hostname : undefined;
+    if (host === undefined || !hosts.includes(host)) problems.push(`${appEnv}: TOKEN_ISSUER must be the origin of one of the gateway's public hosts (${hosts.join(', ')})`);
+  }
   return problems;
 }

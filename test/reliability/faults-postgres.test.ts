@@ -68,7 +68,7 @@ describe('identity and risk when Postgres dies or freezes (real processes, Postg
         RISK_DATABASE_URL: riskDb.viaProxy,
         RISK_INDEX_POLL_MS: '200',
         IDENTITY_JWKS_URL: jwks.url,
-        JWT_ISSUER: issuer.issuer,
+        TOKEN_ISSUER: issuer.issuer,
         JWT_AUDIENCE: issuer.audience,
       }),
     ]);

@@ -38,7 +38,7 @@ describe('gateway when Redis dies or freezes (real processes)', function () {
       IDENTITY_URL: identity.url,
       RISK_URL: risk.url,
       IDENTITY_JWKS_URL: jwks.url,
-      JWT_ISSUER: issuer.issuer,
+      TOKEN_ISSUER: issuer.issuer,
       JWT_AUDIENCE: issuer.audience,
       GATEWAY_CLIENT_KEYS: JSON.stringify([{ keyId: KEY.keyId, alg: KEY.alg, secret: KEY.secret }]),
     });

@@ -83,8 +83,14 @@ describe('security: OWASP API Top 10 (2023) across the platform, through the rea
       }
     });
 
-    it('when asked for the gateway\'s metrics or identity\'s key set through the public port, answers 404', async () => {
-      for (const path of ['/metrics', '/.well-known/jwks.json']) assert.equal((await sendRaw(stack.gatewayUrl, 'GET', path)).status, 404, path);
+    it('when asked for the gateway\'s metrics through the public port, answers 404; the key set it publishes there holds public keys only', async () => {
+      assert.equal((await sendRaw(stack.gatewayUrl, 'GET', '/metrics')).status, 404);
+      // The gateway's own JWKS (CONTRACT.md part 16), not identity's proxied: the keys it verifies tokens with.
+      const jwks = await sendRaw(stack.gatewayUrl, 'GET', '/.well-known/jwks.json');
+      assert.equal(jwks.status, 200);
+      const { keys } = jwks.json() as { keys: Array<Record<string, unknown>> };
+      assert.ok(keys.length > 0);
+      for (const key of keys) for (const part of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']) assert.equal(part in key, false, `${String(key.kid)} carries ${part}`);
     });
   });
 

@@ -1,4 +1,4 @@
-import { type TokenVerifier, assertSecondFactor } from '@platform/auth';
+import { TOKEN_BOUND_ELSEWHERE_MESSAGE, type TokenVerifier, assertSecondFactor, isBoundElsewhere } from '@platform/auth';
 import { UnauthorizedError } from '@platform/errors';
 import type { Step } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
@@ -17,10 +17,12 @@ export function verifyBearer(tokens: TokenVerifier): Step {
 
 /**
  * Step 6, after admission: the bearer verdict, then the revocation admission read (a revoked token keeps its
- * idempotency key: a 401 is not a 5xx), then the second factor: an `aal` 1 token of a user who must show one
- * answers 403 `Second factor required` but on the operations of enrolment and the second factor itself.
+ * idempotency key: a 401 is not a 5xx), then the binding: with `binding` on, a token issued to another client
+ * key than the one whose signature the request carries answers 401 `Token bound to another client` (CONTRACT.md
+ * part 16), then the second factor: an `aal` 1 token of a user who must show one answers 403 `Second factor
+ * required` but on the operations of enrolment and the second factor itself.
  */
-export function requireBearer(metrics: GatewayMetrics): Step {
+export function requireBearer(metrics: GatewayMetrics, binding: boolean): Step {
   return (request) => {
     if (request.bearer.fault !== undefined) {
       metrics.rejected('bearer');
@@ -31,6 +33,10 @@ export function requireBearer(metrics: GatewayMetrics): Step {
       throw new UnauthorizedError('Bad Credentials', { cause: new Error('token is revoked') });
     }
     const { principal } = request.bearer;
+    if (principal !== undefined && binding && isBoundElsewhere(principal, request.keyId)) {
+      metrics.rejected('token-binding');
+      throw new UnauthorizedError(TOKEN_BOUND_ELSEWHERE_MESSAGE, { cause: new Error(`token bound to client key ${principal.clientKeyId}`) });
+    }
     if (principal !== undefined && !request.operation.firstFactorSuffices && principal.aal < 2 && principal.secondFactorRequired) {
       metrics.rejected('second-factor');
       assertSecondFactor(principal);

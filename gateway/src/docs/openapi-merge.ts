@@ -1,10 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
 import { type OpenApiDocument, type OpenApiOperation, type OpenApiPathItem, type SecurityRequirement, isReference, operationsOf, resolveRef } from '@platform/service-kit';
+import { DISCOVERY_SCHEMAS, DISCOVERY_TAG, discoveryPaths } from '../discovery/discovery-openapi.ts';
 import { QUOTA_HEADERS, gatewayComponents, gatewayInfo, type SigningFacts } from './gateway-openapi.ts';
 
 type Components = NonNullable<OpenApiDocument['components']>;
 
-/** Identity's key set is fetched by the gateway directly; it is not a public route (README, gateway). */
+/**
+ * Identity's key set is fetched by the gateway directly, never routed: at that path the gateway publishes
+ * the keys it verifies with itself (discovery/).
+ */
 const NOT_ROUTED = new Set(['/.well-known/jwks.json']);
 
 /** Every `$ref` in `value` rewritten through `renames` (old ref → new ref). */
@@ -49,9 +53,8 @@ function mergeComponents(identity: OpenApiDocument, risk: OpenApiDocument): { co
 }
 
 /**
- * Drops components nothing reaches from the paths (identity's key-set schemas once its JWKS route is
- * left out), so the served document lints clean. A component is kept whole, whatever part of it a
- * reference names.
+ * Drops components nothing reaches from the paths (what only a path left out used), so the served
+ * document lints clean. A component is kept whole, whatever part of it a reference names.
  */
 function withoutUnusedComponents(doc: OpenApiDocument): OpenApiDocument {
   const components = doc.components ?? {};
@@ -122,14 +125,17 @@ function gatewayPaths(doc: OpenApiDocument): Record<string, OpenApiPathItem> {
  * The public API document: the identity and risk documents merged as the gateway serves them, with
  * the signing scheme and the idempotency header added to every operation, the quota headers on its own
  * answers, and the gateway's own answers (401 signature, 409 replay/duplicate, 429 rate limit,
- * 502/503/504) where an operation does not list them.
+ * 502/503/504) where an operation does not list them; and the discovery paths the gateway serves
+ * itself, unsigned (`x-served-by-gateway`, never proxied).
  */
 export function mergeApiDocuments(identity: OpenApiDocument, risk: OpenApiDocument, facts: SigningFacts): OpenApiDocument {
   const { components, risk: renamedRisk } = mergeComponents(identity, risk);
   const identityPaths = gatewayPaths(identity);
   const riskPaths = gatewayPaths(renamedRisk);
-  const clash = Object.keys(riskPaths).find((p) => p in identityPaths);
-  if (clash !== undefined) throw new Error(`both documents define ${clash}`);
+  const ownPaths = discoveryPaths();
+  const all = [identityPaths, riskPaths, ownPaths].flatMap((paths) => Object.keys(paths));
+  const clash = all.find((path, at) => all.indexOf(path) !== at);
+  if (clash !== undefined) throw new Error(`${clash} is defined twice`);
   const used = new Set(
     [identity, renamedRisk].flatMap((doc) =>
       operationsOf(doc)
@@ -137,16 +143,17 @@ export function mergeApiDocuments(identity: OpenApiDocument, risk: OpenApiDocume
         .flatMap((o) => o.operation.tags ?? []),
     ),
   );
-  const tags = [...(identity.tags ?? []), ...(risk.tags ?? [])].filter((t) => used.has(t.name));
+  const tags = [...(identity.tags ?? []), ...(risk.tags ?? [])].filter((t) => used.has(t.name)).concat(DISCOVERY_TAG);
   const gateway = gatewayComponents(facts);
   return withoutUnusedComponents({
     openapi: '3.1.0',
     info: gatewayInfo(facts, identity.info ?? {}, risk.info ?? {}),
     servers: [{ url: '/', description: 'The gateway; one base URL serves both services.' }],
     tags,
-    paths: { ...identityPaths, ...riskPaths },
+    paths: { ...identityPaths, ...riskPaths, ...ownPaths },
     components: {
       ...components,
+      schemas: { ...components.schemas, ...DISCOVERY_SCHEMAS },
       securitySchemes: gateway.securitySchemes,
       parameters: { ...components.parameters, ...gateway.parameters },
       headers: { ...components.headers, ...gateway.headers },

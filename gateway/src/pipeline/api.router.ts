@@ -27,6 +27,8 @@ export interface ApiRouterOptions {
   /** GATEWAY_RATE_LIMITS (CONTRACT.md part 12). */
   rateLimits: RateLimits;
   tokens: TokenVerifier;
+  /** TOKEN_BINDING=on: a bearer token bound to another client key than the request's is refused (CONTRACT.md part 16). */
+  tokenBinding: boolean;
   admission: AdmissionStore;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -54,7 +56,7 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
     verifySignature(options.signatures, options.rateLimits, metrics, logger),
     verifyBearer(options.tokens),
     admit(options.admission, metrics, logger),
-    requireBearer(metrics),
+    requireBearer(metrics, options.tokenBinding),
   ];
   const forwardTo = (operation: GatewayOperation) =>
     forward(options.upstreams[operation.upstream], { metrics, trustedProxyHops: options.trustedProxyHops, assertionKey: options.assertionKey });

@@ -13,7 +13,9 @@ export type RejectionReason =
   | 'nonce-reused'
   | 'idempotency-key-reused'
   | 'bearer'
+  | 'token-binding'
   | 'second-factor'
+  | 'introspection-key'
   | 'redis-unavailable'
   | 'revocations-restoring'
   | 'signed-in-loss-second';

@@ -16,6 +16,8 @@ export interface GatewayOperation {
    * `x-first-factor-suffices: true`: enrolment, the second factor itself; CONTRACT.md part 15).
    */
   firstFactorSuffices: boolean;
+  /** Only client keys whose entry says `"introspection": true` may call it (`x-client-key-introspection: true`; CONTRACT.md part 16). */
+  introspectionKeysOnly: boolean;
 }
 
 /** The path of a request target (`req.originalUrl`) without its query: what the table matches and routes by. */
@@ -67,7 +69,8 @@ function segmentsOf(template: string): Array<string | undefined> {
 }
 
 /**
- * The gateway's allow-list (CONTRACT.md part 8): exactly the operations of the merged API document.
+ * The gateway's allow-list (CONTRACT.md part 8): exactly the operations of the merged API document,
+ * but those it answers itself (`x-served-by-gateway`).
  * Paths are matched on the raw request path, case-sensitively and segment by segment: a parameter is
  * one non-empty segment, so `//`, a trailing `/` or another spelling of a literal segment matches
  * nothing. Methods are the documented ones only (no implicit HEAD or OPTIONS), as the services answer.
@@ -76,12 +79,15 @@ export function operationTable(document: OpenApiDocument, routes: readonly Upstr
   const operations: GatewayOperation[] = [];
   const byTemplate = new Map<string, Map<string, GatewayOperation>>();
   for (const { method, path: template, security, operation } of operationsOf(document)) {
+    // The discovery (CONTRACT.md part 16) is the gateway's own: never proxied, so in no upstream's table.
+    if (operation['x-served-by-gateway'] === true) continue;
     const entry: GatewayOperation = {
       method: method.toUpperCase(),
       template,
       upstream: upstreamOf(template, routes),
       needsBearer: requiresBearer(security),
       firstFactorSuffices: (operation as { 'x-first-factor-suffices'?: unknown })['x-first-factor-suffices'] === true,
+      introspectionKeysOnly: (operation as { 'x-client-key-introspection'?: unknown })['x-client-key-introspection'] === true,
     };
     let byMethod = byTemplate.get(template);
     if (byMethod === undefined) byTemplate.set(template, (byMethod = new Map()));

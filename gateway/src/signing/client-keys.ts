@@ -5,7 +5,11 @@ import { parseRfc3339DateTime } from './rfc3339-date-time.ts';
  * A client key of CONTRACT.md parts 2 and 12, as configured in GATEWAY_CLIENT_KEYS (or its file). From
  * `notAfter` (epoch ms) on, its signatures are refused.
  */
-export type ClientKey = ({ keyId: string; alg: 'hmac-sha256'; secret: string } | { keyId: string; alg: 'ed25519'; publicKey: string }) & { notAfter?: number };
+export type ClientKey = ({ keyId: string; alg: 'hmac-sha256'; secret: string } | { keyId: string; alg: 'ed25519'; publicKey: string }) & {
+  notAfter?: number;
+  /** May call `POST /v1/auth/introspect` (CONTRACT.md part 16): a resource server's key, not every client's. */
+  introspection?: boolean;
+};
 
 /** The local default: one shared-secret key, so `pnpm start` needs no setup (CONTRACT.md part 2). */
 export const LOCAL_CLIENT_KEYS: readonly ClientKey[] = [{ keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' }];
@@ -28,6 +32,12 @@ function notAfterOf(value: unknown, name: string): { notAfter?: number } {
   }
 }
 
+function introspectionOf(value: unknown, name: string): { introspection?: boolean } {
+  if (value === undefined) return {};
+  if (typeof value !== 'boolean') throw new Error(`${name}: introspection must be true or false`);
+  return { introspection: value };
+}
+
 function parseOne(entry: unknown, index: number): ClientKey {
   const at = `entry ${index}`;
   if (typeof entry !== 'object' || entry === null) throw new Error(`${at} must be an object`);
@@ -40,7 +50,7 @@ function parseOne(entry: unknown, index: number): ClientKey {
     if (typeof e.secret !== 'string' || Buffer.byteLength(e.secret) < MIN_SECRET_BYTES) {
       throw new Error(`${name}: hmac-sha256 needs a "secret" of at least ${MIN_SECRET_BYTES} bytes`);
     }
-    return { keyId: e.keyId, alg: 'hmac-sha256', secret: e.secret, ...notAfterOf(e.notAfter, name) };
+    return { keyId: e.keyId, alg: 'hmac-sha256', secret: e.secret, ...notAfterOf(e.notAfter, name), ...introspectionOf(e.introspection, name) };
   }
   if (e.alg === 'ed25519') {
     if (typeof e.publicKey !== 'string') throw new Error(`${name}: ed25519 needs a "publicKey" in PEM`);
@@ -53,21 +63,21 @@ function parseOne(entry: unknown, index: number): ClientKey {
       throw new Error(`${name}: publicKey is not a readable PEM public key`);
     }
     if (type !== 'ed25519') throw new Error(`${name}: publicKey is ${type ?? 'unknown'}, not ed25519`);
-    return { keyId: e.keyId, alg: 'ed25519', publicKey: e.publicKey, ...notAfterOf(e.notAfter, name) };
+    return { keyId: e.keyId, alg: 'ed25519', publicKey: e.publicKey, ...notAfterOf(e.notAfter, name), ...introspectionOf(e.introspection, name) };
   }
   throw new Error(`${name}: alg must be hmac-sha256 or ed25519`);
 }
 
 /**
  * Parses GATEWAY_CLIENT_KEYS (or the content of GATEWAY_CLIENT_KEYS_FILE): a JSON array of
- * `{ keyId, alg, secret | publicKey, notAfter? }`. Errors name the entry and what is wrong with it, never a secret.
+ * `{ keyId, alg, secret | publicKey, notAfter?, introspection? }`. Errors name the entry and what is wrong with it, never a secret.
  */
 export function parseClientKeys(raw: string): readonly ClientKey[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new Error('must be a JSON array of { keyId, alg, secret | publicKey, notAfter? }');
+    throw new Error('must be a JSON array of { keyId, alg, secret | publicKey, notAfter?, introspection? }');
   }
   if (!Array.isArray(parsed) || parsed.length === 0) throw new Error('must be a non-empty JSON array');
   const keys = parsed.map(parseOne);

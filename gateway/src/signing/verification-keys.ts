@@ -8,6 +8,8 @@ export interface VerificationKey {
   key: KeyObject;
   /** Epoch ms from which its signatures are refused (CONTRACT.md part 12). */
   notAfter: number | undefined;
+  /** May call the introspection endpoint (CONTRACT.md part 16); false when absent. */
+  introspection?: boolean;
 }
 
 /** Where the verifier finds a key by id: a map made once, or the live set of a watched file. */
@@ -25,6 +27,7 @@ export function verificationKeys(keys: readonly ClientKey[]): ReadonlyMap<string
         alg: k.alg,
         key: k.alg === 'hmac-sha256' ? createSecretKey(Buffer.from(k.secret, 'utf8')) : createPublicKey(k.publicKey),
         notAfter: k.notAfter,
+        introspection: k.introspection === true,
       },
     ]),
   );

@@ -21,6 +21,8 @@ export interface VerifiedSignature {
   nonce: string;
   /** When the client says it signed (Unix seconds), within the skew window. */
   created: number;
+  /** The key may call the introspection endpoint (its entry says `"introspection": true`). */
+  introspection: boolean;
 }
 
 /**
@@ -51,5 +53,5 @@ export async function verifyRequestSignature(
   if (!(await signatureMatches(signatureBase(request, entry), entry.signature, key))) {
     throw new SignatureFault('signature does not match');
   }
-  return { keyId: params.keyId, nonce: params.nonce, created: params.created };
+  return { keyId: params.keyId, nonce: params.nonce, created: params.created, introspection: key.introspection === true };
 }

@@ -10,7 +10,7 @@ import { replayBornKey } from '../../src/admission/admission.ts';
 import { type FakeUpstream, deadUrl, startUpstream } from './fake-upstream.ts';
 import type { TestSigningKey } from './signing-client.ts';
 
-/** The client keys every test gateway knows: one of each algorithm. */
+/** The client keys every test gateway knows: one of each algorithm; the Ed25519 one is a resource server's, which may introspect tokens. */
 export interface TestKeys {
   hmac: TestSigningKey & { alg: 'hmac-sha256' };
   ed25519: TestSigningKey & { alg: 'ed25519' };
@@ -68,11 +68,11 @@ export async function startGateway(options: TestGatewayOptions): Promise<TestGat
     IDENTITY_URL: options.identityDown ? await deadUrl() : identity.url,
     RISK_URL: risk.url,
     IDENTITY_JWKS_URL: jwks.url,
-    JWT_ISSUER: issuer.issuer,
+    TOKEN_ISSUER: issuer.issuer,
     JWT_AUDIENCE: issuer.audience,
     GATEWAY_CLIENT_KEYS: JSON.stringify([
       { keyId: keys.hmac.keyId, alg: 'hmac-sha256', secret: keys.hmac.secret },
-      { keyId: keys.ed25519.keyId, alg: 'ed25519', publicKey: keys.ed25519Public.export({ type: 'spki', format: 'pem' }).toString() },
+      { keyId: keys.ed25519.keyId, alg: 'ed25519', publicKey: keys.ed25519Public.export({ type: 'spki', format: 'pem' }).toString(), introspection: true },
     ]),
     ...options.env,
   });

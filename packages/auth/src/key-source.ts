@@ -1,6 +1,7 @@
 import { type JsonWebKey, type KeyObject, createPublicKey } from 'node:crypto';
 import { ServiceUnavailableError } from '@platform/errors';
 import { periodic } from '@platform/service-kit';
+import { algorithmOf } from './key-algorithm.ts';
 
 /** Looks up the public key that verifies tokens with a given `kid`. */
 export interface KeySource {
@@ -11,6 +12,22 @@ export interface KeySource {
 /** A JSON Web Key Set as served at `/.well-known/jwks.json`. */
 export interface Jwks {
   keys: Array<JsonWebKey & { kid?: string }>;
+}
+
+/**
+ * The JWKS that publishes `keys` (public halves only, whatever was passed), in their order: each with its
+ * `kid`, the one algorithm it verifies (`algorithmOf`) and `use: sig`. A key with no such algorithm is left
+ * out, as no verifier of ours would accept a token it signed.
+ */
+export function publicJwks(keys: ReadonlyMap<string, KeyObject>): Jwks {
+  const published: Jwks['keys'] = [];
+  for (const [kid, key] of keys) {
+    const alg = algorithmOf(key);
+    if (alg === undefined) continue;
+    const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+    published.push({ ...publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' });
+  }
+  return { keys: published };
 }
 
 /** Keys known in-process (the identity service verifies with its own keys). */
@@ -61,6 +78,11 @@ export interface JwksKeySourceOptions {
 
 /** A key source over a JWKS URL; `close()` stops its background refresh. */
 export interface JwksKeySource extends KeySource {
+  /**
+   * Every key held now, by `kid`, fetched first when none is held yet, as `get` does; rejects (503) when
+   * keys cannot be had at all. A refresh replaces the map, never changes it: the answer is a snapshot.
+   */
+  current(): Promise<ReadonlyMap<string, KeyObject>>;
   close(): void;
 }
 
@@ -142,22 +164,31 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
       ? undefined
       : periodic(() => refresh(true), { intervalMs: options.refreshIntervalMs, onError: (err) => options.onError?.(err) });
 
+  /**
+   * The keys held, after the fetch the call calls for: the first one, or one for `kid` (a token's) when no
+   * held key has it, or one in the background when the keys have aged. Rejects (503) with no keys at all.
+   */
+  const held = async (kid?: string): Promise<Map<string, KeyObject>> => {
+    const now = Date.now();
+    if (keys === undefined) {
+      await refresh();
+      checks?.start();
+    } else if (kid !== undefined && !keys.has(kid)) {
+      // A fetch already running (another request with the new kid) may bring it: wait for it, start none.
+      if (inFlight !== undefined) await inFlight;
+      else if (now - attemptedAt >= minRefreshIntervalMs) await refresh();
+    } else if (now - fetchedAt >= maxAgeMs && now - attemptedAt >= minRefreshIntervalMs) {
+      void refresh();
+    }
+    if (keys === undefined) throw new ServiceUnavailableError('Token verification keys are unavailable');
+    return keys;
+  };
+
   return {
     async get(kid) {
-      const now = Date.now();
-      if (keys === undefined) {
-        await refresh();
-        checks?.start();
-      } else if (!keys.has(kid)) {
-        // A fetch already running (another request with the new kid) may bring it: wait for it, start none.
-        if (inFlight !== undefined) await inFlight;
-        else if (now - attemptedAt >= minRefreshIntervalMs) await refresh();
-      } else if (now - fetchedAt >= maxAgeMs && now - attemptedAt >= minRefreshIntervalMs) {
-        void refresh();
-      }
-      if (keys === undefined) throw new ServiceUnavailableError('Token verification keys are unavailable');
-      return keys.get(kid);
+      return (await held(kid)).get(kid);
     },
+    current: () => held(),
     close() {
       void checks?.stop();
     },

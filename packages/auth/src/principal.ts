@@ -1,4 +1,4 @@
-import { ForbiddenError } from '@platform/errors';
+import { ForbiddenError, UnauthorizedError } from '@platform/errors';
 import type { Role } from './roles.ts';
 
 /** Who a verified access token speaks for (CONTRACT.md part 4 claims, named for code). */
@@ -13,6 +13,10 @@ export interface Principal {
   tokenId: string;
   /** `exp`, epoch seconds. */
   expiresAt: number;
+  /** `iat`, epoch seconds; undefined when absent. */
+  issuedAt?: number;
+  /** `cnf.kid` (RFC 7800, CONTRACT.md part 16): the client key the token was issued to; undefined when unbound. */
+  clientKeyId?: string;
   /** `aal`: 1 after the password alone, 2 after the second factor too (CONTRACT.md part 15); 1 when absent. */
   aal: 1 | 2;
   /** `sfr`: the user must show its second factor (it has one, or its roles require one); false when absent. */
@@ -28,6 +32,23 @@ export const SECOND_FACTOR_REQUIRED_MESSAGE = 'Second factor required';
  */
 export function assertSecondFactor(principal: Principal): void {
   if (principal.aal < 2 && principal.secondFactorRequired) throw new ForbiddenError(SECOND_FACTOR_REQUIRED_MESSAGE);
+}
+
+/** The 401 of a token presented under another client key than the one it was issued to (CONTRACT.md part 16). */
+export const TOKEN_BOUND_ELSEWHERE_MESSAGE = 'Token bound to another client';
+
+/**
+ * Whether a token bound to a client key (`cnf.kid`) is presented under another one: `clientKeyId` is the key
+ * whose signature the request carries. An unbound token, or a request under no verified key (a direct call
+ * inside the cluster), is not bound elsewhere.
+ */
+export function isBoundElsewhere(principal: Pick<Principal, 'clientKeyId'>, clientKeyId: string | undefined): boolean {
+  return principal.clientKeyId !== undefined && clientKeyId !== undefined && clientKeyId !== '' && principal.clientKeyId !== clientKeyId;
+}
+
+/** Throws 401 `Token bound to another client` when `isBoundElsewhere`. */
+export function assertBoundTo(principal: Pick<Principal, 'clientKeyId'>, clientKeyId: string | undefined): void {
+  if (isBoundElsewhere(principal, clientKeyId)) throw new UnauthorizedError(TOKEN_BOUND_ELSEWHERE_MESSAGE);
 }
 
 /** True when the principal holds at least one of the roles. */

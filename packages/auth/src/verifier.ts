@@ -42,7 +42,8 @@ function reject(reason: string): never {
 }
 
 function principalOfClaims(claims: jwt.JwtPayload): Principal {
-  const { sub, username, roles, sid, jti, exp, aal, sfr } = claims as Record<string, unknown>;
+  const { sub, username, roles, sid, jti, exp, iat, aal, sfr, cnf } = claims as Record<string, unknown>;
+  const boundTo = cnf === undefined ? undefined : (cnf as { kid?: unknown } | null)?.kid;
   if (
     typeof sub !== 'string' ||
     typeof username !== 'string' ||
@@ -52,12 +53,27 @@ function principalOfClaims(claims: jwt.JwtPayload): Principal {
     !Array.isArray(roles) ||
     !roles.every(isRole) ||
     (aal !== undefined && aal !== 1 && aal !== 2) ||
-    (sfr !== undefined && typeof sfr !== 'boolean')
+    (sfr !== undefined && typeof sfr !== 'boolean') ||
+    (iat !== undefined && typeof iat !== 'number') ||
+    // A `cnf` that names no key would bind the token to nothing: refused, not taken as unbound.
+    (cnf !== undefined && (typeof boundTo !== 'string' || boundTo === ''))
   ) {
     reject('token claims are incomplete');
   }
   // Tokens of earlier versions carry neither: the password alone, no second factor asked of them.
-  return { userId: sub, username, roles, sessionId: sid, tokenId: jti, expiresAt: exp, aal: aal === 2 ? 2 : 1, secondFactorRequired: sfr === true };
+  return {
+    userId: sub,
+    username,
+    roles,
+    sessionId: sid,
+    tokenId: jti,
+    expiresAt: exp,
+    // Absent claims stay absent: a principal compares equal to one made without them.
+    ...(typeof iat === 'number' ? { issuedAt: iat } : {}),
+    ...(typeof boundTo === 'string' ? { clientKeyId: boundTo } : {}),
+    aal: aal === 2 ? 2 : 1,
+    secondFactorRequired: sfr === true,
+  };
 }
 
 /** The 503 message while Redis's revocation mirror is being re-seeded after a loss (CONTRACT.md part 13). */

@@ -118,6 +118,7 @@ describe('bearerAuth', () => {
       sessionId: sid,
       tokenId: jti,
       expiresAt: body.expiresAt,
+      issuedAt: body.issuedAt,
       // A token of earlier versions (no `aal`, no `sfr`): the password alone, no second factor asked of it.
       aal: 1,
       secondFactorRequired: false,

@@ -3,7 +3,8 @@ import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServiceUnavailableError, UnauthorizedError } from '@platform/errors';
-import { type Jwks, jwksKeySource, keysFromJwks, staticKeySource } from '../src/key-source.ts';
+import jwt from 'jsonwebtoken';
+import { type Jwks, jwksKeySource, keysFromJwks, publicJwks, staticKeySource } from '../src/key-source.ts';
 import { createTokenVerifier } from '../src/verifier.ts';
 import { type TestIssuer, createTestIssuer } from '../src/testing/index.ts';
 
@@ -513,5 +514,100 @@ describe('staticKeySource', () => {
     const source = staticKeySource(new Map([['k1', publicKey]]));
     assert.equal(await source.get('k1'), publicKey);
     assert.equal(await source.get('k2'), undefined);
+  });
+});
+
+describe('jwksKeySource current() (what the gateway publishes)', () => {
+  it('answers every key held, by kid, in the issuer\'s order; first calls at once fetch the JWKS once, later ones not again', async () => {
+    const first = createTestIssuer();
+    const second = createTestIssuer(first.issuer, first.audience);
+    const server = await startServer(serveJson(() => ({ keys: [...first.jwks.keys, ...second.jwks.keys] })));
+    try {
+      const source = jwksKeySource({ url: server.url });
+      const [a, b, key] = await Promise.all([source.current(), source.current(), source.get(first.kid)]);
+      assert.deepEqual([...a.keys()], [first.kid, second.kid]);
+      assert.equal(a, b);
+      assert.equal(a.get(first.kid), key, 'the very key objects `get` answers');
+      await source.current();
+      assert.equal(server.requests(), 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('when the endpoint is down at first use, rejects with 503, and fetches again at the next call', async () => {
+    const issuer = createTestIssuer();
+    let up = false;
+    const server = await startServer((req, res) => {
+      if (up) serveJson(() => issuer.jwks)(req, res);
+      else res.writeHead(503).end();
+    });
+    try {
+      const source = jwksKeySource({ url: server.url, minRefreshIntervalMs: 60_000 });
+      await assertUnavailable(source.current());
+      up = true;
+      assert.deepEqual([...(await source.current()).keys()], [issuer.kid]);
+      assert.equal(server.requests(), 2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('starts the background checks: a key the issuer withdraws is gone within about one interval; an answer already given is left as it was', async () => {
+    const kept = createTestIssuer();
+    const dropped = createTestIssuer(kept.issuer, kept.audience);
+    let served: Jwks = { keys: [...kept.jwks.keys, ...dropped.jwks.keys] };
+    const server = await startServer(serveWithEtag(() => served, []));
+    const source = jwksKeySource({ url: server.url, refreshIntervalMs: 50 });
+    try {
+      const before = await source.current();
+      served = kept.jwks;
+      await eventually(async () => !(await source.current()).has(dropped.kid), 1000, 'the withdrawn key gone');
+      assert.deepEqual([...(await source.current()).keys()], [kept.kid]);
+      assert.deepEqual([...before.keys()], [kept.kid, dropped.kid]);
+    } finally {
+      source.close();
+      await server.close();
+    }
+  });
+});
+
+describe('publicJwks', () => {
+  it('publishes each key\'s public half with its kid, its algorithm and use sig, in order, and reads back as the same keys', () => {
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    // Private keys given: only their public halves may come out.
+    const jwks = publicJwks(new Map([['e1', ec.privateKey], ['r1', rsa.privateKey]]));
+    assert.deepEqual(
+      jwks.keys.map(({ kid, alg, use, kty }) => ({ kid, alg, use, kty })),
+      [
+        { kid: 'e1', alg: 'ES256', use: 'sig', kty: 'EC' },
+        { kid: 'r1', alg: 'RS256', use: 'sig', kty: 'RSA' },
+      ],
+    );
+    for (const jwk of jwks.keys) for (const part of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']) assert.equal(part in jwk, false, `${String(jwk.kid)} carries ${part}`);
+    const read = keysFromJwks(jwks);
+    assert.ok(read.get('e1')?.equals(ec.publicKey));
+    assert.ok(read.get('r1')?.equals(rsa.publicKey));
+  });
+
+  it('verifies what the issuer signed: a token checks out with the published key', () => {
+    const issuer = createTestIssuer();
+    const [jwk] = publicJwks(new Map([[issuer.kid, createPublicKey(issuer.privateKey)]])).keys;
+    const claims = jwt.verify(issuer.sign({ username: 'pub@example.com' }), createPublicKey({ key: jwk!, format: 'jwk' }), { algorithms: ['ES256'] });
+    assert.equal((claims as jwt.JwtPayload).username, 'pub@example.com');
+  });
+
+  it('leaves out a key no verifier accepts: RSA under 2048 bits, another curve, Ed25519', () => {
+    const keys = new Map([
+      ['small-rsa', generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey],
+      ['p384', generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey],
+      ['ed', generateKeyPairSync('ed25519').publicKey],
+      ['good', generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey],
+    ]);
+    assert.deepEqual(
+      publicJwks(keys).keys.map((jwk) => jwk.kid),
+      ['good'],
+    );
   });
 });

@@ -71,7 +71,8 @@ describe('createTokenVerifier', () => {
       const sid = randomUUID();
       const jti = randomUUID();
       const exp = now() + 600;
-      const token = signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { sub, sid, jti, exp, username: 'ada@example.com', roles: ['ADMIN', 'POWER_USER'] }));
+      const iat = now();
+      const token = signWith(issuer.privateKey, 'ES256', issuer.kid, claimsOf(issuer, { sub, sid, jti, exp, iat, username: 'ada@example.com', roles: ['ADMIN', 'POWER_USER'] }));
       const principal = await verifier.verify(token);
       assert.deepEqual(principal, {
         userId: sub,
@@ -80,9 +81,18 @@ describe('createTokenVerifier', () => {
         sessionId: sid,
         tokenId: jti,
         expiresAt: exp,
+        issuedAt: iat,
         aal: 1,
         secondFactorRequired: false,
       });
+    });
+
+    it('when the token is bound to a client key (cnf.kid, CONTRACT.md part 16), the principal names it; a cnf naming no key is refused', async () => {
+      assert.equal((await verifier.verify(issuer.sign({ cnf: { kid: 'mobile-app' } }))).clientKeyId, 'mobile-app');
+      assert.equal('clientKeyId' in (await verifier.verify(issuer.sign())), false);
+      for (const cnf of [{}, { kid: '' }, { kid: 1 }, null, 'mobile-app', { jkt: 'x' }]) {
+        await assert.rejects(verifier.verify(issuer.sign({ cnf })), (err: Error & { status?: number }) => err.status === 401, JSON.stringify(cnf));
+      }
     });
 
     it('when the token has an empty role list, resolves a principal without roles', async () => {

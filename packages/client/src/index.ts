@@ -8,4 +8,5 @@ export { type RequestToSign, type SignedHeaders, newNonce, signRequest } from '.
 export { NONCE_PATTERN, type SignatureBase, type SignatureBaseInput, type SigningAlgorithm, queryComponent, signatureBase } from './signing/signature-base.ts';
 export { type Signer, type SigningKey, type WebCryptoKey, createSigner } from './signing/signer.ts';
 export { contentDigest } from './signing/encoding.ts';
+export { signedFetch } from './signing/signed-fetch.ts';
 export type * from './types.ts';

@@ -1,7 +1,7 @@
 // The SDK against the real gateway (its createGateway, real Redis, fake upstreams): what the SDK signs
 // is what the gateway verifies, for both algorithms, with a path, a query, a body and a bearer.
 import assert from 'node:assert/strict';
-import { type Client, ApiError, createClient } from '@platform/client';
+import { type Client, ApiError, createClient, createSigner, signedFetch } from '@platform/client';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { type FakeUpstream, startUpstream } from '../../../gateway/test/support/fake-upstream.ts';
 import { type TestGateway, startGateway } from '../../../gateway/test/support/gateway-harness.ts';
@@ -91,5 +91,25 @@ describe('@platform/client through the real gateway', () => {
     const retried = gw.risk.received.slice(seen);
     assert.equal(retried.length, 1);
     assert.notEqual(retried[0]!.headers['x-idempotency-key'], key);
+  });
+
+  it('signedFetch: a form POST, a GET with a query and a bearer token, each signed as the gateway verifies, with a fresh idempotency key each', async () => {
+    const fetchSigned = signedFetch(createSigner(gw.keys.hmac.keyId, gw.keys.hmac));
+    const seen = { identity: gw.identity.received.length, risk: gw.risk.received.length };
+    const revoked = await fetchSigned(new URL('/v1/auth/revoke', gw.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: 'abc' }),
+    });
+    assert.equal(revoked.status, 200, await revoked.text());
+    const withQuery = await fetchSigned(`${gw.url}/v1/weather-stations/get-districts-of?city=%C5%9Eanl%C4%B1urfa`, { headers: { authorization: `Bearer ${gw.issuer.sign()}` } });
+    assert.equal(withQuery.status, 200, await withQuery.text());
+    const [form] = gw.identity.received.slice(seen.identity);
+    assert.equal(form?.body.toString(), 'token=abc');
+    const [get] = gw.risk.received.slice(seen.risk);
+    assert.notEqual(form?.headers['x-idempotency-key'], get?.headers['x-idempotency-key']);
+    // Another key's signature over the same request is refused: the signature is the signer's.
+    const forged = await signedFetch(createSigner(gw.keys.hmac.keyId, { alg: 'hmac-sha256', secret: 'not-the-secret-0123456789' }))(`${gw.url}/v1/weather-stations/get-cities`);
+    assert.equal(forged.status, 401);
   });
 });

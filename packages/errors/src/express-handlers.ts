@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { errorBody } from './error-body.ts';
 import { MethodNotAllowedError, NotFoundError } from './http-errors.ts';
+import { oauthErrorBody } from './oauth-error.ts';
 import { toHttpError } from './to-http-error.ts';
 
 /** How an error handler fills `messages`. */
@@ -11,6 +12,11 @@ export interface ErrorHandlerOptions {
    * requests it returns true for (the gateway's answers on station paths).
    */
   messages?: 'always' | 'when-present' | ((req: Request) => boolean);
+  /**
+   * True for the requests whose 400 is answered in RFC 6749 §5.2's shape instead of SPEC.md's: the token
+   * endpoints' (CONTRACT.md part 16). Their other errors keep SPEC.md's, as the gateway's own answers there do.
+   */
+  oauth?: (req: Request) => boolean;
 }
 
 /**
@@ -37,8 +43,13 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
     if (httpError.status >= 500) {
       (res as { err?: unknown }).err = httpError.cause ?? httpError;
     }
-    const messages = httpError.messages ?? (always(req) ? [httpError.message] : undefined);
     res.set(httpError.headers);
+    if (httpError.status === 400 && options.oauth?.(req) === true) {
+      // RFC 6749 §5.2: never cached.
+      res.set('cache-control', 'no-store').status(400).json(oauthErrorBody(httpError.message));
+      return;
+    }
+    const messages = httpError.messages ?? (always(req) ? [httpError.message] : undefined);
     res.status(httpError.status).json(errorBody(httpError.status, httpError.message, req.originalUrl, messages));
   };
 }

@@ -2,5 +2,6 @@ export { type ErrorBody, errorBody, isErrorBody, reasonPhrase } from './error-bo
 export * from './http-errors.ts';
 export { type RequestLine, toHttpError } from './to-http-error.ts';
 export { type ErrorHandlerOptions, errorHandler, methodNotAllowedHandler, notFoundHandler } from './express-handlers.ts';
+export { type OAuthErrorBody, oauthErrorBody } from './oauth-error.ts';
 export { parseUpstreamError } from './parse-upstream-error.ts';
 export { isDependencyUnavailable } from './dependency-unavailable.ts';

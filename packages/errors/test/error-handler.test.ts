@@ -195,6 +195,23 @@ describe('errorHandler', () => {
     });
   }
 
+  it('on the requests `oauth` picks, answers a 400 in RFC 6749 §5.2\'s shape, never cached, and every other status in SPEC.md\'s', async () => {
+    const oauth = { oauth: (req: express.Request) => req.query.oauth === '1' };
+    const res = await request(appThrowing(new BadRequestError('token is missing'), { finished: false }, oauth)).get('/boom?oauth=1');
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body, { error: 'invalid_request', error_description: 'token is missing' });
+    assert.equal(res.headers['cache-control'], 'no-store');
+    for (const thrown of [new UnsupportedMediaTypeError(), new ServiceUnavailableError('restoring'), new Error('SELECT * FROM secrets')]) {
+      const other = await request(appThrowing(thrown, { finished: false }, oauth)).get('/boom?oauth=1');
+      assert.equal(typeof other.body.timestamp, 'string', JSON.stringify(other.body));
+      assert.equal(other.body.path, '/boom?oauth=1');
+      assert.doesNotMatch(other.text, /SELECT/);
+    }
+    // Any other request keeps SPEC.md's shape.
+    const other = await request(appThrowing(new BadRequestError('x'), { finished: false }, oauth)).get('/boom');
+    assertErrorBody(other, { status: 400, error: 'Bad Request', message: 'x', path: '/boom' });
+  });
+
   it('when the error is neither a 405 nor a 429, sends neither Allow nor Retry-After', async () => {
     const res = await request(appThrowing(new ConflictError())).get('/boom');
     assert.equal(res.status, 409);

@@ -42,7 +42,7 @@ const nameSpanByOperation: RequestHandler = (req, _res, next) => {
 /**
  * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id only under
  * its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
- * bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
+ * bodies and flat form bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
  * yet, then the 404 and error handlers.
  */
 export function createApiApp(options: ApiAppOptions): Express {
@@ -51,6 +51,8 @@ export function createApiApp(options: ApiAppOptions): Express {
     inSequence([
       trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),
       express.json({ limit: '100kb' }),
+      // The form bodies of the token endpoints (RFC 7662, RFC 7009): flat fields only, never nested objects.
+      express.urlencoded({ extended: false, limit: '100kb', parameterLimit: 20 }),
       rejectMalformedText,
       ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),
       strictNumericParameters(options.apiSpec),

@@ -28,6 +28,9 @@ export interface ServerLimits {
   maxBodyBytes?: number;
 }
 
+/** Node's default header limit (`--max-http-header-size`), which bounds the request line too. */
+const REQUEST_LINE_MAX_BYTES = 16_384;
+
 /**
  * An answer in the error shape for a request Node's parser refused before any middleware ran (header
  * section too large, malformed request line, headers not received in time), so even these carry
@@ -42,7 +45,9 @@ function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, 
   }
   const status =
     err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
-  const target = /^[A-Z]+ (\S+) HTTP\//.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 2048) : '')?.[1];
+  // The whole request line, however long the parser let it be (a target up to its 16 kB header limit): the
+  // body's `path` is the target, never `/` for a long one.
+  const target = /^[A-Z]+ (\S+) HTTP\//.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, REQUEST_LINE_MAX_BYTES) : '')?.[1];
   const message = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request not received in time' : 'Malformed HTTP request';
   // `messages` always: Node refuses these before any route is known, and station paths require it.
   const body = JSON.stringify(errorBody(status, message, target ?? '/', [message]));

@@ -38,6 +38,7 @@ function identityProdEnv(): Source {
     SMS_CODE_HMAC_KEY: 'sms-hmac-key-6161',
     INTERNAL_ASSERTION_KEY: 'internal-assertion-key-8842-long-enough',
     SECOND_FACTOR_ENCRYPTION_KEY: 'second-factor-key-5150-long-enough-for-aes',
+    TOKEN_ISSUER: 'https://api.example.org',
   };
 }
 
@@ -53,6 +54,7 @@ function gatewayProdEnv(): Source {
     IDENTITY_JWKS_URL: 'http://identity.internal:8081/.well-known/jwks.json',
     GATEWAY_CLIENT_KEYS: prodClientKeys,
     INTERNAL_ASSERTION_KEY: 'internal-assertion-key-8842-long-enough',
+    TOKEN_ISSUER: 'https://api.example.org',
   };
 }
 
@@ -68,11 +70,12 @@ const IDENTITY_REQUIRED = [
   'SMS_CODE_HMAC_KEY',
   'INTERNAL_ASSERTION_KEY',
   'SECOND_FACTOR_ENCRYPTION_KEY',
+  'TOKEN_ISSUER',
 ];
 
 /** Every gateway key without a plain default. */
 // GATEWAY_CLIENT_KEYS or GATEWAY_CLIENT_KEYS_FILE: one of the two, a rule across keys (gateway-config.test.ts).
-const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'INTERNAL_ASSERTION_KEY'];
+const GATEWAY_REQUIRED = ['REDIS_URL', 'IDENTITY_URL', 'RISK_URL', 'IDENTITY_JWKS_URL', 'INTERNAL_ASSERTION_KEY', 'TOKEN_ISSUER'];
 /** Secrets that may be absent outside local: optional by nature, or required by a rule across keys. */
 // REDIS_PASSWORD: a cluster without AUTH needs none; one Redis takes its password in REDIS_URL.
 const OPTIONAL_SECRETS = ['SMS_HTTP_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'GATEWAY_CLIENT_KEYS', 'REDIS_PASSWORD'];

@@ -99,6 +99,14 @@ describe('request guards of every process (service-kit)', () => {
     assert.deepEqual(body.messages, ['Request header fields too large'], 'station paths require messages, and no route is known yet');
   });
 
+  it('when a malformed request has a long target, the error body\'s path is that whole target, not `/`', async () => {
+    const target = `/fast/${'%5B'.repeat(1500)}`;
+    const text = await raw(server.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    assert.match(text, /^HTTP\/1\.1 400 /);
+    const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { path?: string };
+    assert.equal(body.path, target);
+  });
+
   it('when the headers trickle in past headersTimeoutMs, answers 408 in the error shape and closes', async () => {
     let n = 0;
     const started = performance.now();

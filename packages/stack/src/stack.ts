@@ -207,6 +207,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   env.IDENTITY_URL ??= urls.identity;
   env.RISK_URL ??= urls.risk;
   env.IDENTITY_JWKS_URL ??= `${urls.identity}/.well-known/jwks.json`;
+  // The gateway's origin as its clients reach it: every token's `iss` and the discovery's `issuer` (CONTRACT.md part 16).
+  env.TOKEN_ISSUER ??= `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${ports.gateway}`;
   if (options.databases !== undefined) {
     env.IDENTITY_DATABASE_URL = database('identity');
     env.RISK_DATABASE_URL = database('risk');

@@ -1,4 +1,5 @@
 import type { Migration } from '@platform/service-kit/database';
+import { auditTypes, setAuditTypes } from './audit-types.ts';
 
 const REASONS_BEFORE = `'logout', 'refresh-token-reuse', 'user-changed', 'password-reset', 'user-blocked', 'username-changed', 'max-lifetime', 'revoked'`;
 // second-factor-failures: 5 wrong codes in the session; second-factor-changed: a factor confirmed or removed
@@ -6,21 +7,6 @@ const REASONS_BEFORE = `'logout', 'refresh-token-reuse', 'user-changed', 'passwo
 const REASONS_AFTER = `${REASONS_BEFORE}, 'second-factor-failures', 'second-factor-changed'`;
 
 const TYPES_ADDED = ['factor.enrolled', 'factor.removed', 'second_factor.verified', 'second_factor.failed'];
-
-/** The audit types' constraint as it stands, read from the database: every migration before this one set it. */
-async function auditTypes(db: Parameters<Migration['up']>[0]): Promise<string[]> {
-  const { rows } = await db.raw<{ rows: Array<{ definition: string }> }>(
-    "SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = 'audit_events'::regclass AND conname = 'audit_events_type_check'",
-  );
-  return [...(rows[0]?.definition ?? '').matchAll(/'([a-z_.]+)'::text/g)].map((match) => match[1] as string);
-}
-
-async function setAuditTypes(db: Parameters<Migration['up']>[0], types: readonly string[]): Promise<void> {
-  await db.raw(`
-    ALTER TABLE audit_events DROP CONSTRAINT audit_events_type_check;
-    ALTER TABLE audit_events ADD CONSTRAINT audit_events_type_check CHECK (type IN (${types.map((type) => `'${type}'`).join(', ')}));
-  `);
-}
 
 /**
  * Second factors (CONTRACT.md part 15): a user's TOTP factors, their recovery codes, and each session's

@@ -37,6 +37,7 @@ import { loginAttemptCounter } from './auth/login-metrics.ts';
 import { secretBox } from './factor-records/secret-box.ts';
 import { secondFactorCounter } from './second-factor/second-factor-metrics.ts';
 import { secondFactorRouter } from './second-factor/second-factor.routes.ts';
+import { isTokenEndpoint, tokenEndpointsRouter } from './token-endpoints/token-endpoints.routes.ts';
 
 /** The contract this service is checked against. */
 export const OPENAPI_PATH = join(packageRoot(import.meta.url), 'openapi.yaml');
@@ -67,7 +68,7 @@ export function createApp(deps: IdentityDeps): Express {
   const verificationKeys = distinctKeys([deps.signingKey, ...deps.previousKeys]);
   const verifier = createTokenVerifier({
     keys: staticKeySource(new Map(verificationKeys.map((key) => [key.kid, key.publicKey]))),
-    issuer: config.JWT_ISSUER,
+    issuer: config.TOKEN_ISSUER,
     audience: config.JWT_AUDIENCE,
     revocations,
   });
@@ -84,7 +85,7 @@ export function createApp(deps: IdentityDeps): Express {
     throttle: createLoginThrottle(deps.redis, config.LOGIN_FAILURES_PER_MIN),
     accessTokens: createAccessTokenIssuer({
       key: deps.signingKey,
-      issuer: config.JWT_ISSUER,
+      issuer: config.TOKEN_ISSUER,
       audience: config.JWT_AUDIENCE,
       ttlS: config.ACCESS_TOKEN_TTL_S,
       sessionMaxLifetimeS: config.SESSION_MAX_LIFETIME_S,
@@ -100,6 +101,7 @@ export function createApp(deps: IdentityDeps): Express {
     auditKey: config.SMS_CODE_HMAC_KEY,
     countLogin: loginAttemptCounter(deps.metrics),
     secondFactorRequiredRoles: config.SECOND_FACTOR_REQUIRED_ROLES.filter(isRole),
+    tokenBinding: config.TOKEN_BINDING === 'on',
   };
   const app = createApiApp({
     logger: deps.logger,
@@ -110,9 +112,12 @@ export function createApp(deps: IdentityDeps): Express {
     apiSpec: OPENAPI_PATH,
     internalAssertionKey: config.INTERNAL_ASSERTION_KEY,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
+    // RFC 7662 and RFC 7009 answer their errors in RFC 6749's shape (CONTRACT.md part 16).
+    errors: { oauth: isTokenEndpoint },
     routers: [
       authRouter(auth, jwksOf(verificationKeys)),
       sessionsRouter(auth),
+      tokenEndpointsRouter({ ...auth, issuer: config.TOKEN_ISSUER }),
       secondFactorRouter({
         ...auth,
         box: secretBox(config.SECOND_FACTOR_ENCRYPTION_KEY),

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, redisConfigSpec, tracingSpec } from '@platform/service-kit';
-import { ROLES, isRole } from '@platform/auth';
+import { ROLES, isRole, tokenSettingsSpec } from '@platform/auth';
 import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
@@ -52,8 +52,7 @@ export const identityConfigSpec = {
   JWT_LOCAL_KEY_FILE: env.string('Local only: where the generated signing key is kept when JWT_PRIVATE_KEY is empty', {
     default: '.local/jwt-signing-key.pem',
   }),
-  JWT_ISSUER: env.string('`iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
-  JWT_AUDIENCE: env.string('`aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
+  ...tokenSettingsSpec,
   ACCESS_TOKEN_TTL_S: env.integer('Access token lifetime, seconds', { min: 60, max: 86_400 }, { default: 900 }),
   REVOCATION_MIRROR_CHECK_MS: env.integer(
     'How often each identity process checks that Redis still holds the revocation mirror (re-seeds it from Postgres when not)',

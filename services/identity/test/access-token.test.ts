@@ -85,7 +85,7 @@ describe('access tokens', () => {
         const { port } = server.address() as AddressInfo;
         const verifier = createTokenVerifier({
           keys: jwksKeySource({ url: `http://127.0.0.1:${port}/.well-known/jwks.json` }),
-          issuer: identity.config.JWT_ISSUER,
+          issuer: identity.config.TOKEN_ISSUER,
           audience: identity.config.JWT_AUDIENCE,
         });
         const principal = await verifier.verify(admin.accessToken);

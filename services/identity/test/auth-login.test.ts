@@ -44,7 +44,7 @@ describe('POST /v1/auth/login', () => {
     assert.equal(claims.sub, user.id);
     assert.equal(claims.username, user.username);
     assert.deepEqual(claims.roles, ['STANDARD_USER', 'POWER_USER']);
-    assert.equal(claims.iss, identity.config.JWT_ISSUER);
+    assert.equal(claims.iss, identity.config.TOKEN_ISSUER);
     assert.equal(claims.aud, identity.config.JWT_AUDIENCE);
     assert.equal(claims.exp! - claims.iat!, 900, '15 minutes by default');
     assert.match(String(claims.sid), /^[0-9a-f-]{36}$/);

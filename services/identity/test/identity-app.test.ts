@@ -99,7 +99,7 @@ describe('identity app', () => {
   describe('documented operations', () => {
     const document = parse(readFileSync(OPENAPI_PATH, 'utf8')) as { paths: Record<string, Record<string, unknown>> };
 
-    it('the document describes every operation of SPEC.md part 4 and CONTRACT.md (parts 11 and 15 included)', () => {
+    it('the document describes every operation of SPEC.md part 4 and CONTRACT.md (parts 11, 15 and 16 included)', () => {
       const operations = Object.entries(document.paths).flatMap(([path, item]) =>
         Object.keys(item)
           .filter((k) => ['get', 'post', 'patch', 'put', 'delete'].includes(k))
@@ -125,9 +125,11 @@ describe('identity app', () => {
         'POST /v1/accounts/phone-number-activation-request',
         'POST /v1/auth/factors/totp',
         'POST /v1/auth/factors/totp/confirm',
+        'POST /v1/auth/introspect',
         'POST /v1/auth/login',
         'POST /v1/auth/logout',
         'POST /v1/auth/refresh',
+        'POST /v1/auth/revoke',
         'POST /v1/auth/second-factor',
         'POST /v1/users/create',
         'POST /v1/users/password-reset',

@@ -32,7 +32,7 @@ describe('signing-key rotation: JWT_PREVIOUS_PUBLIC_KEYS', () => {
 
   /** An access token of `user`'s as the identity service signed it with `key` before the rotation. */
   const tokenSignedBy = (key: SigningKey) =>
-    createAccessTokenIssuer({ key, issuer: identity.config.JWT_ISSUER, audience: identity.config.JWT_AUDIENCE, ttlS: 900, sessionMaxLifetimeS: 86_400 }).issue({
+    createAccessTokenIssuer({ key, issuer: identity.config.TOKEN_ISSUER, audience: identity.config.JWT_AUDIENCE, ttlS: 900, sessionMaxLifetimeS: 86_400 }).issue({
       userId: user.id,
       username: user.username,
       roles: user.roles,

@@ -51,7 +51,7 @@ export function createRisk(deps: RiskDeps): Risk {
   const revocations = createRevocationReader(deps.redis, { logger });
   const verifier = createTokenVerifier({
     keys: tokenKeys,
-    issuer: config.JWT_ISSUER,
+    issuer: config.TOKEN_ISSUER,
     audience: config.JWT_AUDIENCE,
     revocations,
   });

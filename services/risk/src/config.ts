@@ -1,3 +1,4 @@
+import { tokenSettingsSpec } from '@platform/auth';
 import { type ConfigOf, databaseLimitsSpec, env, httpLimitsSpec, internalAssertionSpec, redisConfigSpec, tracingSpec } from '@platform/service-kit';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -24,8 +25,7 @@ export const riskConfigSpec = {
     { min: 100, max: 60_000 },
     { default: 2000 },
   ),
-  JWT_ISSUER: env.string('Expected `iss` of access tokens', { default: 'urn:identity-risk-platform:identity' }),
-  JWT_AUDIENCE: env.string('Expected `aud` of access tokens', { default: 'urn:identity-risk-platform:api' }),
+  ...tokenSettingsSpec,
   RISK_INDEX_POLL_MS: env.integer(
     'How often each replica asks Postgres whether the station tables changed, and if so rebuilds its in-memory index',
     { min: 50, max: 3_600_000 },

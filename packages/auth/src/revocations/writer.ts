@@ -41,6 +41,14 @@ export interface EndedSession {
   endedAt: Date;
 }
 
+/** An access token revoked alone (its session lives on), as the record (Postgres) holds it. */
+export interface RevokedToken {
+  tokenId: string;
+  sessionId: string;
+  /** The token's `exp`, epoch seconds. */
+  expiresAt: number;
+}
+
 export interface RevocationWriterOptions {
   logger: Logger;
   /** How often every bucket is looked at. */
@@ -49,6 +57,8 @@ export interface RevocationWriterOptions {
   accessTokenTtlS: number;
   /** Every session ended after `since`, in pages: what a re-seed writes back. */
   endedSince(since: Date): AsyncIterable<readonly EndedSession[]>;
+  /** The access tokens revoked alone that some verifier could still accept: written back by a re-seed too. */
+  revokedTokens?: () => Promise<readonly RevokedToken[]>;
   /** While looks keep failing, at most one reminder line per this many ms (default one a minute). */
   reminderMs?: number;
 }
@@ -131,7 +141,7 @@ export function createRevocationWriter(redis: Redis, options: RevocationWriterOp
     stamp.observe(Number(results.at(-2)?.[1]));
   };
 
-  /** Writes every session of `targets` ended within a token's life back from the record; resolves with how many. */
+  /** Writes every session of `targets` ended within a token's life, and every token revoked alone and still live, back from the record; resolves with how many. */
   const reseed = async (targets: ReadonlySet<number>): Promise<number> => {
     const since = new Date(Date.now() - (options.accessTokenTtlS + MARGIN_S) * 1000);
     let count = 0;
@@ -150,7 +160,19 @@ export function createRevocationWriter(redis: Redis, options: RevocationWriterOp
       );
       count += live.length;
     }
-    return count;
+    const tokens = (await options.revokedTokens?.()) ?? [];
+    const liveTokens = tokens
+      .filter((token) => targets.has(revocationBucket(token.sessionId)))
+      .map((token) => ({ token, until: revocationExpiry(token.expiresAt) }))
+      .filter(({ until }) => until * 1000 > Date.now());
+    await Promise.all(
+      [...byBucket(liveTokens, ({ token }) => token.sessionId)].map(async ([, group]) => {
+        const pipeline = redis.pipeline();
+        for (const { token, until } of group) pipeline.set(tokenKey(token), '1', 'EXAT', until);
+        assertAllDone(await pipeline.exec());
+      }),
+    );
+    return count + liveTokens.length;
   };
 
   /** Set while looks fail: since when, and when the log last said so. */

@@ -22,6 +22,8 @@ export interface TestTokenClaims {
   /** `aal` and `sfr` (CONTRACT.md part 15), left out when not given, as tokens of earlier versions are. */
   aal?: 1 | 2;
   sfr?: boolean;
+  /** `cnf` (CONTRACT.md part 16): the client key the token is bound to; left out when not given. */
+  cnf?: unknown;
 }
 
 /** An ES256 token issuer for tests of token consumers (gateway, risk): signs tokens and serves its JWKS. */
@@ -38,7 +40,7 @@ export interface TestIssuer {
 }
 
 /** Makes a key pair and an issuer around it. */
-export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:test:api'): TestIssuer {
+export function createTestIssuer(issuer = 'http://127.0.0.1:8080', audience = 'urn:test:api'): TestIssuer {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const kid = `test-${randomUUID()}`;
   const jwks: Jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] };
@@ -63,6 +65,7 @@ export function createTestIssuer(issuer = 'urn:test:identity', audience = 'urn:t
           exp: now + (claims.expiresInS ?? 900),
           ...(claims.aal === undefined ? {} : { aal: claims.aal }),
           ...(claims.sfr === undefined ? {} : { sfr: claims.sfr }),
+          ...(claims.cnf === undefined ? {} : { cnf: claims.cnf }),
         },
         privateKey,
         { algorithm: 'ES256', keyid: kid },

@@ -80,6 +80,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/introspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Whether a token is alive (RFC 7662)
+         * @description Token introspection for other gateways and resource servers (CONTRACT.md part 16). Callable only
+         *     through the gateway under a client key whose entry carries `"introspection": true`; any other
+         *     key gets 403 there. The answer comes from the very state the gateway decides by, at once: an
+         *     access token logged out, revoked, of an ended session (logout, password reset, role change,
+         *     block, an ADMIN's end), expired, signed by a key no longer published, malformed or unknown, and
+         *     a refresh token rotated, revoked, expired or of an ended session, all answer exactly
+         *     `{"active": false}`. While the revocations are being restored after Redis lost its data the
+         *     answer is 503, never a false `active: true`. A malformed request is answered in RFC 6749 §5.2's
+         *     shape (400 `invalid_request`); every other error in the platform's.
+         */
+        post: operations["introspectToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a token (RFC 7009)
+         * @description A refresh token ends its session (every token of it, everywhere, at once); an access token is
+         *     revoked alone, its session living on. The answer is 200 with no body for any token, known or
+         *     not, expired, already revoked, or bound to another client key (which it then leaves alone), so
+         *     it reveals nothing. A malformed request is answered in RFC 6749 §5.2's shape (400
+         *     `invalid_request`); every other error in the platform's.
+         */
+        post: operations["revokeToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/second-factor": {
         parameters: {
             query?: never;
@@ -742,6 +794,49 @@ export interface components {
         RefreshRequest: {
             refreshToken: components["schemas"]["RefreshToken"];
         };
+        TokenRequest: {
+            /** @description An access token or a refresh token. */
+            token: string;
+            /** @description `access_token` or `refresh_token`: which kind is looked up first. Any other value is ignored. */
+            token_type_hint?: string;
+            /** @description Sent by OAuth libraries for a client without a secret (RFC 6749 §2.3); ignored, the caller is the client key of the request's signature. */
+            client_id?: string;
+        };
+        IntrospectionResult: {
+            active: boolean;
+            /** @enum {string} */
+            token_type?: "access_token" | "refresh_token";
+            /**
+             * Format: uuid
+             * @description The user.
+             */
+            sub?: string;
+            username?: string;
+            /**
+             * Format: uuid
+             * @description The login session.
+             */
+            sid?: string;
+            /** @description The client key the token is bound to (`cnf.kid`); absent for a session opened without one. */
+            client_id?: string;
+            iss?: string;
+            /** @description Epoch seconds. */
+            exp?: number;
+            /** @description Epoch seconds. */
+            iat?: number;
+            roles?: components["schemas"]["Role"][];
+            /**
+             * @description 1 after the password alone, 2 after the second factor too (CONTRACT.md part 15).
+             * @enum {integer}
+             */
+            aal?: 1 | 2;
+        };
+        /** @description RFC 6749 §5.2's error shape, answered by the token endpoints only. */
+        OAuthError: {
+            /** @enum {string} */
+            error: "invalid_request";
+            error_description?: string;
+        };
         LogoutRequest: {
             /** @description The access token to blacklist. */
             jwtToken: components["schemas"]["AccessToken"];
@@ -1030,7 +1125,7 @@ export interface components {
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @enum {string} */
-        AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified" | "factor.enrolled" | "factor.removed" | "second_factor.verified" | "second_factor.failed";
+        AuditEventType: "login.succeeded" | "login.failed" | "user.created" | "user.updated" | "user.username_changed" | "user.password_changed" | "user.roles_changed" | "user.status_changed" | "user.blocked" | "user.unblocked" | "password_reset.requested" | "password_reset.completed" | "session.revoked" | "refresh_token.reused" | "account.created" | "account.updated" | "phone.code_sent" | "phone.verified" | "factor.enrolled" | "factor.removed" | "second_factor.verified" | "second_factor.failed" | "access_token.revoked";
         /** @description One recorded change; fields that are not known are null. */
         AuditEvent: {
             /** Format: uuid */
@@ -1247,6 +1342,39 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description The request is malformed: `token` missing, empty, repeated or too long, or a field this endpoint does not take. RFC 6749 §5.2 shape. */
+        OAuthBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "invalid_request",
+                 *       "error_description": "request/body must have required property 'token'"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthError"];
+            };
+        };
+        /** @description The request's client key is not marked `"introspection": true` (answered by the gateway). */
+        IntrospectionKeyRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "timestamp": "2026-01-31T10:00:00.000Z",
+                 *       "status": 403,
+                 *       "error": "Forbidden",
+                 *       "message": "This client key may not introspect tokens",
+                 *       "path": "/v1/auth/introspect"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /**
          * @description A dependency (Postgres, Redis) is down or not answering, the token revocations are being restored
          *     after Redis lost its data, or the request outlived the service's deadline (`REQUEST_DEADLINE_MS`).
@@ -1375,6 +1503,64 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    introspectToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token's state; `active` alone when it is not alive. */
+            200: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntrospectionResult"];
+                };
+            };
+            400: components["responses"]["OAuthBadRequest"];
+            403: components["responses"]["IntrospectionKeyRefused"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Revoked, or nothing to revoke. The body is empty. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["OAuthBadRequest"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalServerError"];

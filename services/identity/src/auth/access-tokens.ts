@@ -14,6 +14,8 @@ export interface AccessTokenSubject {
   aal: 1 | 2;
   /** The user must show a second factor (it has one, or its roles require one): an `aal` 1 token is refused but for enrolment. */
   secondFactorRequired: boolean;
+  /** The client key the session was opened under: the token carries it as `cnf.kid` (CONTRACT.md part 16); none for a direct call. */
+  clientKeyId?: string | null;
 }
 
 export interface IssuedAccessToken {
@@ -23,7 +25,7 @@ export interface IssuedAccessToken {
   expiresAt: number;
 }
 
-/** Signs CONTRACT.md part 4 access tokens, with part 15's `aal` and `sfr` (second factor required). */
+/** Signs CONTRACT.md part 4 access tokens, with part 15's `aal` and `sfr` (second factor required) and part 16's `cnf`. */
 export interface AccessTokenIssuer {
   issue(subject: AccessTokenSubject): IssuedAccessToken;
 }
@@ -53,6 +55,8 @@ export function createAccessTokenIssuer(options: { key: SigningKey; issuer: stri
           aud: options.audience,
           aal: subject.aal,
           sfr: subject.secondFactorRequired,
+          // RFC 7800 confirmation: the key whose signatures alone may present this token.
+          ...(subject.clientKeyId ? { cnf: { kid: subject.clientKeyId } } : {}),
         },
         options.key.privateKey,
         { algorithm: options.key.algorithm, keyid: options.key.kid },

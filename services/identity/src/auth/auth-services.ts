@@ -14,8 +14,8 @@ export interface AuthServices extends SessionServices {
   hasher: PasswordHasher;
   throttle: CallerThrottle;
   accessTokens: AccessTokenIssuer;
-  /** Revokes one access token at logout (its session ends through `sessions`). */
-  revocations: Pick<RevocationWriter, 'revoke'>;
+  /** Revokes one access token at logout (its session ends through `sessions`), or alone (sessions/revoked-tokens.ts). */
+  revocations: Pick<RevocationWriter, 'revoke' | 'missed'>;
   mailer: Mailer;
   maxFailedLogins: number;
   refreshTokenTtlS: number;
@@ -25,6 +25,8 @@ export interface AuthServices extends SessionServices {
   countLogin: (outcome: LoginOutcome) => void;
   /** SECOND_FACTOR_REQUIRED_ROLES: tokens of their holders need the second factor, factor or not (CONTRACT.md part 15). */
   secondFactorRequiredRoles: readonly Role[];
+  /** TOKEN_BINDING=on: a refresh token or a logout's token of a session opened under another client key is refused (CONTRACT.md part 16). */
+  tokenBinding: boolean;
 }
 
 /** The authentication result of SPEC.md part 2 (openapi.yaml `AuthenticationResult`). */

@@ -1,3 +1,4 @@
+import { assertBoundTo } from '@platform/auth';
 import { type AuditContext, withActor } from '../request/audit-context.ts';
 import type { AuthServices } from './auth-services.ts';
 
@@ -9,6 +10,8 @@ import type { AuthServices } from './auth-services.ts';
 export async function logout(services: AuthServices, jwtToken: string, audit: AuditContext): Promise<void> {
   // Any token of the user's own may end its session, one of the password alone too (CONTRACT.md part 15).
   const principal = await services.verifier.verify(jwtToken, { allowExpired: true, ignoreRevocation: true, firstFactorSuffices: true });
+  // Another client's token cannot end that client's session (CONTRACT.md part 16).
+  if (services.tokenBinding) assertBoundTo(principal, audit.clientKeyId ?? undefined);
   await services.revocations.revoke(principal, principal.expiresAt);
   const session = { id: principal.sessionId, userId: principal.userId };
   await services.sessions.transaction((_trx, ending) => ending.one(withActor(audit, principal.userId), session, 'logout'));

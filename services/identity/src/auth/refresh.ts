@@ -1,3 +1,4 @@
+import { TOKEN_BOUND_ELSEWHERE_MESSAGE, isBoundElsewhere } from '@platform/auth';
 import { UnauthorizedError } from '@platform/errors';
 import { currentRequestLog } from '@platform/service-kit';
 import type { AuditContext } from '../request/audit-context.ts';
@@ -29,6 +30,11 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
     }
     if (record.revokedAt !== null || record.sessionEndedAt !== null) return { ok: false, reason: 'session ended' } as const;
+    // Presented under another client key than the one that logged in (CONTRACT.md part 16): refused, and
+    // left as it was, so the session's own client keeps refreshing.
+    if (services.tokenBinding && isBoundElsewhere({ clientKeyId: record.sessionClientKeyId ?? undefined }, audit.clientKeyId ?? undefined)) {
+      return { ok: false, reason: `refresh token bound to client key ${record.sessionClientKeyId}`, bound: true } as const;
+    }
     if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
     // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
     if (record.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 <= Date.now()) {
@@ -49,16 +55,17 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       parentId: record.id,
     });
     const secondFactorRequired = await needsSecondFactor(trx, user, services.secondFactorRequiredRoles);
-    return { ok: true, user, sessionId: record.sessionId, sessionCreatedAt: record.sessionCreatedAt, aal: record.sessionAal, secondFactorRequired } as const;
+    return { ok: true, user, sessionId: record.sessionId, sessionCreatedAt: record.sessionCreatedAt, aal: record.sessionAal, secondFactorRequired, clientKeyId: record.sessionClientKeyId } as const;
   });
   if (!outcome.ok) {
     if ('ended' in outcome && outcome.ended !== undefined) {
       currentRequestLog(services.logger).warn({ sessionId: outcome.ended, reason: outcome.reason }, 'session ended at refresh');
     }
+    if ('bound' in outcome) throw new UnauthorizedError(TOKEN_BOUND_ELSEWHERE_MESSAGE, { cause: new Error(outcome.reason) });
     throw refused(outcome.reason);
   }
-  const { user, sessionId, sessionCreatedAt, aal, secondFactorRequired } = outcome;
+  const { user, sessionId, sessionCreatedAt, aal, secondFactorRequired, clientKeyId } = outcome;
   // The session's level, as the second factor left it (CONTRACT.md part 15: a refresh keeps it).
-  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId, sessionCreatedAt, aal, secondFactorRequired });
+  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId, sessionCreatedAt, aal, secondFactorRequired, clientKeyId });
   return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken: next };
 }

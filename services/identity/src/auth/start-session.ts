@@ -44,6 +44,7 @@ export async function startSession(services: AuthServices, user: UserRecord, aud
     // The password alone: a user with a factor, or a role that requires one, shows it next.
     aal: 1,
     secondFactorRequired,
+    clientKeyId: audit.clientKeyId,
   });
   return { username: current.username, type: 'Bearer', accessToken: access.token, refreshToken };
 }

@@ -9,6 +9,7 @@ import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
+import { revokeAccessToken } from '../sessions/revoked-tokens.ts';
 import { insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
@@ -200,8 +201,8 @@ export async function verifySecondFactor(services: SecondFactorServices, princip
     return session;
   });
   if (lifted === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the session ended meanwhile') });
-  // The aal 1 token of this session is refused from now on, everywhere.
-  await services.revocations.revoke(principal, principal.expiresAt);
+  // The aal 1 token of this session is refused from now on, everywhere, and after a Redis loss too.
+  await revokeAccessToken(services, principal);
   const user = await findUserById(services.db, principal.userId);
   if (user === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user is gone') });
   const access = services.accessTokens.issue({
@@ -212,6 +213,8 @@ export async function verifySecondFactor(services: SecondFactorServices, princip
     sessionCreatedAt: lifted.createdAt,
     aal: 2,
     secondFactorRequired: true,
+    // Bound as the session's first token was (the gateway refused it under any other key).
+    clientKeyId: principal.clientKeyId,
   });
   return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken };
 }

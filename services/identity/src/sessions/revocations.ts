@@ -2,6 +2,7 @@ import { type RevocationWriter, createRevocationWriter } from '@platform/auth';
 import type { Logger, Redis } from '@platform/service-kit';
 import type { Knex } from '@platform/service-kit/database';
 import type { Position } from '../pagination/cursor.ts';
+import { liveRevokedTokens } from './revoked-tokens.ts';
 import { sessionsEndedSince } from './sessions.repository.ts';
 
 /** Sessions read per step of a re-seed. */
@@ -22,8 +23,8 @@ export interface RevocationsOptions {
 
 /**
  * Identity's writer of the revocations (@platform/auth, CONTRACT.md parts 13 and 14): it writes every ended
- * session, and keeps Redis's copy whole from the record in Postgres (`sessions.revoked_at`), paged on the
- * exact instant. Started by the composition root; `stop` on shutdown, before Postgres and Redis are closed.
+ * session, and keeps Redis's copy whole from the record in Postgres (`sessions.revoked_at`, paged on the
+ * exact instant, and `revoked_tokens`). Started by the composition root; `stop` on shutdown, before Postgres and Redis are closed.
  */
 export function startRevocations(options: RevocationsOptions): RevocationWriter {
   const { db } = options;
@@ -41,5 +42,6 @@ export function startRevocations(options: RevocationsOptions): RevocationWriter 
         after = page.at(-1)?.position;
       }
     },
+    revokedTokens: () => liveRevokedTokens(db),
   });
 }

@@ -29,6 +29,8 @@ export interface RefreshTokenRecord {
   sessionCreatedAt: Date;
   /** The session's assurance level (CONTRACT.md part 15): a refresh keeps it. */
   sessionAal: 1 | 2;
+  /** The client key the session was opened under (CONTRACT.md part 16: its tokens are bound to it). */
+  sessionClientKeyId: string | null;
 }
 
 /** Where a session was opened: the client key and source address of its login, when known. */
@@ -136,6 +138,7 @@ export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer)
       's.revoked_at as sessionEndedAt',
       's.created_at as sessionCreatedAt',
       's.aal as sessionAal',
+      's.client_key_id as sessionClientKeyId',
     )) as RefreshTokenRecord | undefined;
   return row;
 }

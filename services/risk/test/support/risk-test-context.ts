@@ -47,7 +47,7 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
   const config = loadConfig(riskConfigSpec, {
     OPENAPI_VALIDATE_RESPONSES: 'true',
     IDENTITY_JWKS_URL: jwks.url,
-    JWT_ISSUER: issuer.issuer,
+    TOKEN_ISSUER: issuer.issuer,
     JWT_AUDIENCE: issuer.audience,
     RISK_INDEX_POLL_MS: String(options.pollIntervalMs ?? 60_000),
   });

@@ -1,0 +1,82 @@
+import { type KeyObject, createHash } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { type JwksKeySource, publicJwks } from '@platform/auth';
+import { MethodNotAllowedError } from '@platform/errors';
+import { setRouteLabel } from '@platform/service-kit';
+import { JWKS_PATH, METADATA_PATHS, issuerMetadata } from './issuer-metadata.ts';
+
+/** A JSON document as served: its bytes and a strong ETag over them, the same on every replica. */
+interface Representation {
+  body: Buffer;
+  etag: string;
+}
+
+function representationOf(document: unknown): Representation {
+  const body = Buffer.from(JSON.stringify(document));
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
+}
+
+/** Whether an If-None-Match header names `etag` (RFC 9110 section 13.1.2: weak comparison) or is `*`. */
+function noneMatchHits(header: string | undefined, etag: string): boolean {
+  return header !== undefined && header.split(',').some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag);
+}
+
+/** Public metadata: any page may read it, and any cache keep it for 5 minutes; 304 to a matching If-None-Match. */
+function answer(req: Request, res: Response, { body, etag }: Representation): void {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Cache-Control', 'public, max-age=300');
+  res.setHeader('ETag', etag);
+  if (noneMatchHits(req.get('if-none-match'), etag)) {
+    res.status(304).end();
+    return;
+  }
+  // A Buffer, so Express keeps this Content-Type as it is; it leaves the body out for HEAD.
+  res.setHeader('Content-Type', 'application/json');
+  res.send(body);
+}
+
+export interface DiscoveryOptions {
+  /** TOKEN_ISSUER. */
+  issuer: string;
+  /** The keys the gateway verifies tokens with: what it publishes is exactly what it accepts. */
+  keys: Pick<JwksKeySource, 'current'>;
+}
+
+/**
+ * The discovery of CONTRACT.md part 16, unsigned: the issuer metadata under both well-known names and the
+ * JWKS of the keys this gateway verifies with, so the check that stops a key identity withdrew verifying
+ * (JWKS_REFRESH_MS) also stops publishing it. GET and HEAD; another method 405; another `/.well-known/`
+ * path is left to the 404. Keys that cannot be had answer the key source's 503.
+ */
+export function discoveryHandler(options: DiscoveryOptions): RequestHandler {
+  const metadata = representationOf(issuerMetadata(options.issuer));
+  // The key source replaces its map only when a fetch brought other keys: one export per key set, not per request.
+  let published: { keys: ReadonlyMap<string, KeyObject>; representation: Representation } | undefined;
+  const jwksOf = (keys: ReadonlyMap<string, KeyObject>): Representation => {
+    if (published?.keys !== keys) published = { keys, representation: representationOf(publicJwks(keys)) };
+    return published.representation;
+  };
+  const served = new Set<string>([...METADATA_PATHS, JWKS_PATH]);
+  return (req, res, next) => {
+    if (!served.has(req.path)) {
+      next();
+      return;
+    }
+    setRouteLabel(req, req.path);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      next(new MethodNotAllowedError(req.method, ['GET', 'HEAD']));
+      return;
+    }
+    if (req.path !== JWKS_PATH) {
+      answer(req, res, metadata);
+      return;
+    }
+    options.keys
+      .current()
+      .then((keys) => {
+        // The request deadline may have answered while the keys were fetched.
+        if (!res.headersSent) answer(req, res, jwksOf(keys));
+      })
+      .catch(next);
+  };
+}

@@ -1,0 +1,51 @@
+import type { Principal, RevocationWriter } from '@platform/auth';
+import type { Knex } from '@platform/service-kit/database';
+import type { NewAuditEvent } from '../audit/audit-event.ts';
+import type { AuditContext } from '../request/audit-context.ts';
+import { insertAuditEvent } from '../audit/audit.repository.ts';
+
+/** How long a record is kept past its token's `exp`: beyond the verifiers' clock tolerance, with room. */
+const KEPT_PAST_EXPIRY_S = 3600;
+
+/** What revoking one access token alone works with. */
+export interface TokenRevocationServices {
+  db: Knex;
+  revocations: Pick<RevocationWriter, 'revoke' | 'missed'>;
+}
+
+/**
+ * Revokes one access token alone, its session living on (CONTRACT.md part 16's revocation of an access
+ * token; part 15's `aal` 1 token replaced by the second factor): recorded in Postgres first, with its audit
+ * event when one is given, so that a Redis that lost its data is re-seeded with it (part 13), then written
+ * to the blacklist. When Redis does not take it, the writer writes it again from the record as soon as
+ * Redis answers, and this rejects (a 503: the caller may retry, the record is kept once).
+ */
+export async function revokeAccessToken(
+  services: TokenRevocationServices,
+  principal: Pick<Principal, 'tokenId' | 'sessionId' | 'expiresAt'>,
+  audit?: { context: AuditContext; event: NewAuditEvent },
+): Promise<void> {
+  await services.db.transaction(async (trx) => {
+    await trx('revoked_tokens')
+      .insert({ token_id: principal.tokenId, session_id: principal.sessionId, expires_at: new Date(principal.expiresAt * 1000) })
+      .onConflict('token_id')
+      .ignore();
+    if (audit !== undefined) await insertAuditEvent(trx, audit.context, audit.event);
+    // Records no verifier needs any more go as new ones come (the index on expires_at finds them).
+    await trx('revoked_tokens').where('expires_at', '<', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000)).delete();
+  });
+  try {
+    await services.revocations.revoke(principal, principal.expiresAt);
+  } catch (err) {
+    services.revocations.missed([principal.sessionId]);
+    throw err;
+  }
+}
+
+/** The access tokens revoked alone that a verifier could still accept: what a re-seed writes back. */
+export async function liveRevokedTokens(db: Knex): Promise<Array<{ tokenId: string; sessionId: string; expiresAt: number }>> {
+  const rows = (await db('revoked_tokens')
+    .where('expires_at', '>', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000))
+    .select('token_id as tokenId', 'session_id as sessionId', 'expires_at as expiresAt')) as Array<{ tokenId: string; sessionId: string; expiresAt: Date }>;
+  return rows.map((row) => ({ ...row, expiresAt: Math.floor(row.expiresAt.getTime() / 1000) }));
+}
