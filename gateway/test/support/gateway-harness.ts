@@ -136,7 +136,13 @@ export function exchange(url: string | null, options: RequestOptions, body?: Buf
       });
       res.on('error', reject);
     };
-    const req = url === null ? request({ ...options, agent: false }, onResponse) : request(url, { ...options, agent: false }, onResponse);
+    // Node frames a GET's, HEAD's or DELETE's body with nothing (no Content-Length, no chunking): the bytes
+    // would reach the server as the start of a second, malformed request. Framed as Node frames a POST's.
+    const headers = { ...options.headers } as Record<string, string>;
+    const framed = Object.keys(headers).some((name) => /^(content-length|transfer-encoding)$/i.test(name));
+    if (body !== undefined && body.length > 0 && !framed) headers['content-length'] = String(body.length);
+    const sent = { ...options, headers, agent: false };
+    const req = url === null ? request(sent, onResponse) : request(url, sent, onResponse);
     // A server may answer before it read the whole body (a 413) and close: the write then fails (EPIPE,
     // ECONNRESET) after the answer came, which is the server's right; the answer is what counts.
     req.on('error', (err) => {
