@@ -41,6 +41,23 @@ describe('parseClientKeys', () => {
       assert.deepEqual(keys, [{ keyId: 'tr', alg: 'hmac-sha256', secret }]);
     });
 
+    it('"introspection" as true or false, on either algorithm (CONTRACT.md part 16), and refuses anything else', () => {
+      const pem = publicPem('ed25519');
+      const keys = parseClientKeys(
+        JSON.stringify([
+          { keyId: 'orders-api', alg: 'ed25519', publicKey: pem, introspection: true },
+          { keyId: 'app', alg: 'hmac-sha256', secret: 'a-long-enough-secret', introspection: false },
+        ]),
+      );
+      assert.deepEqual(keys, [
+        { keyId: 'orders-api', alg: 'ed25519', publicKey: pem, introspection: true },
+        { keyId: 'app', alg: 'hmac-sha256', secret: 'a-long-enough-secret', introspection: false },
+      ]);
+      for (const value of ['true', 1, null, {}]) {
+        assert.equal(rejection(JSON.stringify([{ keyId: 'app', alg: 'hmac-sha256', secret: 'a-long-enough-secret', introspection: value }])), 'key "app": introspection must be true or false');
+      }
+    });
+
     it('an ed25519 key with an SPKI PEM public key', () => {
       const pem = publicPem('ed25519');
       const keys = parseClientKeys(JSON.stringify([{ keyId: 'mobile-app', alg: 'ed25519', publicKey: pem }]));
@@ -93,7 +110,7 @@ describe('parseClientKeys', () => {
 
     it('text that is not JSON, without echoing it', () => {
       const message = rejection('[{"keyId": "k", "secret": "s3cr3t-in-broken-json"');
-      assert.equal(message, 'must be a JSON array of { keyId, alg, secret | publicKey, notAfter? }');
+      assert.equal(message, 'must be a JSON array of { keyId, alg, secret | publicKey, notAfter?, introspection? }');
     });
 
     it('an empty array', () => {

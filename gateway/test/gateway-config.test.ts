@@ -13,7 +13,7 @@ describe('gateway configuration', () => {
   });
 
   for (const appEnv of ['test', 'prod']) {
-    it(`in ${appEnv}, refuses to start without client keys, upstreams, JWKS, Redis and the internal assertion key, naming each`, () => {
+    it(`in ${appEnv}, refuses to start without client keys, upstreams, JWKS, Redis, the internal assertion key and the token issuer, naming each`, () => {
       let caught: unknown;
       try {
         loadConfig(gatewayConfigSpec, { APP_ENV: appEnv });
@@ -22,7 +22,7 @@ describe('gateway configuration', () => {
       }
       assert.ok(caught instanceof ConfigError);
       const named = caught.problems.map((p) => p.split(' ')[0]).sort();
-      assert.deepEqual(named, ['IDENTITY_JWKS_URL', 'IDENTITY_URL', 'INTERNAL_ASSERTION_KEY', 'REDIS_URL', 'RISK_URL']);
+      assert.deepEqual(named, ['IDENTITY_JWKS_URL', 'IDENTITY_URL', 'INTERNAL_ASSERTION_KEY', 'REDIS_URL', 'RISK_URL', 'TOKEN_ISSUER']);
       // The client keys come from the variable or from a file: one of them, checked across keys.
       const keysFromNowhere = { APP_ENV: appEnv as 'test' | 'prod', GATEWAY_CLIENT_KEYS: [], GATEWAY_CLIENT_KEYS_FILE: '' };
       assert.match(gatewayConfigProblems(keysFromNowhere).join(), /GATEWAY_CLIENT_KEYS is required in APP_ENV=\w+ unless GATEWAY_CLIENT_KEYS_FILE/);
@@ -73,6 +73,7 @@ describe('gateway configuration', () => {
   it(`in prod, has no CORS origin unless told`, () => {
     const config = loadConfig(gatewayConfigSpec, {
       APP_ENV: 'prod',
+      TOKEN_ISSUER: 'https://api.example.com',
       REDIS_URL: 'redis://redis:6379/0',
       IDENTITY_URL: 'http://identity:8081',
       RISK_URL: 'http://risk:8082',

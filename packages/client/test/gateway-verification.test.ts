@@ -102,7 +102,7 @@ describe('@platform/client through the real gateway', () => {
       body: new URLSearchParams({ token: 'abc' }),
     });
     assert.equal(revoked.status, 200, await revoked.text());
-    const withQuery = await fetchSigned(`${gw.url}/v1/weather-stations/get-districts-of?city=%C5%9Eanl%C4%B1urfa`, { headers: { authorization: `Bearer ${gw.issuer.sign()}` } });
+    const withQuery = await fetchSigned(`${gw.url}/v1/weather-stations/get-districts-of/%C5%9Eanl%C4%B1urfa?x=1`, { headers: { authorization: `Bearer ${gw.issuer.sign()}` } });
     assert.equal(withQuery.status, 200, await withQuery.text());
     const [form] = gw.identity.received.slice(seen.identity);
     assert.equal(form?.body.toString(), 'token=abc');
