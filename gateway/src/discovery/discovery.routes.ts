@@ -1,28 +1,12 @@
-import { type KeyObject, createHash } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { type JwksKeySource, publicJwks } from '@platform/auth';
 import { MethodNotAllowedError } from '@platform/errors';
-import { setRouteLabel } from '@platform/service-kit';
+import { type JsonRepresentation, jsonRepresentation, noneMatchHits, setRouteLabel } from '@platform/service-kit';
 import { JWKS_PATH, METADATA_PATHS, issuerMetadata } from './issuer-metadata.ts';
 
-/** A JSON document as served: its bytes and a strong ETag over them, the same on every replica. */
-interface Representation {
-  body: Buffer;
-  etag: string;
-}
-
-function representationOf(document: unknown): Representation {
-  const body = Buffer.from(JSON.stringify(document));
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
-}
-
-/** Whether an If-None-Match header names `etag` (RFC 9110 section 13.1.2: weak comparison) or is `*`. */
-function noneMatchHits(header: string | undefined, etag: string): boolean {
-  return header !== undefined && header.split(',').some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag);
-}
-
 /** Public metadata: any page may read it, and any cache keep it for 5 minutes; 304 to a matching If-None-Match. */
-function answer(req: Request, res: Response, { body, etag }: Representation): void {
+function answer(req: Request, res: Response, { body, etag }: JsonRepresentation): void {
   res.setHeader('Access-Control-Allow-Origin', '*');
   res.setHeader('Cache-Control', 'public, max-age=300');
   res.setHeader('ETag', etag);
@@ -49,11 +33,11 @@ export interface DiscoveryOptions {
  * path is left to the 404. Keys that cannot be had answer the key source's 503.
  */
 export function discoveryHandler(options: DiscoveryOptions): RequestHandler {
-  const metadata = representationOf(issuerMetadata(options.issuer));
+  const metadata = jsonRepresentation(issuerMetadata(options.issuer));
   // The key source replaces its map only when a fetch brought other keys: one export per key set, not per request.
-  let published: { keys: ReadonlyMap<string, KeyObject>; representation: Representation } | undefined;
-  const jwksOf = (keys: ReadonlyMap<string, KeyObject>): Representation => {
-    if (published?.keys !== keys) published = { keys, representation: representationOf(publicJwks(keys)) };
+  let published: { keys: ReadonlyMap<string, KeyObject>; representation: JsonRepresentation } | undefined;
+  const jwksOf = (keys: ReadonlyMap<string, KeyObject>): JsonRepresentation => {
+    if (published?.keys !== keys) published = { keys, representation: jsonRepresentation(publicJwks(keys)) };
     return published.representation;
   };
   const served = new Set<string>([...METADATA_PATHS, JWKS_PATH]);

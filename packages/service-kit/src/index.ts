@@ -19,6 +19,7 @@ export * from './paths.ts';
 export * from './periodic.ts';
 export * from './redis.ts';
 export * from './redis-topology.ts';
+export * from './representation.ts';
 export * from './server.ts';
 export * from './slot-ledger.ts';
 export * from './trace-context.ts';

@@ -1,6 +1,6 @@
 import type { Jwks } from '@platform/auth';
-import { createHash } from 'node:crypto';
 import { type RequestHandler, Router } from 'express';
+import { jsonRepresentation, noneMatchHits } from '@platform/service-kit';
 import { auditContextOf } from '../request/audit-context.ts';
 import type { components } from '@platform/client/openapi/identity';
 import type { AuthServices } from './auth-services.ts';
@@ -31,19 +31,13 @@ export function authRouter(services: AuthServices, jwks: Jwks): Router {
   return router;
 }
 
-/** Whether an If-None-Match header names `etag` (RFC 9110 section 13.1.2: weak comparison) or is `*`. */
-function noneMatchHits(header: string | undefined, etag: string): boolean {
-  return header !== undefined && header.split(',').some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag);
-}
-
 /**
  * The key set, serialized once with a strong ETag over it: the gateway and risk re-validate it every few
  * seconds (so that a withdrawn key stops verifying at once), and while it is unchanged each check is a
  * 304 without a body. Replicas with the same keys serve the same ETag.
  */
 function jwksHandler(jwks: Jwks): RequestHandler {
-  const body = JSON.stringify(jwks);
-  const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+  const { body, etag } = jsonRepresentation(jwks);
   return (req, res) => {
     // For caches other than the verifiers'; a short max-age spares the service a burst after a deploy.
     res.setHeader('Cache-Control', 'public, max-age=300');
