@@ -5,7 +5,7 @@ import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
-import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
+import { newRefreshToken, refreshTokenFault, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from '../sessions/sessions.repository.ts';
 import { needsSecondFactor } from '../factor-records/factors.repository.ts';
 
@@ -24,20 +24,21 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
     const record = await lockRefreshToken(trx, refreshTokenHash(refreshToken));
     if (record === undefined) return { ok: false, reason: 'unknown refresh token' } as const;
     const session = { id: record.sessionId, userId: record.userId };
-    if (record.usedAt !== null) {
+    const fault = refreshTokenFault(record, services.sessionMaxLifetimeS);
+    if (fault === 'rotated') {
       await insertAuditEvent(trx, audit, { type: 'refresh_token.reused', subjectUserId: record.userId, details: { sessionId: record.sessionId } });
       await ending.one(audit, session, 'refresh-token-reuse');
       return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
     }
-    if (record.revokedAt !== null || record.sessionEndedAt !== null) return { ok: false, reason: 'session ended' } as const;
+    if (fault === 'ended') return { ok: false, reason: 'session ended' } as const;
     // Presented under another client key than the one that logged in (CONTRACT.md part 16): refused, and
     // left as it was, so the session's own client keeps refreshing.
     if (services.tokenBinding && isBoundElsewhere({ clientKeyId: record.sessionClientKeyId ?? undefined }, audit.clientKeyId ?? undefined)) {
       return { ok: false, reason: `refresh token bound to client key ${record.sessionClientKeyId}`, bound: true } as const;
     }
-    if (record.expiresAt.getTime() <= Date.now()) return { ok: false, reason: 'refresh token expired' } as const;
+    if (fault === 'expired') return { ok: false, reason: 'refresh token expired' } as const;
     // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
-    if (record.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 <= Date.now()) {
+    if (fault === 'outlived') {
       await ending.one(audit, session, 'max-lifetime');
       return { ok: false, reason: 'session outlived its maximum lifetime', ended: record.sessionId } as const;
     }

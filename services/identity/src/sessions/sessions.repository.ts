@@ -31,6 +31,31 @@ export interface RefreshTokenRecord {
   sessionAal: 1 | 2;
   /** The client key the session was opened under (CONTRACT.md part 16: its tokens are bound to it). */
   sessionClientKeyId: string | null;
+  /** When the token was issued (its row written). */
+  issuedAt: Date;
+}
+
+/** A refresh token's row and its session's, as `RefreshTokenRecord` names them. */
+const REFRESH_TOKEN_COLUMNS = [
+  't.id',
+  't.session_id as sessionId',
+  's.user_id as userId',
+  't.expires_at as expiresAt',
+  't.used_at as usedAt',
+  't.revoked_at as revokedAt',
+  's.revoked_at as sessionEndedAt',
+  's.created_at as sessionCreatedAt',
+  's.aal as sessionAal',
+  's.client_key_id as sessionClientKeyId',
+  't.created_at as issuedAt',
+];
+
+/** The refresh token with that hash and its session, read without a lock (introspection: nothing is changed). */
+export async function findRefreshToken(db: Knex, tokenHash: Buffer): Promise<RefreshTokenRecord | undefined> {
+  return (await db('refresh_tokens as t')
+    .join('sessions as s', 's.id', 't.session_id')
+    .where('t.token_hash', tokenHash)
+    .first(REFRESH_TOKEN_COLUMNS)) as RefreshTokenRecord | undefined;
 }
 
 /** Where a session was opened: the client key and source address of its login, when known. */
@@ -128,18 +153,7 @@ export async function lockRefreshToken(trx: Knex.Transaction, tokenHash: Buffer)
     .join('sessions as s', 's.id', 't.session_id')
     .where('t.token_hash', tokenHash)
     .forUpdate('t')
-    .first(
-      't.id',
-      't.session_id as sessionId',
-      's.user_id as userId',
-      't.expires_at as expiresAt',
-      't.used_at as usedAt',
-      't.revoked_at as revokedAt',
-      's.revoked_at as sessionEndedAt',
-      's.created_at as sessionCreatedAt',
-      's.aal as sessionAal',
-      's.client_key_id as sessionClientKeyId',
-    )) as RefreshTokenRecord | undefined;
+    .first(REFRESH_TOKEN_COLUMNS)) as RefreshTokenRecord | undefined;
   return row;
 }
 

@@ -3,7 +3,10 @@ import { HttpError } from '@platform/errors';
 import type { components } from '@platform/client/openapi/identity';
 import type { AuthServices } from '../auth/auth-services.ts';
 import { type AuditContext, withActor } from '../request/audit-context.ts';
-import { refreshTokenHash } from '../sessions/refresh-token.ts';
+import { refreshTokenFault, refreshTokenHash } from '../sessions/refresh-token.ts';
+import { type RefreshTokenRecord, findRefreshToken } from '../sessions/sessions.repository.ts';
+import type { UserRecord } from '../user-records/user.ts';
+import { findUserById } from '../user-records/users.repository.ts';
 import { revokeAccessToken } from '../sessions/revoked-tokens.ts';
 
 export type IntrospectionResult = components['schemas']['IntrospectionResult'];
@@ -31,57 +34,12 @@ async function liveAccessToken(services: TokenEndpointServices, token: string): 
   }
 }
 
-/** A refresh token as the record holds it, with its session and user; undefined when unknown. */
-interface RefreshTokenState {
-  sessionId: string;
-  userId: string;
-  username: string;
-  roles: Principal['roles'];
-  userStatus: string;
-  expiresAt: Date;
-  issuedAt: Date;
-  usedAt: Date | null;
-  revokedAt: Date | null;
-  sessionEndedAt: Date | null;
-  sessionCreatedAt: Date;
-  sessionAal: 1 | 2;
-  clientKeyId: string | null;
-}
-
-async function refreshTokenState(services: TokenEndpointServices, token: string): Promise<RefreshTokenState | undefined> {
-  return (await services
-    .db('refresh_tokens as t')
-    .join('sessions as s', 's.id', 't.session_id')
-    .join('users as u', 'u.id', 's.user_id')
-    .where('t.token_hash', refreshTokenHash(token))
-    .first(
-      't.session_id as sessionId',
-      's.user_id as userId',
-      'u.username',
-      'u.roles',
-      'u.status as userStatus',
-      't.expires_at as expiresAt',
-      't.created_at as issuedAt',
-      't.used_at as usedAt',
-      't.revoked_at as revokedAt',
-      's.revoked_at as sessionEndedAt',
-      's.created_at as sessionCreatedAt',
-      's.aal as sessionAal',
-      's.client_key_id as clientKeyId',
-    )) as RefreshTokenState | undefined;
-}
-
-/** Whether a refresh would accept the token now (refresh.ts's rules, without rotating it). */
-function isLiveRefreshToken(services: TokenEndpointServices, state: RefreshTokenState): boolean {
-  const now = Date.now();
-  return (
-    state.usedAt === null &&
-    state.revokedAt === null &&
-    state.sessionEndedAt === null &&
-    state.expiresAt.getTime() > now &&
-    state.sessionCreatedAt.getTime() + services.sessionMaxLifetimeS * 1000 > now &&
-    state.userStatus === 'ACTIVE'
-  );
+/** A refresh token a refresh would accept now, with its user; undefined when unknown or refused. */
+async function liveRefreshToken(services: TokenEndpointServices, token: string): Promise<{ record: RefreshTokenRecord; user: UserRecord } | undefined> {
+  const record = await findRefreshToken(services.db, refreshTokenHash(token));
+  if (record === undefined || refreshTokenFault(record, services.sessionMaxLifetimeS) !== undefined) return undefined;
+  const user = await findUserById(services.db, record.userId);
+  return user?.status === 'ACTIVE' ? { record, user } : undefined;
 }
 
 const epochS = (date: Date): number => Math.floor(date.getTime() / 1000);
@@ -114,20 +72,21 @@ export async function introspect(services: TokenEndpointServices, token: string,
     };
   };
   const asRefresh = async (): Promise<IntrospectionResult | undefined> => {
-    const state = await refreshTokenState(services, token);
-    if (state === undefined || !isLiveRefreshToken(services, state)) return undefined;
+    const live = await liveRefreshToken(services, token);
+    if (live === undefined) return undefined;
+    const { record, user } = live;
     return {
       active: true,
       token_type: 'refresh_token',
-      sub: state.userId,
-      username: state.username,
-      sid: state.sessionId,
-      ...(state.clientKeyId === null ? {} : { client_id: state.clientKeyId }),
+      sub: user.id,
+      username: user.username,
+      sid: record.sessionId,
+      ...(record.sessionClientKeyId === null ? {} : { client_id: record.sessionClientKeyId }),
       iss: services.issuer,
-      exp: epochS(state.expiresAt),
-      iat: epochS(state.issuedAt),
-      roles: [...state.roles],
-      aal: state.sessionAal,
+      exp: epochS(record.expiresAt),
+      iat: epochS(record.issuedAt),
+      roles: [...user.roles],
+      aal: record.sessionAal,
     };
   };
   const [first, second] = refreshFirst(hint) ? [asRefresh, asAccess] : [asAccess, asRefresh];
@@ -159,11 +118,11 @@ export async function revoke(services: TokenEndpointServices, token: string, hin
     return true;
   };
   const asRefresh = async (): Promise<boolean> => {
-    const state = await refreshTokenState(services, token);
-    if (state === undefined) return false;
-    if (state.sessionEndedAt !== null || bound(state.clientKeyId ?? undefined)) return true;
-    const session = { id: state.sessionId, userId: state.userId };
-    await services.sessions.transaction((_trx, ending) => ending.one(withActor(audit, state.userId), session, 'revoked'));
+    const record = await findRefreshToken(services.db, refreshTokenHash(token));
+    if (record === undefined) return false;
+    if (record.sessionEndedAt !== null || bound(record.sessionClientKeyId ?? undefined)) return true;
+    const session = { id: record.sessionId, userId: record.userId };
+    await services.sessions.transaction((_trx, ending) => ending.one(withActor(audit, record.userId), session, 'revoked'));
     return true;
   };
   const [first, second] = refreshFirst(hint) ? [asRefresh, asAccess] : [asAccess, asRefresh];
