@@ -78,6 +78,19 @@ export function redisTopology(redis: Redis): RedisTopology {
     for (const listener of listeners) listener(change);
   };
   const servers = new Map<string, ServerState>();
+  /** The watch over one Redis or a cluster, from how it dates a slot's server and how it stops watching. */
+  const topology = (ticket: RedisTopology['ticket'], unwatch: () => void): RedisTopology => ({
+    ticket,
+    unchanged: (slot, seen) => ticket(slot) === seen,
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    stop: () => {
+      unwatch();
+      listeners.clear();
+    },
+  });
   const stateOf = (key: string): ServerState => {
     let state = servers.get(key);
     if (state === undefined) {
@@ -121,25 +134,17 @@ export function redisTopology(redis: Redis): RedisTopology {
     redis.on('close', lost);
     redis.on('ready', ready);
     if (redis.status === 'ready') ready();
-    return {
-      ticket: () => {
+    return topology(
+      () => {
         const state = servers.get(key);
         if (state?.unsure === true) return undefined;
         return String(state?.generation ?? 0);
       },
-      unchanged(slot, ticket) {
-        return this.ticket(slot) === ticket;
-      },
-      subscribe: (listener) => {
-        listeners.add(listener);
-        return () => void listeners.delete(listener);
-      },
-      stop: () => {
+      () => {
         redis.off('close', lost);
         redis.off('ready', ready);
-        listeners.clear();
       },
-    };
+    );
   }
 
   const cluster = redis;
@@ -190,8 +195,8 @@ export function redisTopology(redis: Redis): RedisTopology {
   cluster.on('-node', nodeGone);
   cluster.on('refresh', refreshed);
   cluster.on(MOVED_EVENT, followedMoved);
-  return {
-    ticket(slot) {
+  return topology(
+    (slot) => {
       const route = routeOf(slot);
       // Followed a MOVED the last slot map does not know: the refresh it started will say whether it moved.
       if (route === '' || route !== (masters[slot] ?? route)) return undefined;
@@ -199,21 +204,13 @@ export function redisTopology(redis: Redis): RedisTopology {
       if (state?.unsure === true) return undefined;
       return `${route}#${state?.generation ?? 0}#${moves[slot] ?? 0}`;
     },
-    unchanged(slot, ticket) {
-      return this.ticket(slot) === ticket;
-    },
-    subscribe: (listener) => {
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
-    },
-    stop: () => {
+    () => {
       cluster.off('+node', watchNode);
       cluster.off('-node', nodeGone);
       cluster.off('refresh', refreshed);
       cluster.off(MOVED_EVENT, followedMoved);
       for (const unwatch of watched.values()) unwatch();
       watched.clear();
-      listeners.clear();
     },
-  };
+  );
 }
