@@ -165,30 +165,38 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
       : periodic(() => refresh(true), { intervalMs: options.refreshIntervalMs, onError: (err) => options.onError?.(err) });
 
   /**
-   * The keys held, after the fetch the call calls for: the first one, or one for `kid` (a token's) when no
-   * held key has it, or one in the background when the keys have aged. Rejects (503) with no keys at all.
+   * The fetch a call must wait for first, if any: the first one, or one for `kid` (a token's) when no held
+   * key has it; keys that have aged are fetched again in the background. Undefined when nothing is to be
+   * waited for, which is every call but the rare ones: a token check awaits nothing more than before.
    */
-  const held = async (kid?: string): Promise<Map<string, KeyObject>> => {
+  const pending = (kid?: string): Promise<void> | undefined => {
     const now = Date.now();
-    if (keys === undefined) {
-      await refresh();
-      checks?.start();
-    } else if (kid !== undefined && !keys.has(kid)) {
+    if (keys === undefined) return refresh().then(() => checks?.start());
+    if (kid !== undefined && !keys.has(kid)) {
       // A fetch already running (another request with the new kid) may bring it: wait for it, start none.
-      if (inFlight !== undefined) await inFlight;
-      else if (now - attemptedAt >= minRefreshIntervalMs) await refresh();
-    } else if (now - fetchedAt >= maxAgeMs && now - attemptedAt >= minRefreshIntervalMs) {
-      void refresh();
+      if (inFlight !== undefined) return inFlight;
+      return now - attemptedAt >= minRefreshIntervalMs ? refresh() : undefined;
     }
+    if (now - fetchedAt >= maxAgeMs && now - attemptedAt >= minRefreshIntervalMs) void refresh();
+    return undefined;
+  };
+  /** The keys held; 503 when there are none at all. */
+  const held = (): Map<string, KeyObject> => {
     if (keys === undefined) throw new ServiceUnavailableError('Token verification keys are unavailable');
     return keys;
   };
 
   return {
     async get(kid) {
-      return (await held(kid)).get(kid);
+      const wait = pending(kid);
+      if (wait !== undefined) await wait;
+      return held().get(kid);
     },
-    current: () => held(),
+    async current() {
+      const wait = pending();
+      if (wait !== undefined) await wait;
+      return held();
+    },
     close() {
       void checks?.stop();
     },
