@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { startUpstream } from './support/fake-upstream.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
@@ -172,6 +173,34 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     assert.equal(refused.status, 413);
     assert.equal(refused.headers.connection, 'close');
     assert.equal(gw.identity.received.length, before);
+  });
+
+  it('after an early 413, reads and drops what the client still sends (so it reads the 413), and closes within the linger even if the client never stops', async () => {
+    const headers = signedHeaders('POST', '/v1/auth/login', { key: gw.keys.hmac, body: Buffer.from('{}') });
+    for (const framing of [{ 'content-length': String(50 * 1024 * 1024) }, { 'transfer-encoding': 'chunked' }]) {
+      const { port } = new URL(gw.url);
+      const started = performance.now();
+      const outcome = await new Promise<{ text: string; closedAfterMs: number }>((resolve) => {
+        let text = '';
+        // Half-open allowed: the client goes on sending after the gateway's FIN, until the gateway closes.
+        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () => {
+          const head = Object.entries({ ...headers, ...framing, host: 'x' }).map(([name, value]) => `${name}: ${value}\r\n`);
+          socket.write(`POST /v1/auth/login HTTP/1.1\r\n${head.join('')}\r\n`);
+          // A client that never stops: a chunk every 10 ms, as long as the socket takes it.
+          const chunk = framing['transfer-encoding'] === undefined ? Buffer.alloc(64 * 1024, 'a') : Buffer.from(`10000\r\n${'a'.repeat(0x10000)}\r\n`);
+          const timer = setInterval(() => socket.writable && socket.write(chunk), 10);
+          socket.on('close', () => {
+            clearInterval(timer);
+            resolve({ text, closedAfterMs: performance.now() - started });
+          });
+        });
+        socket.on('data', (data: Buffer) => (text += data.toString('latin1')));
+        socket.on('error', () => undefined);
+      });
+      assert.match(outcome.text, /^HTTP\/1\.1 413 /, JSON.stringify(framing));
+      // It lingered (2 s) rather than reset the connection at once, and no longer.
+      assert.ok(outcome.closedAfterMs > 1500 && outcome.closedAfterMs < 4000, `closed after ${Math.round(outcome.closedAfterMs)} ms`);
+    }
   });
 
   it('when the client hangs up in the middle of its body, proxies nothing, holds no key, and serves on', async () => {

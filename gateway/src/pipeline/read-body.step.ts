@@ -13,10 +13,32 @@ function announcesBody(req: IncomingMessage): boolean {
  * the answer are not waited for): the connection is not kept, since its stream is no longer at a message
  * boundary.
  */
-function tooLarge(res: ServerResponse, limitBytes: number, metrics: GatewayMetrics): PayloadTooLargeError {
+function tooLarge(req: IncomingMessage, res: ServerResponse, limitBytes: number, metrics: GatewayMetrics): PayloadTooLargeError {
   metrics.rejected('body-too-large');
   res.setHeader('Connection', 'close');
+  lingerOnClose(req);
   return new PayloadTooLargeError(`Request body is larger than ${limitBytes} bytes`);
+}
+
+/** How long a connection closed after an early answer still takes (and drops) what its client sends. */
+const LINGER_MS = 2000;
+
+/**
+ * Closing a socket with unread bytes makes the kernel reset the connection, and a client still writing its
+ * body then loses the answer sent just before (it reads the reset first). So the answer is followed by a
+ * half-close: the socket ends its side and drops whatever still comes, until the client closes too or
+ * LINGER_MS passes (RFC 9112 section 9.6, lingering close).
+ */
+function lingerOnClose(req: IncomingMessage): void {
+  const socket = req.socket as IncomingMessage['socket'] & { destroySoon?: () => void };
+  socket.destroySoon = () => {
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('end', () => socket.destroy());
+    socket.end();
+    req.resume();
+  };
 }
 
 /**
@@ -36,7 +58,7 @@ export function readBody(limitBytes: number, metrics: GatewayMetrics): Step {
       throw new UnsupportedMediaTypeError('Unsupported body encoding or charset; send UTF-8 JSON');
     }
     // Node's parser has refused a length that is not a number already (400 before any handler).
-    if (Number(req.headers['content-length']) > limitBytes) throw tooLarge(res, limitBytes, metrics);
+    if (Number(req.headers['content-length']) > limitBytes) throw tooLarge(req, res, limitBytes, metrics);
     return new Promise<void>((resolve, reject) => {
       const chunks: Buffer[] = [];
       let received = 0;
@@ -50,7 +72,7 @@ export function readBody(limitBytes: number, metrics: GatewayMetrics): Step {
         if (received > limitBytes) {
           stop();
           req.pause();
-          reject(tooLarge(res, limitBytes, metrics));
+          reject(tooLarge(req, res, limitBytes, metrics));
           return;
         }
         chunks.push(chunk);
