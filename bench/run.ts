@@ -1,21 +1,28 @@
-// `pnpm bench`: the speed budget of the hot paths (issue 10). Starts what it needs, runs every
-// scenario group in one go (so ratios compare figures of the same machine state), prints one table
-// with ratios and targets, and writes the same as JSON under bench/results/. bench/README.md explains.
+// `pnpm bench`: the speed budget of the hot paths. Starts what it needs, measures limit B as the run's
+// reference, runs the scenario groups in one go (so ratios compare figures of the same machine state),
+// writes each scenario's figures as it finishes (console and bench/results/), then prints one table with
+// ratios and targets; `--markdown` also writes bench/RESULTS.md. bench/README.md explains.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Group, type BenchConfig, loadBenchConfig } from './config.ts';
-import type { RunContext } from './context.ts';
-import { hardeningScenarios } from './hardening.ts';
-import { loginScenarios } from './login.ts';
-import { rateLimitScenarios, tracingScenarios } from './observability.ts';
-import { memorySampler } from './processes.ts';
-import { type Report, evaluate, formatReport, machine } from './report.ts';
-import { scaleScenarios } from './scale.ts';
-import { gatewayScenarios, latencyScenarios, limitScenarios, pipelineScenarios, riskScenarios } from './scenarios.ts';
-import { createSigner } from './signer.ts';
-import { userSearchScenarios } from './users.ts';
-import { adminSession, startStack } from './stack.ts';
+import { type Group, type BenchConfig, ROOT, loadBenchConfig } from './harness/config.ts';
+import type { RunContext } from './harness/context.ts';
+import { hardeningScenarios } from './groups/hardening.ts';
+import { loginScenarios } from './groups/login.ts';
+import { rateLimitScenarios, tracingScenarios } from './groups/observability.ts';
+import { memorySampler } from './harness/processes.ts';
+import { type Report, evaluate, formatReport, machine } from './harness/report.ts';
+import { scaleScenarios } from './groups/scale.ts';
+import { gatewayScenarios } from './groups/gateway.ts';
+import { latencyScenarios } from './groups/latency.ts';
+import { limitScenarios, referenceScenario } from './groups/limits.ts';
+import { pipelineScenarios } from './groups/pipeline.ts';
+import { riskScenarios } from './groups/risk.ts';
+import { resultsMarkdown } from './harness/markdown.ts';
+import type { ScenarioResult } from './harness/context.ts';
+import { createSigner } from './harness/signer.ts';
+import { userSearchScenarios } from './groups/users.ts';
+import { adminSession, startStack } from './harness/stack.ts';
 
 const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
   limits: limitScenarios,
@@ -33,6 +40,16 @@ const RUNNERS: Record<Group, (ctx: RunContext) => Promise<void>> = {
 
 function progress(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** One finished scenario on the console: its rate, latencies and CPU per answer. */
+function summaryLine(r: ScenarioResult): string {
+  const load = r.mode === 'closed' ? `${r.connections} conn` : `${r.rate}/s`;
+  const cpu = Object.entries(r.cpuUsPerRequest ?? {})
+    .map(([name, us]) => `${name} ${us.toFixed(0)} µs`)
+    .join(', ');
+  const failures = r.load.non2xx + r.load.errors > 0 ? `, ${r.load.non2xx} non-2xx, ${r.load.errors} errors` : '';
+  return `measured ${r.label} (${load}): ${r.load.rps.toFixed(0)} req/s, p50 ${r.load.p50Ms.toFixed(2)} ms, p99 ${r.load.p99Ms.toFixed(2)} ms${cpu === '' ? '' : `, ${cpu}`}${failures}\n`;
 }
 
 /**
@@ -73,6 +90,17 @@ export async function runBenchmark(config: BenchConfig): Promise<{ report: Repor
     facts: {},
     progress,
   };
+  await mkdir(config.resultsDir, { recursive: true });
+  const file = join(config.resultsDir, `${stamp}.json`);
+  const configShown = { ...config, groups: [...config.groups], keySecret: undefined, adminPassword: undefined };
+  // Each scenario's figures are on the console and in the results file as soon as it finishes: a run cut
+  // off keeps what it measured (the file says `"complete": false` until the end).
+  let writing = Promise.resolve();
+  ctx.recorded = (results) => {
+    for (const r of results) process.stdout.write(summaryLine(r));
+    const partial = JSON.stringify({ runAt: new Date().toISOString(), complete: false, config: configShown, results: ctx.results, facts: ctx.facts }, null, 2);
+    writing = writing.then(() => writeFile(file, partial)).catch(() => undefined);
+  };
   let failed = true;
   try {
     if (needsStack) {
@@ -85,6 +113,8 @@ export async function runBenchmark(config: BenchConfig): Promise<{ report: Repor
     const started = Date.now();
     // Other programs on the machine take CPU from every figure: say how busy it was around the run.
     ctx.facts.loadAverageBefore = loadavg()[0] ?? 0;
+    // Limit B before any group: the machine's pace this run, against the quiet reference.
+    await referenceScenario(ctx);
     for (const group of Object.keys(RUNNERS) as Group[]) {
       if (config.groups.has(group)) await RUNNERS[group](ctx);
     }
@@ -103,16 +133,21 @@ export async function runBenchmark(config: BenchConfig): Promise<{ report: Repor
     else await rm(logDir, { recursive: true, force: true });
   }
   const report: Report = { machine: machine(config.cores), results: ctx.results, facts: ctx.facts, ...evaluate(ctx.results, ctx.facts, config.cores) };
-  await mkdir(config.resultsDir, { recursive: true });
-  const json = JSON.stringify({ runAt: new Date().toISOString(), config: { ...config, groups: [...config.groups], keySecret: undefined, adminPassword: undefined }, ...report }, null, 2);
-  const file = join(config.resultsDir, `${stamp}.json`);
+  await writing;
+  const json = JSON.stringify({ runAt: new Date().toISOString(), complete: true, config: configShown, ...report }, null, 2);
   await writeFile(file, json);
   await writeFile(join(config.resultsDir, 'latest.json'), json);
   return { report, file };
 }
 
 if (import.meta.main) {
-  const { report, file } = await runBenchmark(loadBenchConfig());
-  process.stdout.write(formatReport(report));
+  const config = loadBenchConfig();
+  const { report, file } = await runBenchmark(config);
+  process.stdout.write(`\n${formatReport(report)}`);
   process.stdout.write(`\nwritten: ${file}\n`);
+  if (process.argv.includes('--markdown')) {
+    const markdown = join(ROOT, 'bench', 'RESULTS.md');
+    await writeFile(markdown, resultsMarkdown(report, config, new Date()));
+    process.stdout.write(`written: ${markdown}\n`);
+  }
 }

@@ -6,15 +6,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
-import { type RunContext, type ScenarioResult, measureFixedPairsInTurns } from '../bench/context.ts';
-import { fixedRates } from '../bench/load.ts';
-import { memorySampler } from '../bench/processes.ts';
-import { kindOf, parseReport, summarise } from '../bench/perf-summary.ts';
-import { evaluate } from '../bench/report.ts';
+import { type RunContext, type ScenarioResult, measureFixedPairsInTurns } from '../bench/harness/context.ts';
+import { fixedRates } from '../bench/harness/load.ts';
+import { memorySampler } from '../bench/harness/processes.ts';
+import { kindOf, parseReport, summarise } from '../bench/tools/perf-summary.ts';
+import { evaluate } from '../bench/harness/report.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 interface WrittenReport {
+  complete: boolean;
+  facts: Record<string, unknown>;
   results: Array<{ id: string; load: { requests: number; rps: number; non2xx: number; errors: number } }>;
   targets: Array<{ name: string; met: boolean | null }>;
 }
@@ -48,10 +50,14 @@ describe('pnpm bench (bench/run.ts), smoke', function () {
       assert.match(output, /limit B: bare Express 5/);
 
       const report = JSON.parse(await readFile(join(resultsDir, 'latest.json'), 'utf8')) as WrittenReport;
+      // Limit B first as the run's reference, then the group's two limits.
       assert.deepEqual(
         report.results.map((r) => r.id),
-        ['limit-a', 'limit-b'],
+        ['reference-limit-b', 'limit-a', 'limit-b'],
       );
+      assert.match(output, /measured limit A: bare node:http/);
+      assert.ok(typeof report.facts.limitBReferenceUs === 'number' && typeof report.facts.machineSlow === 'boolean', 'limit B against its quiet reference');
+      assert.equal(report.complete, true);
       for (const { id, load } of report.results) {
         assert.ok(load.requests > 0 && load.rps > 0, `${id} answered nothing`);
         assert.equal(load.non2xx + load.errors, 0, `${id} had failures`);
@@ -70,20 +76,102 @@ function result(id: string, cpu: Record<string, number>, rate?: number, rps = ra
   return rate === undefined ? { id, label: id, mode: 'closed', connections: 50, load, cpuUsPerRequest: cpu } : { id, label: id, mode: 'fixed', rate, load, cpuUsPerRequest: cpu };
 }
 
-describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
-  const target = (results: ScenarioResult[], name: string) => evaluate(results, {}, 2).targets.find((t) => t.name === name);
+describe('the limit servers (bench/limits/<name>.ts), each with its named options', function () {
+  this.timeout(30_000);
 
-  it('reads risk against limit B measured by turns beside it, not the limits group\'s limit B of another moment', () => {
-    const results = [result('limit-b', { 'limit-b': 40 }), result('limit-b-in-turns', { 'limit-b': 20 }), result('risk-by-id', { risk: 60 })];
-    assert.deepEqual(target(results, 'risk CPU by-id / limit B'), { name: 'risk CPU by-id / limit B', reached: '3.00×', goal: '≤ 2.5×', met: false });
+  /** Starts a limit on a free port; stopped by the test. */
+  async function startLimitServer(name: string, options: Record<string, string>) {
+    const { freePort, startProcess, untilOk } = await import('@platform/stack');
+    const port = await freePort();
+    const args = ['--port', String(port), ...Object.entries(options).flatMap(([flag, value]) => [`--${flag}`, value])];
+    const server = startProcess({ name, entry: `bench/limits/${name}.ts`, args, env: process.env, url: `http://127.0.0.1:${port}`, output: 'capture' });
+    return { server, ready: await untilOk(`${server.url}/health/live`, Date.now() + 15_000, server) };
+  }
+
+  it('limit C′ relays limit A\'s answer whole, and answers 502 when its upstream is gone', async () => {
+    const a = await startLimitServer('bare-node', {});
+    try {
+      const lean = await startLimitServer('lean-proxy', { target: a.server.url });
+      try {
+        assert.ok(lean.ready, lean.server.output());
+        const answer = await fetch(`${lean.server.url}/v1/weather-stations/by/id/17130`);
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers.get('content-type'), 'application/json; charset=utf-8');
+        assert.equal(((await answer.json()) as { stationId: number }).stationId, 17130);
+        await a.server.stop();
+        const gone = await fetch(`${lean.server.url}/v1/weather-stations/by/id/17130`);
+        assert.equal(gone.status, 502);
+      } finally {
+        await lean.server.stop();
+      }
+    } finally {
+      await a.server.stop();
+    }
   });
 
-  it('falls back to the limits group\'s limit B when the risk group ran without one, and says not run without either', () => {
-    assert.equal(target([result('limit-b', { 'limit-b': 40 }), result('risk-by-id', { risk: 60 })], 'risk CPU by-id / limit B')?.met, true);
-    assert.equal(target([result('risk-by-id', { risk: 60 })], 'risk CPU by-id / limit B')?.met, undefined);
+  it('refuses to start without the options it needs, naming them', async () => {
+    const { server } = await startLimitServer('lean-checks', { target: 'http://127.0.0.1:9' });
+    assert.equal(await server.exited, 2);
+    assert.match(server.output(), /usage: node bench\/limits\/lean-checks\.ts --port <port> --target <target> --redis-url <redis-url>/);
+  });
+});
+
+describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', () => {
+  const target = (results: ScenarioResult[], name: string, facts = {}) => evaluate(results, facts, 2).targets.find((t) => t.name === name);
+  const gatewayById = [
+    result('limit-c-by-id', { 'limit-c': 200 }),
+    result('gateway-by-id', { gateway: 220 }),
+    result('limit-c-by-id-pace', { 'limit-c': 400 }, 1500),
+    result('gateway-by-id-pace', { gateway: 560 }, 1500),
+  ];
+
+  it('judges the gateway against limit C of the same request by both figures, at one pace and in the closed loop', () => {
+    assert.deepEqual(target(gatewayById, 'gateway CPU by-id / limit C, closed loop'), { name: 'gateway CPU by-id / limit C, closed loop', reached: '1.10×', goal: '≤ 1.15×', met: true });
+    assert.deepEqual(target(gatewayById, 'gateway CPU by-id / limit C, at one pace'), { name: 'gateway CPU by-id / limit C, at one pace', reached: '1.40×', goal: '≤ 1.25×', met: false });
+    // City-district is divided by limit C's city-district, never by its by/id.
+    assert.equal(target([...gatewayById, result('gateway-city-district', { gateway: 230 })], 'gateway CPU city-district / limit C, closed loop')?.met, undefined);
   });
 
-  it('takes the added latency of a pair measured in rounds from its rounds\' median, else the difference of the two', () => {
+  it('draws no verdict from a run whose limit B was over twice its quiet reference', () => {
+    const slow = { machineSlow: true, limitBReferenceUs: 50, limitBQuietReferenceUs: 22 };
+    assert.deepEqual(target(gatewayById, 'gateway CPU by-id / limit C, closed loop', slow), { name: 'gateway CPU by-id / limit C, closed loop', reached: '1.10×', goal: '≤ 1.15×', met: undefined });
+    assert.equal(target(gatewayById, 'gateway CPU by-id / limit C, closed loop', { machineSlow: false })?.met, true);
+  });
+
+  it('takes no CPU figure from a scenario whose answers were refused, nor from one that fell behind its pace', () => {
+    const refused = result('limit-c-by-id', { 'limit-c': 100 });
+    refused.load = { ...refused.load, non2xx: refused.load.requests };
+    assert.equal(target([refused, result('gateway-by-id', { gateway: 110 })], 'gateway CPU by-id / limit C, closed loop')?.met, undefined);
+    const behind = [result('limit-c-by-id-pace', { 'limit-c': 400 }, 1500), result('gateway-by-id-pace', { gateway: 420 }, 1500, 1300)];
+    assert.equal(target(behind, 'gateway CPU by-id / limit C, at one pace')?.met, undefined);
+  });
+
+  it('judges risk direct and vouched against limit B measured by turns beside them', () => {
+    const results = [result('limit-b', { 'limit-b': 20 }), result('risk-by-id', { risk: 60 }), result('risk-vouched-by-id', { risk: 40 })];
+    assert.equal(target(results, 'risk CPU by-id / limit B, closed loop')?.reached, '3.00×');
+    assert.equal(target(results, 'risk CPU by-id / limit B, closed loop')?.met, true);
+    assert.equal(target(results, 'risk vouched CPU by-id / limit B, closed loop')?.met, true);
+    assert.equal(target(results, 'risk vouched CPU by-id / limit B, at one pace')?.met, undefined);
+  });
+
+  it('sets the floors beside the targets: limit C′ against C, E′ against C′, the gateway against E′', () => {
+    const ratios = evaluate(
+      [
+        result('limit-c-by-id', { 'limit-c': 200 }),
+        result('limit-c-lean-by-id', { 'limit-c-lean': 80 }),
+        result('limit-e-lean-by-id', { 'limit-e-lean': 200 }),
+        result('gateway-by-id', { gateway: 300 }),
+      ],
+      {},
+      2,
+    ).ratios;
+    assert.equal(ratios['limit C′ CPU by-id / limit C, closed loop'], 0.4);
+    assert.equal(ratios['limit E′ CPU by-id / limit C′, closed loop'], 2.5);
+    assert.equal(ratios['gateway CPU by-id / limit E′, closed loop'], 1.5);
+    assert.equal(ratios['limit E′ CPU by-id / limit C′, at one pace'], undefined);
+  });
+
+  it('judges the added latency beyond the control pair, from the rounds\' medians, else the difference of the two', () => {
     const latency = (id: string, p50Ms: number, p99Ms: number, addedMs?: { p50: number; p99: number }): ScenarioResult => ({
       id,
       label: id,
@@ -92,73 +180,36 @@ describe('the bench\'s targets and ratios (bench/report.ts evaluate)', () => {
       load: { rps: 500, requests: 5000, non2xx: 0, errors: 0, p50Ms, p99Ms, meanMs: p50Ms, statuses: { 200: 5000 } },
       ...(addedMs === undefined ? {} : { addedMs }),
     });
-    // In rounds: the gateway's recorded load is of one round; its added latency is the rounds' median.
     const inRounds = evaluate(
       [
         latency('latency-direct-by-id', 2, 9),
-        latency('latency-gateway-by-id', 3, 20, { p50: 0.5, p99: 2 }),
-        latency('latency-direct-beside-limit-c', 1.5, 8),
-        latency('latency-limit-c', 1.9, 12, { p50: 0.4, p99: 3 }),
-        latency('latency-direct-beside-limit-e', 1.5, 8),
-        latency('latency-limit-e', 2.2, 10, { p50: 0.7, p99: 1 }),
+        latency('latency-gateway-by-id', 3, 20, { p50: 0.7, p99: 3 }),
+        latency('latency-direct-beside-limit-c-lean', 1.5, 8),
+        latency('latency-limit-c-lean', 1.9, 12, { p50: 0.2, p99: 1 }),
         latency('latency-direct-beside-direct', 1.5, 8),
-        latency('latency-direct-again', 1.6, 11, { p50: 0.05, p99: 3.5 }),
+        latency('latency-direct-again', 1.6, 11, { p50: 0.2, p99: 1 }),
       ],
       {},
       2,
     );
-    assert.equal(inRounds.ratios['gateway added p50 ms, by-id'], 0.5);
-    assert.equal(inRounds.ratios['gateway added p99 ms, by-id'], 2);
-    assert.equal(inRounds.ratios['limit C added p50 ms, by-id'], 0.4);
-    assert.equal(inRounds.ratios['limit C added p99 ms, by-id'], 3);
-    assert.equal(inRounds.ratios['limit E added p50 ms, by-id'], 0.7);
-    assert.equal(inRounds.ratios['direct beside direct added p99 ms, by-id'], 3.5);
-    assert.equal(inRounds.ratios['gateway added p50 ms beyond limit C, by-id'], 0.5 - 0.4);
+    assert.equal(inRounds.ratios['gateway added p50 ms, by-id'], 0.7);
+    assert.equal(inRounds.ratios['limit C′ added p50 ms, by-id'], 0.2);
     assert.deepEqual(
-      inRounds.targets.filter((t) => t.name.endsWith('by-id') && t.name.startsWith('gateway added')).map((t) => [t.reached, t.met]),
+      inRounds.targets.filter((t) => t.name.startsWith('gateway added')).map((t) => [t.reached, t.met]),
       [
         ['0.50 ms', true],
         ['2.00 ms', true],
       ],
     );
-    // One pair measured once (no rounds): the difference of the two.
+    // One pair measured once (no rounds): the difference of the two; no control, no verdict.
     const once = evaluate([latency('latency-direct-city-district', 2, 9), latency('latency-gateway-city-district', 2.75, 13)], {}, 2);
     assert.equal(once.ratios['gateway added p50 ms, city-district'], 0.75);
     assert.equal(once.ratios['gateway added p99 ms, city-district'], 4);
-    assert.equal(once.ratios['limit C added p50 ms, by-id'], undefined);
-    assert.equal(once.targets.find((t) => t.name === 'gateway added p50 at fixed rate, city-district')?.met, false);
-  });
-
-  it('sets limit E, the gateway\'s checks without its pipeline, against limit C, closed loop and at one pace', () => {
-    const ratios = evaluate(
-      [
-        result('limit-c', { 'limit-c': 200, risk: 150 }),
-        result('limit-e-by-id', { 'limit-e': 300, risk: 160 }),
-        result('gateway-by-id', { gateway: 390, risk: 170 }),
-        result('limit-c-equal-rate', { 'limit-c': 400 }, 1500),
-        result('limit-e-equal-rate', { 'limit-e': 440 }, 1500),
-      ],
-      {},
-      2,
-    ).ratios;
-    assert.equal(ratios['limit E CPU by-id / limit C'], 1.5);
-    assert.equal(ratios['gateway CPU by-id / limit E'], 1.3);
-    assert.equal(ratios['limit E CPU by-id / limit C, at one fixed rate'], 1.1);
-    // A limit E that fell behind the pace gives no ratio at it.
-    const behind = evaluate([result('limit-c-equal-rate', { 'limit-c': 400 }, 1500), result('limit-e-equal-rate', { 'limit-e': 440 }, 1500, 1300)], {}, 2).ratios;
-    assert.equal(behind['limit E CPU by-id / limit C, at one fixed rate'], undefined);
-  });
-
-  it('gives limit F\'s ratios at one pace only while both kept up with it', () => {
-    const kept = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500), result('risk-by-id-equal-rate', { risk: 216 }, 1500)], {}, 2).ratios;
-    assert.equal(kept['limit F CPU by-id / limit B, at one fixed rate'], 1.5);
-    assert.equal(kept['risk CPU by-id / limit F, at one fixed rate'], 1.8);
-    const behind = evaluate([result('limit-b-equal-rate', { 'limit-b': 80 }, 1500), result('limit-f-equal-rate', { 'limit-f': 120 }, 1500, 1200)], {}, 2).ratios;
-    assert.equal(behind['limit F CPU by-id / limit B, at one fixed rate'], undefined);
+    assert.equal(once.targets.filter((t) => t.name.startsWith('gateway added')).length, 0);
   });
 });
 
-describe('latency pairs measured in rounds (bench/context.ts measureFixedPairsInTurns)', function () {
+describe('latency pairs measured in rounds (bench/harness/context.ts measureFixedPairsInTurns)', function () {
   this.timeout(30_000);
 
   it('records each pair\'s second with the median of what it added over the first, round by round', async () => {
@@ -205,7 +256,7 @@ describe('latency pairs measured in rounds (bench/context.ts measureFixedPairsIn
   });
 });
 
-describe('the open-loop pacer (bench/load.ts fixedRates)', function () {
+describe('the open-loop pacer (bench/harness/load.ts fixedRates)', function () {
   this.timeout(30_000);
 
   it('keeps at most `connections` requests in flight to a server behind its pace, and counts the wait in the latency', async () => {
@@ -235,7 +286,7 @@ describe('the open-loop pacer (bench/load.ts fixedRates)', function () {
   });
 });
 
-describe('resident memory by scenario (bench/processes.ts memorySampler)', function () {
+describe('resident memory by scenario (bench/harness/processes.ts memorySampler)', function () {
   this.timeout(30_000);
 
   it('keeps each scenario\'s peak and names the one during which the run\'s peak was reached', async () => {
@@ -269,7 +320,7 @@ describe('resident memory by scenario (bench/processes.ts memorySampler)', funct
 
 describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD flags', () => {
   it('reads the same value from each Dockerfile as the deployment checks do', async () => {
-    const { imageNodeOptions } = await import('../bench/stack.ts');
+    const { imageNodeOptions } = await import('../bench/harness/stack.ts');
     const { DEPLOYABLES, imageEnv } = await import('./deploy-support/deployables.ts');
     for (const d of DEPLOYABLES) {
       const fromImage = imageEnv(root, d).get('NODE_OPTIONS');
@@ -279,7 +330,7 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD fl
   });
 
   it('passes the flags of each image\'s CMD line too (the gateway\'s --heap-growing-percent, --no-maglev)', async () => {
-    const { imageNodeArgs } = await import('../bench/stack.ts');
+    const { imageNodeArgs } = await import('../bench/harness/stack.ts');
     const { DEPLOYABLES, parseDockerfile, readDockerfile } = await import('./deploy-support/deployables.ts');
     for (const d of DEPLOYABLES) {
       const cmd = parseDockerfile(readDockerfile(root, d)).at(-1)?.instructions.find((i) => i.op === 'CMD')?.args ?? '';
@@ -290,14 +341,14 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD fl
   });
 });
 
-describe('pnpm bench:log-writes (bench/log-writes.ts)', function () {
+describe('pnpm bench:log-writes (bench/tools/log-writes.ts)', function () {
   this.timeout(60_000);
 
   it('writes every line of each measurement to the file it is given and prints CPU per line for 1, 3 and 10 lines a write', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'log-writes-'));
     const file = join(dir, 'lines.log');
     try {
-      const { code, output } = await runScript(['bench/log-writes.ts', file], { BENCH_LOG_LINES: '300' });
+      const { code, output } = await runScript(['bench/tools/log-writes.ts', file], { BENCH_LOG_LINES: '300' });
       assert.equal(code, 0, output);
       const rows = [...output.matchAll(/^round (\d), +(\d+) lines a write: fs\.write +(\d+\.\d), fs\.writeSync +(\d+\.\d)$/gm)];
       assert.deepEqual(
@@ -315,7 +366,7 @@ describe('pnpm bench:log-writes (bench/log-writes.ts)', function () {
   });
 });
 
-describe('pnpm bench:perf-summary (bench/perf-summary.ts)', () => {
+describe('pnpm bench:perf-summary (bench/tools/perf-summary.ts)', () => {
   it('files each perf row under its kind of work: the kernel, JIT code, megamorphic loads, the GC and the compiler on any thread', () => {
     assert.equal(kindOf('[kernel.kallsyms]', '[k] tcp_sendmsg_locked'), 'kernel');
     assert.equal(kindOf('[JIT] tid 6436', "[.] JS:*'admit file:///gateway/dist/src/admission/admission.js:149:20"), 'JIT-compiled JavaScript');

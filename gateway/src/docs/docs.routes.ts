@@ -10,7 +10,7 @@ export function docsRouter(document: OpenApiDocument): Router {
   const router = express.Router();
   // Rendered on its first request, not at start: the CommonMark renderer (markdown-it and its tables,
   // ~2 MB of heap) stays loaded for a process's life, and most gateways never serve this page
-  // (bench/README.md, issue 27). A failed render is tried again by the next request.
+  // (the bench diary, `git show f0a4e11:bench/README.md`, issue 27). A failed render is tried again by the next request.
   let page: Promise<string> | undefined;
   const docsPage = (): Promise<string> =>
     (page ??= import('./docs-page.ts').then(({ renderDocsPage }) => renderDocsPage(document)).catch((err: unknown) => {

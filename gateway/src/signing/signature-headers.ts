@@ -40,7 +40,7 @@ function dictionary(name: string, value: string): ReturnType<typeof parseDiction
  *
  * A header pair in the canonical form the SDK writes (one member each, plain component names, integer and
  * string parameters) is read by `canonicalEntry` without structured-headers: parsing and re-serialising
- * every request's Signature-Input was the largest part of the signature check's cost (bench/README.md,
+ * every request's Signature-Input was the largest part of the signature check's cost (the bench diary, `git show f0a4e11:bench/README.md`,
  * issue 27). Anything else, valid or not, goes through the library (`libraryEntry`); the tests compare
  * the two on every form the fast reader takes.
  */

@@ -1,6 +1,6 @@
 // The HTTP spans of a process that makes them itself instead of through OpenTelemetry's HTTP
 // instrumentation (CONTRACT.md part 12): the gateway, where the instrumentation cost most of what tracing
-// costs per request, sampled or not (bench/README.md, issue 27: building the URL and the attributes before
+// costs per request, sampled or not (the bench diary, `git show f0a4e11:bench/README.md`, issue 27: building the URL and the attributes before
 // the sampler decides, and re-binding every listener of the request, the answer and the socket to the
 // request's context). Here the sampler decides first; an unsampled request gets a non-recording span, no
 // attribute and no listener wrapping, yet carries its trace on upstream. Only @opentelemetry/api is

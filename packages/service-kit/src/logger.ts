@@ -78,7 +78,7 @@ function sharedStdout(): DestinationStream {
  * pino's destination (sonic-boom) together when the turn ends (`setImmediate`), as one `write(2)`. An
  * asynchronous write (pino's default) costs ~40 µs of CPU per call on this machine kind (the thread-pool
  * hop, its wake-ups and the completion) against ~2 µs for the same write made synchronously
- * (bench/README.md, issue 27): per request line, that was ~6 % of the gateway's CPU per answer. A line is
+ * (the bench diary, `git show f0a4e11:bench/README.md`, issue 27): per request line, that was ~6 % of the gateway's CPU per answer. A line is
  * never held past the turn it was logged in, and the lines logged right before `process.exit` (the crash
  * handler's) are written on exit. The price: a reader of stdout that stops reading (a full pipe) stalls the
  * process at its next turn's write, where the asynchronous writer would have buffered without bound.

@@ -200,7 +200,7 @@ interface Corkable {
  * calls do nothing. For a process without auto-pipelining (the gateway: an auto-pipeline waits for the one
  * before it, CONTRACT.md part 3): the commands of the requests that arrived together leave together,
  * each with its own timeout, and nothing waits for an earlier reply. A socket write costs more than the
- * command (bench/README.md, issue 27: 60 µs of the gateway's 385 per answer were its two Redis writes).
+ * command (the bench diary, `git show f0a4e11:bench/README.md`, issue 27: 60 µs of the gateway's 385 per answer were its two Redis writes).
  *
  * Only buffering is changed: commands keep their order (Redis answers them in it), a command that cannot
  * be written (Redis down, no offline queue) still fails at once, and a socket replaced by a reconnect

@@ -6,7 +6,7 @@ import { Command, Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../src/testing/index.ts';
 
 // patches/ (package.json pnpm.patchedDependencies) carries measured hot-path fixes of dependencies
-// (bench/README.md, second pass). pnpm refuses to install when a patch no longer applies; these check
+// (the bench diary, `git show f0a4e11:bench/README.md`, second pass). pnpm refuses to install when a patch no longer applies; these check
 // that the fixes are in effect, so dropping an entry does not silently bring the cost back.
 describe('patched dependencies', () => {
   it('ioredis: a pipeline has no accessor of its own (its length is one getter on the prototype)', () => {

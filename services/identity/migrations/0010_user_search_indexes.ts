@@ -1,7 +1,7 @@
 import type { Migration } from '@platform/service-kit/database';
 
 /**
- * The indexes that keep GET /v1/users fast with a million users (CONTRACT.md part 11; bench/README.md has
+ * The indexes that keep GET /v1/users fast with a million users (CONTRACT.md part 11; the bench diary, `git show f0a4e11:bench/README.md` has
  * the figures). Every answer is in creation order, then id, paged by keyset, so each index either yields
  * that order for its filter or finds the few matching rows to sort.
  *

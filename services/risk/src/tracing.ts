@@ -3,7 +3,7 @@
 //
 // Risk makes its HTTP server spans itself (service-kit's http-spans.ts, `withServerSpans` in index.ts,
 // named by the validated operation in createApiApp), as the gateway does: OpenTelemetry's HTTP and Express
-// instrumentations cost risk ~80 µs per answer, sampled or not (bench/README.md, issue 27: 171-178 µs an
+// instrumentations cost risk ~80 µs per answer, sampled or not (the bench diary, `git show f0a4e11:bench/README.md`, issue 27: 171-178 µs an
 // answer traced against 89-98 with its own spans, 67 untraced). Its outbound HTTP (the JWKS refresh, in the
 // background) has no trace to continue. Postgres and Redis keep their instrumentations.
 import { startTracing } from '@platform/service-kit/tracing';

@@ -13,7 +13,7 @@ const HASHING_NICENESS = 10;
 /**
  * A hashing thread yields the CPU to every other thread of the machine that wants it, so that ten
  * logins at once delay the event loop, and with it every other request, as little as possible (two
- * cores, one hashing thread: an account read's p99 during ten logins halved, bench/README.md).
+ * cores, one hashing thread: an account read's p99 during ten logins halved, the bench diary, `git show f0a4e11:bench/README.md`).
  * Linux keeps a nice value per thread and names the calling thread in /proc/thread-self; elsewhere
  * (or when refused) the thread keeps the normal priority, as before.
  */

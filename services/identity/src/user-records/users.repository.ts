@@ -53,7 +53,7 @@ function likeLiteral(text: string): string {
 }
 
 /**
- * The query of `findUsers`. Each filter matches an index of migration 0010 as written here (bench/users.ts
+ * The query of `findUsers`. Each filter matches an index of migration 0010 as written here (bench/groups/users.ts
  * captures the SQL findUsers sends and EXPLAINs it to list the indexes read): keep the expressions in step.
  */
 function usersQuery(db: Knex, filter: UserFilter, limit: number, after: Position | undefined): Knex.QueryBuilder {

@@ -9,10 +9,10 @@ import { freePort, startLocalRedisCluster, startOtlpReceiver, startPrivateRedis 
 import { createRevocationReader } from '@platform/auth';
 import { freshEnvironment, ledgerKey, stampKey } from '@platform/auth/testing';
 import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
-import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, measureClosedInTurns, needStack, signedTarget } from './context.ts';
-import { type LoadResult, quantile } from './load.ts';
-import { cpuMs } from './processes.ts';
-import type { RequestShape } from './signer.ts';
+import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, measureClosedInTurns, needStack, record, signedTarget } from '../harness/context.ts';
+import { type LoadResult, quantile } from '../harness/load.ts';
+import { cpuMs } from '../harness/processes.ts';
+import type { RequestShape } from '../harness/signer.ts';
 
 const BY_ID: RequestShape = { method: 'GET', target: `/v1/weather-stations/by/id/${STATION_ID}` };
 
@@ -115,7 +115,7 @@ async function measureRedisCalls(ctx: RunContext, redisPids: readonly number[], 
   const cpuUsPerRequest: Record<string, number> = { client: (self.user + self.system) / load.requests };
   if (redisBefore !== undefined && redisAfter !== undefined) cpuUsPerRequest.redis = ((redisAfter - redisBefore) * 1000) / load.requests;
   const result: ScenarioResult = { id, label, mode: 'closed', connections, load, cpuUsPerRequest };
-  ctx.results.push(result);
+  record(ctx, result);
 }
 
 const CLAIM_PLAIN = 'Redis claim: nonce + idempotency key';

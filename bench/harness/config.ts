@@ -3,7 +3,9 @@ import { fileURLToPath } from 'node:url';
 
 /** The scenario groups of one run, in the order they run. */
 export const GROUPS = ['limits', 'risk', 'gateway', 'latency', 'login', 'scale', 'ratelimit', 'tracing', 'users', 'hardening', 'pipeline'] as const;
-/** One scenario group; `BENCH_ONLY` picks some of them. */
+/** The groups a run without BENCH_ONLY measures: every speed target is judged from them. */
+export const DECISION_GROUPS = ['risk', 'gateway', 'latency', 'tracing'] as const satisfies readonly (typeof GROUPS)[number][];
+/** One scenario group; `BENCH_ONLY` picks some of them (`all`: every one). */
 export type Group = (typeof GROUPS)[number];
 
 /** Where a running stack is, when the benchmark should not start its own. */
@@ -70,7 +72,7 @@ export interface BenchConfig {
 }
 
 /** The repository root. */
-export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
   const raw = env[name];
@@ -81,8 +83,9 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number, min: num
 }
 
 function groupsOf(raw: string | undefined): Set<Group> {
-  // `pipeline` repeats what the gateway group measures: only when asked for.
-  if (raw === undefined || raw.trim() === '') return new Set(GROUPS.filter((group) => group !== 'pipeline'));
+  // By default the decision groups: the ones the speed targets are judged from (bench/README.md).
+  if (raw === undefined || raw.trim() === '') return new Set(DECISION_GROUPS);
+  if (raw.trim() === 'all') return new Set(GROUPS);
   const picked = raw.split(',').map((s) => s.trim());
   for (const name of picked) {
     if (!(GROUPS as readonly string[]).includes(name)) throw new Error(`BENCH_ONLY: unknown group "${name}" (known: ${GROUPS.join(', ')})`);
@@ -103,8 +106,8 @@ function externalOf(env: NodeJS.ProcessEnv): ExternalStack | undefined {
 /** Reads the `BENCH_*` variables (bench/README.md lists them); throws naming a bad one. */
 export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
   return {
-    durationS: number(env, 'BENCH_DURATION_S', 10, 1),
-    warmupS: number(env, 'BENCH_WARMUP_S', 3, 0),
+    durationS: number(env, 'BENCH_DURATION_S', 4, 1),
+    warmupS: number(env, 'BENCH_WARMUP_S', 2, 0),
     rounds: number(env, 'BENCH_ROUNDS', 3, 1),
     connections: number(env, 'BENCH_CONNECTIONS', 50, 1),
     rate: number(env, 'BENCH_RATE', 500, 1),

@@ -17,9 +17,9 @@ import express, { type RequestHandler } from 'express';
 import { inSequence, rejectMalformedText } from '@platform/service-kit';
 import { openApiValidator, strictNumericParameters } from '@platform/service-kit/api-app';
 import { loadApiDocument, operationTable, pathOf, upstreamRoutes } from '@platform/gateway/engine';
-import { ROOT } from './config.ts';
-import type { RunContext } from './context.ts';
-import { type Serve, inProcessApp } from './in-process.ts';
+import { ROOT } from '../harness/config.ts';
+import type { RunContext } from '../harness/context.ts';
+import { type Serve, inProcessApp } from '../harness/in-process.ts';
 
 const RISK_SPEC = join(ROOT, 'services/risk/openapi.yaml');
 const IDENTITY_SPEC = join(ROOT, 'services/identity/openapi.yaml');

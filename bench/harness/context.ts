@@ -42,6 +42,14 @@ export interface RunContext {
   progress(message: string): void;
   /** The run's memory sampler of risk and gateway, told which scenario runs (absent when nothing is sampled). */
   memory?: MemoryPhases;
+  /** Hears each scenario's result as it is recorded: the run writes it out at once (a cut-off run keeps what it measured). */
+  recorded?: (results: readonly ScenarioResult[]) => void;
+}
+
+/** Records results and tells the run (`recorded`). */
+export function record(ctx: RunContext, ...results: ScenarioResult[]): void {
+  ctx.results.push(...results);
+  ctx.recorded?.(results);
 }
 
 /** Runs `measure` with the run's memory samples counted for the scenarios `ids`. */
@@ -131,8 +139,16 @@ export async function measureClosed(
     return await withCpu(options.servers ?? {}, () => closedLoop(target, connections, ctx.config.durationS));
   });
   const result: ScenarioResult = { id, label, mode: 'closed', connections, ...measured };
-  ctx.results.push(result);
+  record(ctx, result);
   return result;
+}
+
+/**
+ * The warm-up before a measurement by turns: the whole BENCH_WARMUP_S in the first round (the JIT, the
+ * pools); one second at most in the later ones, which only bring the target's connections back.
+ */
+function warmupOf(ctx: RunContext, round: number): number {
+  return round === 1 ? ctx.config.warmupS : Math.min(1, ctx.config.warmupS);
 }
 
 /**
@@ -154,9 +170,10 @@ export async function measureClosedInTurns(
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, scenario] of scenarios.entries()) {
       const pace = rate === undefined ? `${connections} connections` : `${rate} req/s`;
-      ctx.progress(`${scenario.label} (round ${round} of ${rounds}): ${pace}, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
+      const warmupS = warmupOf(ctx, round);
+      ctx.progress(`${scenario.label} (round ${round} of ${rounds}): ${pace}, ${warmupS} s warm-up + ${ctx.config.durationS} s`);
       const run = await measuring(ctx, [scenario.id], async () => {
-        if (ctx.config.warmupS > 0) await load(scenario.target, ctx.config.warmupS);
+        if (warmupS > 0) await load(scenario.target, warmupS);
         return await withCpu(scenario.servers, () => load(scenario.target, ctx.config.durationS));
       });
       measured[i]?.push(run);
@@ -170,7 +187,7 @@ export async function measureClosedInTurns(
     const mode = rate === undefined ? ({ mode: 'closed', connections } as const) : ({ mode: 'fixed', rate } as const);
     return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, ...mode, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest };
   });
-  ctx.results.push(...results);
+  record(ctx, ...results);
   return results;
 }
 
@@ -182,7 +199,7 @@ export async function measureFixed(ctx: RunContext, id: string, label: string, t
     return await withCpu(servers, () => fixedRate(target, rate, ctx.config.durationS, ctx.config.connections));
   });
   const result: ScenarioResult = { id, label, mode: 'fixed', rate, ...measured };
-  ctx.results.push(result);
+  record(ctx, result);
   return result;
 }
 
@@ -200,7 +217,7 @@ export async function measureFixedPair(
   ctx.progress(`${a.label} / ${b.label}: ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
   const loads = await sideBySide(ctx, a, b, rate);
   const results = pair.map(({ id, label }, i): ScenarioResult => ({ id, label, mode: 'fixed', rate, load: loads[i] as LoadResult }));
-  ctx.results.push(...results);
+  record(ctx, ...results);
   return results;
 }
 
@@ -212,9 +229,9 @@ export interface PairSide {
 }
 
 /** The two sides of a pair at `rate` each, their requests taking turns, after a warm-up: their two loads. */
-async function sideBySide(ctx: RunContext, a: PairSide, b: PairSide, rate: number): Promise<LoadResult[]> {
+async function sideBySide(ctx: RunContext, a: PairSide, b: PairSide, rate: number, warmupS = ctx.config.warmupS): Promise<LoadResult[]> {
   return await measuring(ctx, [a.id, b.id], async () => {
-    if (ctx.config.warmupS > 0) await fixedRates([a.target, b.target], rate, ctx.config.warmupS, ctx.config.connections);
+    if (warmupS > 0) await fixedRates([a.target, b.target], rate, warmupS, ctx.config.connections);
     return await fixedRates([a.target, b.target], rate, ctx.config.durationS, ctx.config.connections);
   });
 }
@@ -231,8 +248,9 @@ export async function measureFixedPairsInTurns(ctx: RunContext, pairs: ReadonlyA
   const measured = pairs.map(() => [] as Array<[LoadResult, LoadResult]>);
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, [a, b]] of pairs.entries()) {
-      ctx.progress(`${a.label} / ${b.label} (round ${round} of ${rounds}): ${rate} req/s each, side by side, ${ctx.config.warmupS} s warm-up + ${ctx.config.durationS} s`);
-      const [first, second] = await sideBySide(ctx, a, b, rate);
+      const warmupS = warmupOf(ctx, round);
+      ctx.progress(`${a.label} / ${b.label} (round ${round} of ${rounds}): ${rate} req/s each, side by side, ${warmupS} s warm-up + ${ctx.config.durationS} s`);
+      const [first, second] = await sideBySide(ctx, a, b, rate, warmupS);
       if (first === undefined || second === undefined) throw new Error('a pair without two results');
       ctx.progress(`  ${b.label} added p50 ${(second.p50Ms - first.p50Ms).toFixed(2)} ms, p99 ${(second.p99Ms - first.p99Ms).toFixed(2)} ms`);
       measured[i]?.push([first, second]);
@@ -250,7 +268,7 @@ export async function measureFixedPairsInTurns(ctx: RunContext, pairs: ReadonlyA
       { id: b.id, label: `${b.label}${suffix}`, mode: 'fixed', rate, load: second, addedMs },
     ];
   });
-  ctx.results.push(...results);
+  record(ctx, ...results);
   return results;
 }
 

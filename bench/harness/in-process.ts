@@ -1,4 +1,4 @@
-// What the `hardening` group (bench/hardening.ts) needs to time request handling in the harness itself,
+// What the `hardening` group (bench/groups/hardening.ts) needs to time request handling in the harness itself,
 // without sockets: an Express app driven by in-memory requests.
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { type Knex, createDatabase, ensureDatabaseExists, migrateToLatest } from '@platform/service-kit/database';
 import { type UserFilter, encodeCursor, findUsers, migrations } from '@platform/identity/user-search';
-import { type RunContext, type ScenarioResult, needStack } from './context.ts';
-import type { LoadResult } from './load.ts';
-import { quantile } from './load.ts';
+import { type RunContext, type ScenarioResult, needStack, record } from '../harness/context.ts';
+import type { LoadResult } from '../harness/load.ts';
+import { quantile } from '../harness/load.ts';
 
 /** The migration that adds the search indexes: the users are loaded before it, so its build time on them is measured too. */
 const INDEX_MIGRATION = '0010_user_search_indexes';
@@ -147,7 +147,7 @@ export async function userSearchScenarios(ctx: RunContext): Promise<void> {
     for (const c of cases) {
       ctx.progress(`${c.label}: ${SAMPLES} requests one at a time`);
       const result: ScenarioResult = { id: c.id, label: c.label, mode: 'closed', connections: 1, load: await timed(`${identity.url}/v1/users?${c.query}`, accessToken) };
-      ctx.results.push(result);
+      record(ctx, result);
       const plan = await explain(db, c.filter, c.id === 'users-blocked-middle' ? middle : undefined);
       ctx.facts[`${c.id} indexes`] = plan.indexes.join(', ') || 'none (sequential scan)';
       ctx.progress(`EXPLAIN ANALYZE of ${c.label}:\n${plan.text}`);

@@ -1,6 +1,6 @@
 import bcrypt from 'bcryptjs';
-import { type RunContext, measureClosed, measureFixed, needStack, signedTarget } from './context.ts';
-import type { RequestShape } from './signer.ts';
+import { type RunContext, measureClosed, measureFixed, needStack, signedTarget } from '../harness/context.ts';
+import type { RequestShape } from '../harness/signer.ts';
 
 /** The light, steady rate of the client that reads accounts beside the logins. */
 const ACCOUNTS_RATE = 100;

@@ -1,9 +1,9 @@
 import { createDatabase } from '@platform/service-kit/database';
-import { type RunContext, CITY_DISTRICT_BODY, directTarget, measureFixedPair, needStack } from './context.ts';
+import { type RunContext, CITY_DISTRICT_BODY, directTarget, measureFixedPair, needStack } from '../harness/context.ts';
 import { freePort } from '@platform/stack';
-import { memorySampler } from './processes.ts';
-import type { RequestShape } from './signer.ts';
-import { imageNodeOptions } from './stack.ts';
+import { memorySampler } from '../harness/processes.ts';
+import type { RequestShape } from '../harness/signer.ts';
+import { imageNodeOptions } from '../harness/stack.ts';
 import type { StationRow } from '@platform/risk/station-rows';
 
 // Real ids stay below these (station ids are 5 digits, centre ids too), so copy k of a row gets the

@@ -1,0 +1,67 @@
+// Group `gateway`: both lookups through the gateway (every request freshly signed), each beside the limits
+// of the same request: limit C (Express + http-proxy-middleware, the libraries' forwarding), limit C′ (a
+// plain node:http server on undici's pool: forwarding alone) and, for by/id, limit E′ (the contract's
+// checks, the gateway's own admission included, on C′). By turns, closed loop, then at one pace (without C′
+// for city-district); then 50 signed answers checked for `Connection: close`.
+import { request } from 'node:http';
+import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
+import { startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
+import type { RequestShape } from '../harness/signer.ts';
+import { LOOKUPS, byId } from './requests.ts';
+
+export async function gatewayScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  const prefix = stack.redisPrefix;
+  const started = await startLimits(ctx, [
+    ['express-proxy', { target: stack.riskUrl }],
+    ['lean-proxy', { target: stack.riskUrl }],
+    // Limit E′ checks in the stack's own Redis prefix (the session's revocations); not against an external stack.
+    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
+  ]);
+  const [limitC, limitCLean, limitELean] = started;
+  try {
+    const scenarios = async (suffix: string) => {
+      const list = [];
+      for (const [lookup, shape] of Object.entries(LOOKUPS)) {
+        const request = shape(session.token);
+        for (const limit of [limitC, limitCLean]) {
+          // C′ is a floor beside the targets, not one of their divisors: at one pace by/id is enough of it.
+          if (limit === undefined || (limit === limitCLean && lookup !== 'by-id' && suffix !== '')) continue;
+          const name = limit === limitC ? 'limit C: Express + http-proxy-middleware' : 'limit C′: node:http + undici, no checks';
+          list.push({ id: `${limit.cpuName}-${lookup}${suffix}`, label: `${name} → risk ${lookup}`, target: directTarget(limit.url, request), servers: { [limit.cpuName]: limit.pid } });
+        }
+        if (lookup === 'by-id' && limitELean !== undefined) {
+          list.push({ id: `limit-e-lean-by-id${suffix}`, label: 'limit E′: the contract\'s checks on C′ → risk by-id (signed)', target: await signedTarget(ctx, limitELean.url, request), servers: { 'limit-e-lean': limitELean.pid } });
+        }
+        list.push({ id: `gateway-${lookup}${suffix}`, label: `gateway: ${lookup} (signed)`, target: await signedTarget(ctx, stack.gatewayUrl, request), servers: { gateway: stack.gatewayPid } });
+      }
+      return list;
+    };
+    await measureClosedInTurns(ctx, await scenarios(''));
+    await measureClosedInTurns(ctx, await scenarios('-pace'), ctx.config.equalRate);
+  } finally {
+    await stopAll(started);
+  }
+  ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
+}
+
+/**
+ * How many of 50 proxied answers carried `Connection: close` (must be none: the client's keep-alive
+ * connection would be dropped after every request). Read with node:http, which shows the header as sent.
+ */
+async function countConnectionClose(ctx: RunContext, origin: string, shape: RequestShape): Promise<number> {
+  const headers = await ctx.signer.for(shape);
+  let closes = 0;
+  for (let i = 0; i < 50; i += 1) {
+    closes += await new Promise<number>((resolve, reject) => {
+      const req = request(new URL(shape.target, origin), { method: shape.method, headers: headers() }, (res) => {
+        res.resume();
+        if (res.statusCode !== 200) reject(new Error(`the gateway answered ${res.statusCode}`));
+        res.on('end', () => resolve(String(res.headers.connection).toLowerCase() === 'close' ? 1 : 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+  return closes;
+}

@@ -1,0 +1,42 @@
+// Group `latency`: p50/p99 at the light fixed rate (BENCH_RATE), each pair side by side, the pairs by
+// turns (BENCH_ROUNDS, medians of what the second of a pair adds): by/id direct and through the gateway;
+// direct and through limit C, C′ and E′ (one more hop of forwarding, and the contract's checks on it);
+// city-district direct and through the gateway; and the control, by/id direct beside itself.
+import { type PairSide, type RunContext, directTarget, measureFixedPairsInTurns, needStack, signedTarget } from '../harness/context.ts';
+import { startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
+import type { RequestShape } from '../harness/signer.ts';
+import { byId, cityDistrict } from './requests.ts';
+
+export async function latencyScenarios(ctx: RunContext): Promise<void> {
+  const { stack, session } = needStack(ctx);
+  const prefix = stack.redisPrefix;
+  const limits = await startLimits(ctx, [
+    ['express-proxy', { target: stack.riskUrl }],
+    ['lean-proxy', { target: stack.riskUrl }],
+    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
+  ]);
+  const [limitC, limitCLean, limitELean] = limits;
+  try {
+    const direct = (id: string, name: string, shape: RequestShape): PairSide => ({ id: `latency-direct-${id}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) });
+    const byIdShape = byId(session.token);
+    const pairs: Array<readonly [PairSide, PairSide]> = [
+      [direct('by-id', 'by/id', byIdShape), { id: 'latency-gateway-by-id', label: 'latency gateway: by/id', target: await signedTarget(ctx, stack.gatewayUrl, byIdShape) }],
+    ];
+    for (const [limit, label, signed] of [
+      [limitC, 'limit C: Express + http-proxy-middleware', false],
+      [limitCLean, 'limit C′: node:http + undici', false],
+      [limitELean, 'limit E′: the contract\'s checks on C′', true],
+    ] as const) {
+      if (limit === undefined) continue;
+      const target = signed ? await signedTarget(ctx, limit.url, byIdShape) : directTarget(limit.url, byIdShape);
+      pairs.push([direct(`beside-${limit.cpuName}`, 'by/id', byIdShape), { id: `latency-${limit.cpuName}`, label: `latency ${label} → risk by/id`, target }]);
+    }
+    const city = cityDistrict(session.token);
+    pairs.push([direct('city-district', 'by/city-district', city), { id: 'latency-gateway-city-district', label: 'latency gateway: by/city-district', target: await signedTarget(ctx, stack.gatewayUrl, city) }]);
+    // The control: by/id direct beside itself, what the measure adds between two identical targets.
+    pairs.push([direct('beside-direct', 'by/id', byIdShape), direct('again', 'by/id, again', byIdShape)]);
+    await measureFixedPairsInTurns(ctx, pairs);
+  } finally {
+    await stopAll(limits);
+  }
+}
