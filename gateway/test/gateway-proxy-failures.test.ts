@@ -124,6 +124,96 @@ describe('gateway proxy failures', () => {
     }
   });
 
+  it('when the upstream falls silent in the middle of its body, cuts the client connection after UPSTREAM_TIMEOUT_MS', async () => {
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"partial":');
+    }, { UPSTREAM_TIMEOUT_MS: '300', REQUEST_DEADLINE_MS: '5000' });
+    try {
+      const started = Date.now();
+      await assert.rejects(login(gw, newIdempotencyKey()), 'the client was left waiting for the rest of the answer');
+      const waited = Date.now() - started;
+      assert.ok(waited >= 250 && waited < 2000, `cut after ${waited} ms, not about the upstream timeout`);
+    } finally {
+      await close();
+    }
+  });
+
+  it('relays a large answer whole to a client that reads slowly, then serves on', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    const chunks = 128; // 8 MB
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(chunk.length * chunks) });
+      let sent = 0;
+      const more = () => {
+        while (sent < chunks) {
+          sent += 1;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    });
+    try {
+      const received = await new Promise<number>((resolve, reject) => {
+        const req = request(`${gw.url}${LOGIN}`, { method: 'POST', agent: false, headers: signedHeaders('POST', LOGIN, { key: gw.keys.hmac, body: BODY, idempotencyKey: newIdempotencyKey() }) }, (res) => {
+          let bytes = 0;
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+            // A slow reader: the gateway's socket to it fills, and the upstream must wait.
+            res.pause();
+            setTimeout(() => res.resume(), 1);
+          });
+          res.on('end', () => resolve(bytes));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(BODY);
+      });
+      assert.equal(received, chunk.length * chunks);
+      assert.equal((await login(gw, newIdempotencyKey())).status, 200);
+    } finally {
+      await close();
+    }
+  });
+
+  it('when the client hangs up in the middle of a relayed answer, the upstream exchange is ended too, and the gateway serves on', async () => {
+    let upstreamClosed: (() => void) | undefined;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    let streaming = true;
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      if (!streaming) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const tick = setInterval(() => res.write(' '), 10);
+      res.on('close', () => {
+        clearInterval(tick);
+        upstreamClosed?.();
+      });
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const req = request(`${gw.url}${LOGIN}`, { method: 'POST', agent: false, headers: signedHeaders('POST', LOGIN, { key: gw.keys.hmac, body: BODY, idempotencyKey: newIdempotencyKey() }) }, (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        });
+        req.on('error', () => undefined);
+        req.on('close', () => resolve());
+        req.end(BODY);
+        setTimeout(() => reject(new Error('no part of the answer came')), 5000);
+      });
+      await Promise.race([closed, sleep(3000).then(() => assert.fail('the upstream kept streaming to nobody'))]);
+      streaming = false;
+      assert.equal((await login(gw, newIdempotencyKey())).status, 200);
+    } finally {
+      await close();
+    }
+  });
+
   it('when an error page that is not JSON breaks off midway, still answers its status in the error shape and releases the key', async () => {
     const { gw, close, heal } = await breakingOffMidway(503, 'text/html', '<html><body>Service Unav');
     try {

@@ -1,5 +1,5 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { type Dispatcher, Pool } from 'undici';
 import { BadGatewayError, GatewayTimeoutError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, parseUpstreamError } from '@platform/errors';
 import { startClientSpan } from '@platform/service-kit';
 import { clientResponseHeaders } from './forwarded-headers.ts';
@@ -55,106 +55,133 @@ const JSON_TYPE = /^application\/(.+\+)?json\b/i;
  * error body a client sees has the contract's shape, even one made by something in between. Its bytes
  * are drained unread: a body that does not say it is JSON gives the shape nothing but its status.
  */
-function answerForeignError(upstream: IncomingMessage, path: string, res: ServerResponse, alwaysMessages: boolean): void {
-  upstream.resume();
-  upstream.on('error', ignore);
-  const status = upstream.statusCode ?? 502;
+function answerForeignError(status: number, retryAfter: string, path: string, res: ServerResponse, alwaysMessages: boolean): void {
   const body = parseUpstreamError(status, undefined, path);
   if (alwaysMessages) body.messages ??= [body.message];
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
   // Every 503 says when to retry (CONTRACT.md part 13): the upstream's delay in seconds, else the gateway's.
-  if (status === 503) headers['retry-after'] = /^\d{1,6}$/.test(String(upstream.headers['retry-after'])) ? String(upstream.headers['retry-after']) : String(SERVICE_UNAVAILABLE_RETRY_AFTER_S);
+  if (status === 503) headers['retry-after'] = /^\d{1,6}$/.test(retryAfter) ? retryAfter : String(SERVICE_UNAVAILABLE_RETRY_AFTER_S);
   res.writeHead(status, headers).end(JSON.stringify(body));
 }
 
 const ignore = (): void => undefined;
 
-/**
- * Streams an answer to the client. An answer that breaks off midway cannot be finished: the client's
- * connection is cut rather than left waiting for the rest; a client that is gone frees the upstream
- * socket. (`pipe`, not `stream.pipeline`: the latter makes an AbortController per call and aborts it with
- * a DOMException at the end, ~3% of the gateway's CPU in the issue-27 profile.)
- */
-function relay(upstream: IncomingMessage, res: ServerResponse): void {
-  upstream.on('error', ignore);
-  upstream.once('close', () => {
-    if (!upstream.complete && !res.writableEnded) res.destroy();
-  });
-  res.once('close', () => {
-    if (!upstream.complete) upstream.destroy();
-  });
-  upstream.pipe(res);
-}
 
 /**
- * Node's own HTTP client on a keep-alive pool (`node:http` Agent, most recently used socket first). The
- * body was read whole for the digest, so it is sent from that buffer with the headers the checks decided:
- * nothing to undo from a library that copies the client's request (bench/README.md, issue 27: what
- * http-proxy-middleware cost). The answer's status is known before its body is relayed; a relay that
- * breaks off cuts the client's connection; a client that hangs up does not cancel the exchange (its
- * status still decides the idempotency key).
+ * undici's pool (`dispatch`: no ClientRequest, IncomingMessage or pipe per exchange; bench/README.md, limit
+ * C′) on kept-alive connections. The body was read whole for the digest, so it is sent from that buffer with
+ * the headers the checks decided. The answer's status is known before its body is relayed, and its head is
+ * written once; its chunks go to the client as they come, the upstream paused while the client's socket is
+ * full. A relay that breaks off cuts the client's connection; a client that hangs up mid-relay frees the
+ * upstream socket; a client that hangs up before the answer does not cancel the exchange (its status still
+ * decides the idempotency key).
  */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
-  const agent = new http.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' });
   const url = new URL(options.target);
+  const pool = new Pool(url.origin, {
+    // Idle sockets are dropped below Node's server keepAliveTimeout (5 s), so the gateway never reuses a
+    // socket the upstream is closing at that very moment; an upstream's shorter Keep-Alive hint wins.
+    keepAliveTimeout: IDLE_SOCKET_MS,
+    keepAliveMaxTimeout: IDLE_SOCKET_MS,
+    // The silence timer is the exchange's own (below): undici checks its timeouts about once a second, and
+    // a 400 ms UPSTREAM_TIMEOUT_MS would fire after 1 s.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
   const alwaysMessages = options.alwaysMessages === true;
   return {
     name: options.name,
     send(exchange, res, outcome) {
       return new Promise<number>((resolve, reject) => {
-        let settled = false;
         // With tracing on, the client span, whose traceparent goes upstream (service-kit's http-spans.ts).
         const span = startClientSpan(exchange.method, url, exchange.target, exchange.headers);
-        const upstreamReq = http.request({ agent, protocol: url.protocol, hostname: url.hostname, port: url.port, method: exchange.method, path: exchange.target, headers: exchange.headers });
-        // A silence of the upstream, however long the exchange already took, ends in a 504.
-        upstreamReq.setTimeout(options.timeoutMs, () => upstreamReq.destroy(new GatewayTimeoutError()));
+        let settled = false;
+        /** What becomes of the answer's body: relayed to the client, or drained (the answer was made here, or nobody is listening). */
+        let body: 'relay' | 'drain' = 'drain';
+        let controller: Dispatcher.DispatchController | undefined;
+        // A silence of the upstream, however long the exchange already took, ends in a 504: one timer per
+        // exchange, pushed back by every chunk of the answer.
+        let silent = false;
+        const silence = setTimeout(() => {
+          silent = true;
+          controller?.abort(new GatewayTimeoutError());
+        }, options.timeoutMs);
         const fail = (err: Error): void => {
           if (settled) return;
           settled = true;
           const timedOut = err instanceof GatewayTimeoutError;
           span?.end(err);
           outcome(timedOut ? 'timeout' : 'unreachable');
-          reject(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
+          reject(timedOut ? new GatewayTimeoutError() : new BadGatewayError(undefined, { cause: err }));
         };
-        upstreamReq.on('error', fail);
-        // An answer that is not HTTP any more (101 Switching Protocols with Upgrade headers; Node hands over
-        // the socket only here, else it destroys it and the request would wait for the deadline): a 502 at once.
-        upstreamReq.on('upgrade', (_upstream: IncomingMessage, socket: Duplex) => {
-          socket.destroy();
-          fail(new Error('the upstream switched protocols (101)'));
-        });
-        // Whatever else ends the exchange without an answer or an error.
-        upstreamReq.on('close', () => fail(new Error('the upstream connection closed without an answer')));
-        upstreamReq.on('response', (upstream) => {
-          const status = upstream.statusCode ?? 502;
-          if (status < 200) {
-            // A 101 without Upgrade headers: no client asked for another protocol, and no status below 200 is final.
-            upstream.on('error', ignore);
-            upstream.destroy();
-            fail(new Error(`the upstream answered ${status}, not a final status`));
-            return;
-          }
-          settled = true;
-          span?.end(status);
-          outcome(status);
-          if (res.headersSent || res.destroyed) {
-            // Someone answered already (the request deadline) or the client is gone: drain the answer to
-            // free its pooled socket.
-            upstream.on('error', ignore);
-            upstream.resume();
-          } else if (status >= 400 && !JSON_TYPE.test(String(upstream.headers['content-type'] ?? ''))) {
-            answerForeignError(upstream, exchange.path, res, alwaysMessages);
-          } else {
-            res.writeHead(status, clientResponseHeaders(upstream.headers));
-            relay(upstream, res);
-          }
-          resolve(status);
-        });
-        upstreamReq.end(exchange.body.length > 0 ? exchange.body : undefined);
+        // A client gone mid-relay frees the upstream socket; one gone before the answer leaves the exchange be.
+        const clientGone = (): void => controller?.abort(new Error('the client went away'));
+        const resume = (): void => controller?.resume();
+        const handler: Dispatcher.DispatchHandler = {
+          onRequestStart(started) {
+            controller = started;
+            if (silent) started.abort(new GatewayTimeoutError());
+          },
+          onResponseStart(started, status, headers) {
+            if (status < 200) {
+              // 100 and 103 are informational: the final answer follows. A 101 is another protocol, which no
+              // client asked for: a 502 at once rather than a socket nobody reads.
+              if (status === 101) {
+                fail(new Error('the upstream switched protocols (101)'));
+                started.abort(new Error('the upstream switched protocols (101)'));
+              }
+              return;
+            }
+            silence.refresh();
+            settled = true;
+            span?.end(status);
+            outcome(status);
+            if (res.headersSent || res.destroyed) {
+              // Someone answered already (the request deadline) or the client is gone: the answer is drained
+              // to free its pooled socket.
+            } else if (status >= 400 && !JSON_TYPE.test(headerText(headers['content-type']))) {
+              answerForeignError(status, headerText(headers['retry-after']), exchange.path, res, alwaysMessages);
+            } else {
+              res.writeHead(status, clientResponseHeaders(headers as IncomingHttpHeaders));
+              body = 'relay';
+              res.once('close', clientGone);
+            }
+            resolve(status);
+          },
+          onResponseData(started, chunk) {
+            silence.refresh();
+            if (body === 'relay' && !res.write(chunk)) {
+              started.pause();
+              res.once('drain', resume);
+            }
+          },
+          onResponseEnd() {
+            clearTimeout(silence);
+            if (body !== 'relay') return;
+            res.off('close', clientGone);
+            res.end();
+          },
+          onResponseError(_started, err) {
+            clearTimeout(silence);
+            if (!settled) {
+              fail(err);
+            } else if (body === 'relay') {
+              // An answer that breaks off midway cannot be finished: the client's connection is cut rather
+              // than left waiting for the rest.
+              res.off('close', clientGone);
+              res.destroy();
+            }
+          },
+        };
+        pool.dispatch({ method: exchange.method, path: exchange.target, headers: exchange.headers, body: exchange.body.length > 0 ? exchange.body : null }, handler);
       });
     },
     close() {
-      agent.destroy();
+      void pool.destroy().catch(ignore);
     },
   };
+}
+
+function headerText(value: string | string[] | undefined): string {
+  return Array.isArray(value) ? value.join(', ') : (value ?? '');
 }
