@@ -22,5 +22,6 @@ export * from './redis-topology.ts';
 export * from './representation.ts';
 export * from './server.ts';
 export * from './slot-ledger.ts';
+export * from './station-generation.ts';
 export * from './trace-context.ts';
 export { type TracingConfig, stopTracing, tracingSpec } from './tracing.ts';

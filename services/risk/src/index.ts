@@ -3,6 +3,7 @@ import './tracing.ts';
 import {
   type Host,
   closeRedis,
+  publishStationGeneration,
   createLogger,
   createMetrics,
   createMetricsApp,
@@ -50,7 +51,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   metrics.watchDependencies([databaseCheck(db)]);
   // The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
   // ready until a later poll succeeds.
-  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
+  // Each generation is written to Redis before it is served: the gateways' caches drop the older one's answers.
+  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish: (version) => publishStationGeneration(redis, version) });
   await stations.start();
 
   const risk = createRisk({ config, logger, redis, metrics, lifecycle, stations });

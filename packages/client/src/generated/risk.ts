@@ -193,6 +193,25 @@ export interface components {
         };
     };
     responses: {
+        /** @description The answer the client holds (its If-None-Match, or If-Modified-Since) is still the current one; no body. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "Last-Modified": components["headers"]["LastModified"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The lookup's If-None-Match matched its current answer (RFC 9110 section 13.1.2; a POST is not answered 304). */
+        PreconditionFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description A parameter or the body is malformed, out of range, missing or has an unknown field. */
         BadRequest: {
             headers: {
@@ -364,9 +383,26 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description ETags of answers the client holds (RFC 9110 section 13.1.2). On a GET, one that matches answers 304
+         *     with no body; on the POST lookup, 412. It wins over If-Modified-Since.
+         */
+        IfNoneMatch: string;
+        /** @description An HTTP date; when the station data changed no later than it (and If-None-Match is absent), 304. */
+        IfModifiedSince: string;
+    };
     requestBodies: never;
     headers: {
+        /**
+         * @description A strong validator of this answer, made from the station data's generation and the request: the same
+         *     on every replica serving that generation.
+         */
+        ETag: string;
+        /** @description When the station data this answer comes from last changed (an HTTP date). */
+        LastModified: string;
+        /** @description `private, max-age=60`: any client may keep the answer for a minute, shared caches may not. */
+        CacheControl: string;
         /** @description Seconds to wait before trying again. */
         RetryAfter: number;
         /** @description The request id; the log line of this request carries it too. Quote it when reporting. */
@@ -379,7 +415,13 @@ export interface operations {
     findStationsByCityDistrict: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of answers the client holds (RFC 9110 section 13.1.2). On a GET, one that matches answers 304
+                 *     with no body; on the POST lookup, 412. It wins over If-Modified-Since.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -392,6 +434,9 @@ export interface operations {
             /** @description The stations that serve the district, ordered by `stationId`; may be empty. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["LastModified"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -415,6 +460,7 @@ export interface operations {
             403: components["responses"]["SecondFactorRequired"];
             /** @description Unknown city, or the district is not an official district of the city. */
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalServerError"];
@@ -424,7 +470,15 @@ export interface operations {
     getStationById: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of answers the client holds (RFC 9110 section 13.1.2). On a GET, one that matches answers 304
+                 *     with no body; on the POST lookup, 412. It wins over If-Modified-Since.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /** @description An HTTP date; when the station data changed no later than it (and If-None-Match is absent), 304. */
+                "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
+            };
             path: {
                 /**
                  * @description The MGM station number.
@@ -439,12 +493,16 @@ export interface operations {
             /** @description The station. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["LastModified"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Station"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["SecondFactorRequired"];
@@ -457,7 +515,15 @@ export interface operations {
     getDistrictsOfCity: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of answers the client holds (RFC 9110 section 13.1.2). On a GET, one that matches answers 304
+                 *     with no body; on the POST lookup, 412. It wins over If-Modified-Since.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /** @description An HTTP date; when the station data changed no later than it (and If-None-Match is absent), 304. */
+                "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
+            };
             path: {
                 /**
                  * @description The city (province) name; case and Turkish diacritics are ignored.
@@ -472,6 +538,9 @@ export interface operations {
             /** @description District names, canonical Turkish spelling, Turkish alphabetical order. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["LastModified"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -486,6 +555,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["SecondFactorRequired"];
@@ -498,7 +568,15 @@ export interface operations {
     getCities: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of answers the client holds (RFC 9110 section 13.1.2). On a GET, one that matches answers 304
+                 *     with no body; on the POST lookup, 412. It wins over If-Modified-Since.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /** @description An HTTP date; when the station data changed no later than it (and If-None-Match is absent), 304. */
+                "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -507,6 +585,9 @@ export interface operations {
             /** @description City names, canonical Turkish spelling, Turkish alphabetical order. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["LastModified"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -521,6 +602,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["SecondFactorRequired"];
@@ -544,7 +626,15 @@ export interface operations {
                 /** @description Maximum number of stations to return. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of answers the client holds (RFC 9110 section 13.1.2). On a GET, one that matches answers 304
+                 *     with no body; on the POST lookup, 412. It wins over If-Modified-Since.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /** @description An HTTP date; when the station data changed no later than it (and If-None-Match is absent), 304. */
+                "If-Modified-Since"?: components["parameters"]["IfModifiedSince"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -553,6 +643,9 @@ export interface operations {
             /** @description The nearest stations, nearest first. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Last-Modified": components["headers"]["LastModified"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -572,6 +665,7 @@ export interface operations {
                     "application/json": components["schemas"]["StationWithDistance"][];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["SecondFactorRequired"];

@@ -27,6 +27,12 @@ export interface StationIndexLoaderOptions {
   logger: Logger;
   /** How often to ask Postgres whether the station data changed. */
   pollIntervalMs: number;
+  /**
+   * Tells the gateways' caches which generation is about to be served (CONTRACT.md part 17): called with the
+   * new version before it is swapped in (a failure keeps the previous index, tried again next poll), and
+   * with the current one at every poll (so a Redis that lost it has it back within one interval).
+   */
+  publish?: (version: number) => Promise<void>;
 }
 
 /**
@@ -42,9 +48,14 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
 
   const load = async (): Promise<boolean> => {
     const version = await readStationDataVersion(db);
-    if (index !== undefined && version === index.version) return false;
+    if (index !== undefined && version === index.version) {
+      await options.publish?.(version);
+      return false;
+    }
     const next = buildStationIndex(await readStationData(db));
     const previousVersion = index?.version;
+    // Published first: a gateway drops its answers of the old generation before this replica serves the new one.
+    await options.publish?.(next.version);
     index = next;
     logger.info(
       { version: next.version, previousVersion, ...next.counts, unmatchedServings: next.unmatchedServings },

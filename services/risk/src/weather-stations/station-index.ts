@@ -12,6 +12,8 @@ export type StationWithDistance = components['schemas']['StationWithDistance'];
 export interface StationData {
   /** `station_data_version` at the time of the snapshot. */
   version: number;
+  /** When that version was made (its `changed_at`); the build time when unknown. */
+  changedAt?: Date;
   /** The official districts (city, district), canonical spelling. */
   districts: ReadonlyArray<{ city: string; district: string }>;
   stations: readonly Station[];
@@ -46,6 +48,8 @@ export interface IndexedStation {
 /** Everything the station operations read, immutable once built: a reload builds a new one and swaps it in. */
 export interface StationIndex {
   version: number;
+  /** `Last-Modified` of every answer from this index (CONTRACT.md part 17): when its version was made, as an HTTP date. */
+  lastModified: string;
   counts: { cities: number; districts: number; stations: number };
   /** MGM centres naming a city or district that is not official: left out of the lookup, reported in the log. */
   unmatchedServings: number;
@@ -140,6 +144,7 @@ export function buildStationIndex(data: StationData): StationIndex {
 
   return {
     version: data.version,
+    lastModified: (data.changedAt ?? new Date()).toUTCString(),
     counts: { cities: cities.size, districts: districtCount, stations: stations.size },
     unmatchedServings,
     citiesAnswer: jsonBuffer(JSON.stringify(cityNames)),

@@ -26,7 +26,9 @@ export async function readStationDataVersion(db: Knex): Promise<number> {
 export async function readStationData(db: Knex): Promise<StationData> {
   return db.transaction(
     async (trx) => {
-      const version = await readStationDataVersion(trx);
+      const stamp = await trx('station_data_version').first<{ version: string | number; changed_at: Date } | undefined>('version', 'changed_at');
+      if (stamp === undefined) throw new Error('station_data_version has no row; are the migrations applied?');
+      const [version, changedAt] = [Number(stamp.version), stamp.changed_at];
       const districts = await trx('districts').select<Array<{ city: string; district: string }>>('city', 'district');
       const stationRows = await trx('stations').select<StationRow[]>(
         'station_id',
@@ -48,7 +50,7 @@ export async function readStationData(db: Knex): Promise<StationData> {
         city: r.city,
         district: r.district,
       }));
-      return { version, districts, stations, servings };
+      return { version, changedAt, districts, stations, servings };
     },
     { isolationLevel: 'repeatable read', readOnly: true },
   );

@@ -1,5 +1,5 @@
 import { type TestIssuer, createTestIssuer, freshEnvironment } from '@platform/auth/testing';
-import { type Redis, type ServerHandle, createMetrics, listen, loadConfig } from '@platform/service-kit';
+import { type Redis, type ServerHandle, createMetrics, listen, loadConfig, publishStationGeneration } from '@platform/service-kit';
 import {
   type CapturedLogger,
   type TestDatabase,
@@ -52,7 +52,7 @@ export async function startRiskTestContext(prefix: string, options: { pollInterv
     RISK_INDEX_POLL_MS: String(options.pollIntervalMs ?? 60_000),
   });
   const log = captureLogger('risk');
-  const stations = createStationIndexLoader({ db: database.db, logger: log.logger, pollIntervalMs: config.RISK_INDEX_POLL_MS });
+  const stations = createStationIndexLoader({ db: database.db, logger: log.logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish: (version) => publishStationGeneration(testRedis.redis, version) });
   await stations.start();
   const servers: ServerHandle[] = [];
   const risks: Risk[] = [];

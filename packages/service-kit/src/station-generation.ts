@@ -1,0 +1,19 @@
+// The station data's generation as the gateway's cache reads it (CONTRACT.md part 17): risk writes the
+// generation of the index it is about to serve into Redis, and marks every station answer with the
+// generation it came from; a gateway serves a cached answer only while its generation is the one in Redis.
+import type { Redis } from './redis.ts';
+
+/** The Redis key (under the deployment's prefix) holding the newest generation any risk replica serves. */
+export const STATION_GENERATION_KEY = 'station-index:generation';
+/** The answer header (upstream only; the gateway never passes it on) naming the generation an answer came from. */
+export const STATION_GENERATION_HEADER = 'x-station-generation';
+
+/** Raises the stored generation to `generation`, never lowers it: a replica still on the old index cannot undo a newer one. */
+const RAISE = `local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end
+return 0`;
+
+/** Writes `generation` as the current one unless a newer one is there. */
+export async function publishStationGeneration(redis: Redis, generation: number): Promise<void> {
+  await redis.eval(RAISE, 1, STATION_GENERATION_KEY, String(generation));
+}

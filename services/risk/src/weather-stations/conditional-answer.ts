@@ -1,0 +1,59 @@
+// CONTRACT.md part 17: every successful station answer is cacheable. Its strong ETag comes from the index
+// generation and the request (the same on every replica serving that generation), its Last-Modified is
+// when that generation's data changed, and a conditional request is answered per RFC 9110 section 13.2.2.
+import { createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
+import { HttpError } from '@platform/errors';
+import type { StationIndex } from './station-index.ts';
+
+/** Any client may keep a station answer for a minute; shared caches may not (the answer needs a token). */
+export const STATION_CACHE_CONTROL = 'private, max-age=60';
+
+/** A 412: the POST lookup's If-None-Match matched (RFC 9110 section 13.1.2 answers 304 to GET and HEAD only). */
+class PreconditionFailedError extends HttpError {
+  constructor() {
+    super(412, 'The answer named in If-None-Match is the current one');
+  }
+}
+
+/** The strong ETag of the answer to `request` (what the answer depends on) from `index`. */
+export function stationETag(index: StationIndex, request: string): string {
+  return `"${index.version}-${createHash('sha256').update(request).digest('base64url').slice(0, 27)}"`;
+}
+
+/** Whether `header` (If-None-Match) names `etag` by the weak comparison, or is `*`. */
+function noneMatch(header: string, etag: string): boolean {
+  for (const tag of header.split(',')) {
+    const trimmed = tag.trim();
+    if (trimmed === '*' || trimmed === etag || trimmed === `W/${etag}`) return true;
+  }
+  return false;
+}
+
+/** Whether the data changed no later than `header` (If-Modified-Since); a date that does not parse is ignored. */
+function notModifiedSince(header: string, lastModified: string): boolean {
+  const since = Date.parse(header);
+  return !Number.isNaN(since) && Date.parse(lastModified) <= since;
+}
+
+/**
+ * Sends `body` (JSON) as the answer to `request` from `index`, with its validators, or 304 with none when
+ * the client's copy is current; throws the 412 of a POST whose If-None-Match matched.
+ */
+export function sendStationAnswer(req: Request, res: Response, index: StationIndex, request: string, body: Buffer | string): void {
+  const etag = stationETag(index, request);
+  res.setHeader('etag', etag);
+  res.setHeader('last-modified', index.lastModified);
+  res.setHeader('cache-control', STATION_CACHE_CONTROL);
+  const safe = req.method === 'GET' || req.method === 'HEAD';
+  const ifNoneMatch = req.headers['if-none-match'];
+  const ifModifiedSince = req.headers['if-modified-since'];
+  // If-None-Match wins: If-Modified-Since counts only without it, and only on GET and HEAD.
+  const current = ifNoneMatch !== undefined ? noneMatch(ifNoneMatch, etag) : safe && ifModifiedSince !== undefined && notModifiedSince(ifModifiedSince, index.lastModified);
+  if (current && !safe) throw new PreconditionFailedError();
+  if (current) {
+    res.status(304).end();
+    return;
+  }
+  res.type('application/json').send(body);
+}
