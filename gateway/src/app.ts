@@ -10,6 +10,7 @@ import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
 import { operationTable, pathOf } from './proxy/operation-table.ts';
 import { type UpstreamRoute, isUnder, upstreamRoutes } from './proxy/routes.ts';
+import { createStationCache } from './cache/station-cache.ts';
 import { createUpstreamClient } from './proxy/upstream-client.ts';
 import { type KeyLookup, verificationKeys } from './signing/verification-keys.ts';
 import { idempotencyKeyLifetimeS, nonceLifetimeS } from './signing/signature-policy.ts';
@@ -70,6 +71,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
     logger,
   });
   const checks = [redisCheck(deps.redis)];
+  // Station answers kept after every check (CONTRACT.md part 17); their generation read from Redis.
+  const stationCache = config.GATEWAY_CACHE_MB === 0 ? undefined : createStationCache({ maxBytes: config.GATEWAY_CACHE_MB * 1024 * 1024, redis: deps.redis, metrics: deps.metrics, logger });
+  stationCache?.start();
   const app = createBaseApp({
     logger,
     metrics: deps.metrics,
@@ -118,6 +122,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         logger,
         trustedProxyHops: config.TRUSTED_PROXY_HOPS,
         assertionKey: config.INTERNAL_ASSERTION_KEY,
+        stationCache,
       }),
     ]),
   );
@@ -132,7 +137,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       tokenKeys.close();
       upstreams.identity.close();
       upstreams.risk.close();
-      await Promise.all([admission.stop(), revocations.stop()]);
+      await Promise.all([admission.stop(), revocations.stop(), stationCache?.stop()]);
     },
   };
 }

@@ -52,6 +52,7 @@ export const gatewayConfigSpec = {
   CORS_ORIGINS: env.list('Browser origins allowed to call the API', { default: [], localDefault: ['http://localhost:3000'] }),
   GATEWAY_BODY_LIMIT_BYTES: env.integer('Largest request body accepted', { min: 1024, max: 10_485_760 }, { default: 102_400 }),
   UPSTREAM_TIMEOUT_MS: env.integer('How long an upstream may take before the gateway answers 504', { min: 100, max: 120_000 }, { default: 10_000 }),
+  GATEWAY_CACHE_MB: env.integer('Memory for cached station answers, MB (CONTRACT.md part 17); 0 turns the cache off', { min: 0, max: 4096 }, { default: 32 }),
   TRUSTED_PROXY_HOPS: env.integer(
     'Load balancers in front of the gateway whose X-Forwarded-For/-Proto entries are believed; 0 = the socket peer is the client',
     { min: 0, max: 5 },

@@ -75,6 +75,12 @@ export const QUOTA_HEADERS = {
   RateLimit: { $ref: '#/components/headers/RateLimit' },
 };
 
+/** The station cache's fields (CONTRACT.md part 17), on the answers of the operations whose answers it keeps. */
+export const CACHE_HEADERS = {
+  'X-Cache': { $ref: '#/components/headers/XCache' },
+  Age: { $ref: '#/components/headers/Age' },
+};
+
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
@@ -108,6 +114,14 @@ export function gatewayComponents(facts: SigningFacts) {
       },
     },
     headers: {
+      XCache: {
+        description: '`HIT`: answered from the gateway\'s station cache, after every check (CONTRACT.md part 17); `MISS`: risk answered it. Absent when the cache is off.',
+        schema: { type: 'string', enum: ['HIT', 'MISS'] },
+      },
+      Age: {
+        description: 'Seconds since a cached answer was stored (on a `HIT` only).',
+        schema: { type: 'integer', minimum: 0 },
+      },
       RateLimitPolicy: {
         description: 'The client key\'s quota policy (draft-ietf-httpapi-ratelimit-headers): `"<policy>";q=<requests>;w=<seconds>`.',
         schema: { type: 'string', pattern: '^"[!#-\\[\\]-~]+";q=\\d+;w=\\d+$' },

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { type OpenApiDocument, type OpenApiOperation, type OpenApiPathItem, type SecurityRequirement, isReference, operationsOf, resolveRef } from '@platform/service-kit';
 import { DISCOVERY_SCHEMAS, DISCOVERY_TAG, discoveryPaths } from '../discovery/discovery-openapi.ts';
-import { QUOTA_HEADERS, gatewayComponents, gatewayInfo, type SigningFacts } from './gateway-openapi.ts';
+import { CACHE_HEADERS, QUOTA_HEADERS, gatewayComponents, gatewayInfo, type SigningFacts } from './gateway-openapi.ts';
 
 type Components = NonNullable<OpenApiDocument['components']>;
 
@@ -96,7 +96,13 @@ function gatewayOperation(operation: OpenApiOperation, security: readonly Securi
   // Every answer to a signed request carries the key's quota (CONTRACT.md part 12); a shared ($ref)
   // answer cannot take headers here, its description in the document's info says so.
   for (const [status, response] of Object.entries(operation.responses ?? {})) {
-    responses[status] = isReference(response) ? response : { ...response, headers: { ...response.headers, ...QUOTA_HEADERS } };
+    if (isReference(response)) {
+      responses[status] = response;
+      continue;
+    }
+    // A station answer (it carries an ETag, CONTRACT.md part 17) may come from the gateway's cache.
+    const cached = response.headers !== undefined && 'ETag' in response.headers ? CACHE_HEADERS : {};
+    responses[status] = { ...response, headers: { ...response.headers, ...QUOTA_HEADERS, ...cached } };
   }
   const added: Record<string, string> = {
     '401': 'InvalidSignature',

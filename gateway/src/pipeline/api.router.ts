@@ -11,6 +11,7 @@ import { type GatewayOperation, type OperationTable, pathOf } from '../proxy/ope
 import type { UpstreamName } from '../proxy/routes.ts';
 import type { UpstreamClient } from '../proxy/upstream-client.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
+import type { StationCache } from '../cache/station-cache.ts';
 import { verifySignature } from '../signing/signature.step.ts';
 import type { SignatureVerifierOptions } from '../signing/verify-request.ts';
 import { chain } from './chain.ts';
@@ -35,6 +36,8 @@ export interface ApiRouterOptions {
   trustedProxyHops: number;
   /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
   assertionKey: string;
+  /** The station cache (CONTRACT.md part 17) for risk's operations; none when GATEWAY_CACHE_MB is 0. */
+  stationCache?: StationCache;
 }
 
 /**
@@ -59,7 +62,13 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
     requireBearer(metrics, options.tokenBinding),
   ];
   const forwardTo = (operation: GatewayOperation) =>
-    forward(options.upstreams[operation.upstream], { metrics, trustedProxyHops: options.trustedProxyHops, assertionKey: options.assertionKey });
+    forward(options.upstreams[operation.upstream], {
+      metrics,
+      trustedProxyHops: options.trustedProxyHops,
+      assertionKey: options.assertionKey,
+      // Every risk operation is a station lookup (CONTRACT.md part 17).
+      cache: operation.upstream === 'risk' ? options.stationCache : undefined,
+    });
   const release = chainRelease(options);
   const chains = new Map(options.operations.operations.map((operation) => [operation, chain(operation, steps, forwardTo(operation), release)]));
   return (req, res, next) => {

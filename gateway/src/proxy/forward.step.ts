@@ -4,10 +4,14 @@ import type { Forward } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
 import { clientOrigin, upstreamRequestHeaders } from './forwarded-headers.ts';
 import { pathOf } from './operation-table.ts';
-import type { UpstreamClient } from './upstream-client.ts';
+import type { UpstreamClient, UpstreamOutcome } from './upstream-client.ts';
+import { forwardThroughCache } from '../cache/cached-forward.ts';
+import type { StationCache } from '../cache/station-cache.ts';
 
 export interface ForwardOptions {
   metrics: GatewayMetrics;
+  /** The station cache (CONTRACT.md part 17), for an upstream whose answers it keeps; none when GATEWAY_CACHE_MB is 0. */
+  cache?: StationCache;
   trustedProxyHops: number;
   /** INTERNAL_ASSERTION_KEY (CONTRACT.md part 10). */
   assertionKey: string;
@@ -20,6 +24,17 @@ export interface ForwardOptions {
  * deadline answered first.
  */
 export function forward(upstream: UpstreamClient, options: ForwardOptions): Forward {
+  const cached =
+    options.cache === undefined
+      ? undefined
+      : {
+          cache: options.cache,
+          upstream,
+          timer: () => {
+            const timer = options.metrics.upstreamTimer(upstream.name);
+            return (outcome: UpstreamOutcome) => timer(String(outcome));
+          },
+        };
   return async (request) => {
     const { req, res } = request;
     // Without the SDK the gateway continues the trace itself; with it, the HTTP instrumentation does.
@@ -39,9 +54,15 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       // Admission read the token's revocation keys and found none (else this request would not be here).
       checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
     });
-    const timer = options.metrics.upstreamTimer(upstream.name);
+    const exchange = { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
     try {
-      const status = await upstream.send({ method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) }, res, (outcome) => timer(String(outcome)));
+      let status: number;
+      if (cached !== undefined) {
+        status = await forwardThroughCache(cached, request, exchange);
+      } else {
+        const timer = options.metrics.upstreamTimer(upstream.name);
+        status = await upstream.send(exchange, res, (outcome) => timer(String(outcome)));
+      }
       return res.headersSent && res.statusCode !== status ? res.statusCode : status;
     } catch (err) {
       // The deadline's answer went out first: the client has it, and it decides.

@@ -13,6 +13,9 @@ export const FORWARDED_REQUEST_HEADERS = [
   'accept-language',
   'authorization',
   'content-type',
+  // Conditional requests (CONTRACT.md part 17): risk answers them with 304 (or 412 on its POST lookup).
+  'if-modified-since',
+  'if-none-match',
   'user-agent',
   'x-idempotency-key',
 ] as const;

@@ -30,8 +30,22 @@ export interface UpstreamClient {
    * (`GatewayTimeoutError`) when it did not answer. `outcome` hears how the exchange ended, once.
    */
   send(exchange: UpstreamExchange, res: ServerResponse, outcome: (outcome: UpstreamOutcome) => void): Promise<number>;
+  /**
+   * Sends `exchange` and reads the whole answer (the station cache stores it, CONTRACT.md part 17); rejects
+   * as `send` does when the upstream did not answer or broke off.
+   */
+  read(exchange: UpstreamExchange, outcome: (outcome: UpstreamOutcome) => void): Promise<UpstreamAnswer>;
+  /** Writes an answer `read` gave to the client, as `send` would have relayed it (a foreign error page re-shaped). */
+  answer(exchange: UpstreamExchange, answer: UpstreamAnswer, res: ServerResponse): void;
   /** Closes the idle pooled connections (shutdown). */
   close(): void;
+}
+
+/** An upstream's answer read whole. */
+export interface UpstreamAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
 }
 
 export interface UpstreamClientOptions {
@@ -67,6 +81,16 @@ function answerForeignError(status: number, retryAfter: string, path: string, re
 const ignore = (): void => undefined;
 
 
+/** What becomes of an answer once its head arrived: where its chunks go, and how it ends. */
+interface AnswerSink {
+  /** The head of the final answer; returns whether the body is wanted (else it is drained). */
+  head(status: number, headers: IncomingHttpHeaders, controller: Dispatcher.DispatchController): boolean;
+  data(chunk: Buffer, controller: Dispatcher.DispatchController): void;
+  end(): void;
+  /** The answer broke off after its head. */
+  broke(): void;
+}
+
 /**
  * undici's pool (`dispatch`: no ClientRequest, IncomingMessage or pipe per exchange; bench/README.md, limit
  * C′) on kept-alive connections. The body was read whole for the digest, so it is sent from that buffer with
@@ -89,35 +113,33 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     bodyTimeout: 0,
   });
   const alwaysMessages = options.alwaysMessages === true;
-  return {
-    name: options.name,
-    send(exchange, res, outcome) {
-      return new Promise<number>((resolve, reject) => {
-        // With tracing on, the client span, whose traceparent goes upstream (service-kit's http-spans.ts).
-        const span = startClientSpan(exchange.method, url, exchange.target, exchange.headers);
-        let settled = false;
-        /** What becomes of the answer's body: relayed to the client, or drained (the answer was made here, or nobody is listening). */
-        let body: 'relay' | 'drain' = 'drain';
-        let controller: Dispatcher.DispatchController | undefined;
-        // A silence of the upstream, however long the exchange already took, ends in a 504: one timer per
-        // exchange, pushed back by every chunk of the answer.
-        let silent = false;
-        const silence = setTimeout(() => {
-          silent = true;
-          controller?.abort(new GatewayTimeoutError());
-        }, options.timeoutMs);
-        const fail = (err: Error): void => {
-          if (settled) return;
-          settled = true;
-          const timedOut = err instanceof GatewayTimeoutError;
-          span?.end(err);
-          outcome(timedOut ? 'timeout' : 'unreachable');
-          reject(timedOut ? new GatewayTimeoutError() : new BadGatewayError(undefined, { cause: err }));
-        };
-        // A client gone mid-relay frees the upstream socket; one gone before the answer leaves the exchange be.
-        const clientGone = (): void => controller?.abort(new Error('the client went away'));
-        const resume = (): void => controller?.resume();
-        const handler: Dispatcher.DispatchHandler = {
+
+  /** One exchange: resolves with the final status once the head arrived, rejects with a 502 or 504 before it. */
+  const dispatch = (exchange: UpstreamExchange, outcome: (outcome: UpstreamOutcome) => void, sink: AnswerSink): Promise<number> =>
+    new Promise<number>((resolve, reject) => {
+      // With tracing on, the client span, whose traceparent goes upstream (service-kit's http-spans.ts).
+      const span = startClientSpan(exchange.method, url, exchange.target, exchange.headers);
+      let settled = false;
+      let wanted = false;
+      let controller: Dispatcher.DispatchController | undefined;
+      // A silence of the upstream, however long the exchange already took, ends in a 504: one timer per
+      // exchange, pushed back by the head and every chunk of the answer.
+      let silent = false;
+      const silence = setTimeout(() => {
+        silent = true;
+        controller?.abort(new GatewayTimeoutError());
+      }, options.timeoutMs);
+      const fail = (err: Error): void => {
+        if (settled) return;
+        settled = true;
+        const timedOut = err instanceof GatewayTimeoutError;
+        span?.end(err);
+        outcome(timedOut ? 'timeout' : 'unreachable');
+        reject(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
+      };
+      pool.dispatch(
+        { method: exchange.method, path: exchange.target, headers: exchange.headers, body: exchange.body.length > 0 ? exchange.body : null },
+        {
           onRequestStart(started) {
             controller = started;
             if (silent) started.abort(new GatewayTimeoutError());
@@ -136,45 +158,85 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
             settled = true;
             span?.end(status);
             outcome(status);
-            if (res.headersSent || res.destroyed) {
-              // Someone answered already (the request deadline) or the client is gone: the answer is drained
-              // to free its pooled socket.
-            } else if (status >= 400 && !JSON_TYPE.test(headerText(headers['content-type']))) {
-              answerForeignError(status, headerText(headers['retry-after']), exchange.path, res, alwaysMessages);
-            } else {
-              res.writeHead(status, clientResponseHeaders(headers as IncomingHttpHeaders));
-              body = 'relay';
-              res.once('close', clientGone);
-            }
+            wanted = sink.head(status, headers as IncomingHttpHeaders, started);
             resolve(status);
           },
           onResponseData(started, chunk) {
             silence.refresh();
-            if (body === 'relay' && !res.write(chunk)) {
-              started.pause();
-              res.once('drain', resume);
-            }
+            if (wanted) sink.data(chunk, started);
           },
           onResponseEnd() {
             clearTimeout(silence);
-            if (body !== 'relay') return;
-            res.off('close', clientGone);
-            res.end();
+            if (wanted) sink.end();
           },
           onResponseError(_started, err) {
             clearTimeout(silence);
-            if (!settled) {
-              fail(err);
-            } else if (body === 'relay') {
-              // An answer that breaks off midway cannot be finished: the client's connection is cut rather
-              // than left waiting for the rest.
-              res.off('close', clientGone);
-              res.destroy();
-            }
+            if (!settled) fail(err);
+            else if (wanted) sink.broke();
           },
-        };
-        pool.dispatch({ method: exchange.method, path: exchange.target, headers: exchange.headers, body: exchange.body.length > 0 ? exchange.body : null }, handler);
+        },
+      );
+    });
+
+  return {
+    name: options.name,
+    send(exchange, res, outcome) {
+      const clientGone = (controller: Dispatcher.DispatchController) => () => controller.abort(new Error('the client went away'));
+      let onClose: (() => void) | undefined;
+      return dispatch(exchange, outcome, {
+        head(status, headers, controller) {
+          // Someone answered already (the request deadline) or the client is gone: the answer is drained to
+          // free its pooled socket.
+          if (res.headersSent || res.destroyed) return false;
+          if (status >= 400 && !JSON_TYPE.test(headerText(headers['content-type']))) {
+            answerForeignError(status, headerText(headers['retry-after']), exchange.path, res, alwaysMessages);
+            return false;
+          }
+          res.writeHead(status, clientResponseHeaders(headers));
+          // A client gone mid-relay frees the upstream socket.
+          onClose = clientGone(controller);
+          res.once('close', onClose);
+          return true;
+        },
+        data(chunk, controller) {
+          if (!res.write(chunk)) {
+            controller.pause();
+            res.once('drain', () => controller.resume());
+          }
+        },
+        end() {
+          if (onClose !== undefined) res.off('close', onClose);
+          res.end();
+        },
+        broke() {
+          // An answer that breaks off midway cannot be finished: the client's connection is cut rather than
+          // left waiting for the rest.
+          if (onClose !== undefined) res.off('close', onClose);
+          res.destroy();
+        },
       });
+    },
+    read(exchange, outcome) {
+      return new Promise<UpstreamAnswer>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        let answer: Omit<UpstreamAnswer, 'body'> | undefined;
+        dispatch(exchange, outcome, {
+          head(status, headers) {
+            answer = { status, headers };
+            return true;
+          },
+          data: (chunk) => void chunks.push(chunk),
+          end: () => resolve({ ...(answer as Omit<UpstreamAnswer, 'body'>), body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) }),
+          broke: () => reject(new BadGatewayError(undefined, { cause: new Error('the upstream broke off its answer') })),
+        }).catch(reject);
+      });
+    },
+    answer(exchange, answer, res) {
+      if (answer.status >= 400 && !JSON_TYPE.test(headerText(answer.headers['content-type']))) {
+        answerForeignError(answer.status, headerText(answer.headers['retry-after']), exchange.path, res, alwaysMessages);
+        return;
+      }
+      res.writeHead(answer.status, clientResponseHeaders(answer.headers)).end(answer.body);
     },
     close() {
       void pool.destroy().catch(ignore);

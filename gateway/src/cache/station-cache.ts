@@ -1,0 +1,156 @@
+// The gateway's cache of station answers (CONTRACT.md part 17): in memory, bounded by GATEWAY_CACHE_MB,
+// least recently used out first. An entry belongs to the station-data generation risk answered it from
+// (its `X-Station-Generation`), and is served only while that generation is the current one as read from
+// Redis within the last STALE_AFTER_MS: when risk loads a new generation it writes it there before serving
+// it, so no gateway serves an old answer more than POLL_MS + STALE_AFTER_MS (< 2 s) later.
+import { Counter, Gauge } from 'prom-client';
+import type { Logger, Metrics, Redis } from '@platform/service-kit';
+import { STATION_GENERATION_KEY } from '@platform/service-kit';
+
+/** A stored answer: what a hit writes, and when and from which generation it was stored. */
+export interface CachedAnswer {
+  status: 200 | 404;
+  /** The allow-listed answer headers (content type, validators, Cache-Control). */
+  headers: Readonly<Record<string, string>>;
+  body: Buffer;
+  etag: string | undefined;
+  generation: number;
+  storedAt: number;
+  /** How long it may be served, ms (the answer's max-age; 60 s for a 404, as for the answers of its generation). */
+  freshForMs: number;
+  bytes: number;
+}
+
+export interface StationCache {
+  /** The fresh entry of `key` from the current generation, or undefined (a miss). */
+  get(key: string): CachedAnswer | undefined;
+  /** Stores an answer of the current generation (an older one, or one too big, is not stored). */
+  put(key: string, answer: Omit<CachedAnswer, 'bytes' | 'storedAt'>): void;
+  /** Whether answers may be served and stored now: the current generation is known and recently confirmed. */
+  usable(): boolean;
+  /** One upstream request per key at a time: `load` runs for the first caller; the others share its result. */
+  once<T>(key: string, load: () => Promise<T>): Promise<T>;
+  hit(): void;
+  miss(): void;
+  /** Starts reading the generation from Redis every POLL_MS. */
+  start(): void;
+  stop(): Promise<void>;
+  /** For tests and metrics: bytes held now. */
+  bytes(): number;
+}
+
+/** How often the current generation is read from Redis. */
+export const POLL_MS = 500;
+/** After this long without a successful read, no entry is served or stored (Redis cannot vouch for the generation). */
+export const STALE_AFTER_MS = 1400;
+/** No single answer takes more than this share of the cache. */
+const LARGEST_SHARE = 16;
+/** What an entry costs beside its body: its key, headers and bookkeeping, roughly. */
+const ENTRY_OVERHEAD = 512;
+
+export interface StationCacheOptions {
+  maxBytes: number;
+  redis: Redis;
+  metrics: Metrics;
+  logger: Logger;
+  now?: () => number;
+}
+
+export function createStationCache(options: StationCacheOptions): StationCache {
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, CachedAnswer>();
+  const flights = new Map<string, Promise<unknown>>();
+  let held = 0;
+  let generation: number | undefined;
+  let confirmedAt = -Infinity;
+  let timer: NodeJS.Timeout | undefined;
+  let reading: Promise<void> | undefined;
+  let failing = false;
+
+  const registers = [options.metrics.registry];
+  const hits = new Counter({ name: 'gateway_cache_hits_total', help: 'Station answers served from the gateway\'s cache', registers });
+  const misses = new Counter({ name: 'gateway_cache_misses_total', help: 'Cacheable station requests the cache could not answer (sent upstream, or joined a request already there)', registers });
+  const evictions = new Counter({ name: 'gateway_cache_evictions_total', help: 'Entries dropped to stay within GATEWAY_CACHE_MB', registers });
+  new Gauge({ name: 'gateway_cache_bytes', help: 'Bytes the station cache holds (bodies and an estimate of each entry\'s overhead)', registers, collect() {
+    this.set(held);
+  } });
+
+  const drop = (key: string, entry: CachedAnswer): void => {
+    entries.delete(key);
+    held -= entry.bytes;
+  };
+
+  const usable = (): boolean => generation !== undefined && now() - confirmedAt < STALE_AFTER_MS;
+
+  const read = async (): Promise<void> => {
+    try {
+      const raw = await options.redis.get(STATION_GENERATION_KEY);
+      const next = raw === null ? undefined : Number(raw);
+      if (next !== generation) {
+        // Another generation (or none: Redis lost it until risk writes it again): every entry is of the past.
+        for (const [key, entry] of entries) drop(key, entry);
+        generation = next !== undefined && Number.isSafeInteger(next) ? next : undefined;
+      }
+      confirmedAt = now();
+      if (failing) options.logger.info('station cache: the generation can be read again');
+      failing = false;
+    } catch (err) {
+      if (!failing) options.logger.warn({ err }, 'station cache: cannot read the station generation; answers go upstream until it can');
+      failing = true;
+    }
+  };
+
+  return {
+    get(key) {
+      const entry = entries.get(key);
+      if (entry === undefined) return undefined;
+      if (!usable() || entry.generation !== generation || now() - entry.storedAt >= entry.freshForMs) {
+        drop(key, entry);
+        return undefined;
+      }
+      // Most recently used last: the Map's order is the eviction order.
+      entries.delete(key);
+      entries.set(key, entry);
+      return entry;
+    },
+    put(key, answer) {
+      if (!usable() || answer.generation !== generation) return;
+      const bytes = answer.body.length + key.length + ENTRY_OVERHEAD;
+      if (bytes > options.maxBytes / LARGEST_SHARE) return;
+      const old = entries.get(key);
+      if (old !== undefined) drop(key, old);
+      entries.set(key, { ...answer, bytes, storedAt: now() });
+      held += bytes;
+      for (const [oldest, entry] of entries) {
+        if (held <= options.maxBytes) break;
+        drop(oldest, entry);
+        evictions.inc();
+      }
+    },
+    usable,
+    once(key, load) {
+      const running = flights.get(key);
+      if (running !== undefined) return running as ReturnType<typeof load>;
+      const flight = load().finally(() => flights.delete(key));
+      flights.set(key, flight);
+      return flight;
+    },
+    hit: () => hits.inc(),
+    miss: () => misses.inc(),
+    start() {
+      if (timer !== undefined) return;
+      const tick = () => {
+        reading ??= read().finally(() => (reading = undefined));
+      };
+      tick();
+      timer = setInterval(tick, POLL_MS);
+      timer.unref();
+    },
+    async stop() {
+      clearInterval(timer);
+      timer = undefined;
+      await reading;
+    },
+    bytes: () => held,
+  };
+}

@@ -1,0 +1,243 @@
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { STATION_GENERATION_HEADER, publishStationGeneration } from '@platform/service-kit';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { STATION_GENERATION_KEY } from '@platform/service-kit';
+import { type FakeUpstream, type ReceivedRequest, startUpstream } from './support/fake-upstream.ts';
+import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { type TestSigningKey, signedHeaders } from './support/signing-client.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const BY_ID = '/v1/weather-stations/by/id/17130';
+const CITY_DISTRICT = '/v1/weather-stations/by/city-district';
+
+/**
+ * A risk stand-in answering as risk does (CONTRACT.md part 17): its answers name the generation they come
+ * from, 200s carry a strong ETag and Cache-Control; the body names the generation and the request, so a
+ * test sees which answer it got. `status` overrides the status of the next answers; `delayMs` holds them.
+ */
+function stationUpstream() {
+  const state = { generation: 1, status: 200, delayMs: 0 };
+  const handler = (req: ReceivedRequest, res: ServerResponse) => {
+    const answer = () => {
+      const body = JSON.stringify({ generation: state.generation, url: req.url, body: req.body.toString('utf8'), padding: 'x'.repeat(Number(new URL(req.url, 'http://x').searchParams.get('pad') ?? 0)) });
+      const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', [STATION_GENERATION_HEADER]: String(state.generation) };
+      if (state.status === 200) Object.assign(headers, { etag: `"${state.generation}-${Buffer.from(req.url).toString('base64url')}"`, 'cache-control': 'private, max-age=60', 'last-modified': new Date(0).toUTCString() });
+      if (state.status >= 400) headers['cache-control'] = 'no-store';
+      res.writeHead(state.status, headers).end(state.status === 404 ? JSON.stringify({ timestamp: new Date(0).toISOString(), status: 404, error: 'Not Found', message: 'no such station', messages: ['no such station'], path: req.url }) : body);
+    };
+    if (state.delayMs > 0) setTimeout(answer, state.delayMs);
+    else answer();
+  };
+  return { state, handler };
+}
+
+/** CONTRACT.md part 17 at the gateway: the station cache sits after every check and never crosses requests. */
+describe('gateway station cache (CONTRACT.md part 17)', function () {
+  this.timeout(30_000);
+  let testRedis: TestRedis;
+  let gw: TestGateway;
+  let risk: FakeUpstream;
+  let upstream: ReturnType<typeof stationUpstream>;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-station-cache');
+  });
+  after(async () => {
+    await testRedis.close();
+  });
+  beforeEach(async () => {
+    upstream = stationUpstream();
+    risk = await startUpstream(upstream.handler);
+    await testRedis.redis.del(STATION_GENERATION_KEY);
+    await publishStationGeneration(testRedis.redis, 1);
+    gw = await startGateway({ redis: testRedis.redis, risk, env: { GATEWAY_CACHE_MB: '1' } });
+    // The cache reads the generation every 500 ms.
+    await sleep(600);
+  });
+  afterEach(async () => {
+    await gw.close();
+    await risk.close();
+  });
+
+  const get = (target: string, options: { key?: TestSigningKey; bearer?: string | null; headers?: Record<string, string> } = {}) =>
+    send(gw.url, 'GET', target, signedHeaders('GET', target, { key: options.key ?? gw.keys.hmac, bearer: options.bearer === null ? undefined : (options.bearer ?? gw.issuer.sign()), headers: options.headers }));
+  const post = (body: object, headers: Record<string, string> = {}) => {
+    const bytes = Buffer.from(JSON.stringify(body));
+    return send(gw.url, 'POST', CITY_DISTRICT, signedHeaders('POST', CITY_DISTRICT, { key: gw.keys.hmac, bearer: gw.issuer.sign(), body: bytes, headers }), bytes);
+  };
+  const metric = async (name: string) => {
+    const text = (await send(gw.managementUrl, 'GET', '/metrics')).body.toString();
+    return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
+  };
+
+  it('answers a repeated lookup from the cache: MISS then HIT with Age, one upstream request, the same body and validators', async () => {
+    const first = await get(BY_ID);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers['x-cache'], 'MISS');
+    await sleep(1100);
+    const second = await get(BY_ID);
+    assert.equal(second.status, 200);
+    assert.equal(second.headers['x-cache'], 'HIT');
+    assert.ok(Number(second.headers.age) >= 1, `Age ${String(second.headers.age)}`);
+    assert.deepEqual(second.json(), first.json());
+    assert.equal(second.headers.etag, first.headers.etag);
+    assert.equal(second.headers['cache-control'], 'private, max-age=60');
+    assert.equal(second.headers[STATION_GENERATION_HEADER], undefined, 'the generation header stays inside');
+    assert.ok(second.headers['x-request-id'] !== first.headers['x-request-id'], 'each answer its own request id');
+    assert.equal(risk.received.length, 1);
+    assert.equal(await metric('gateway_cache_hits_total'), 1);
+    assert.equal(await metric('gateway_cache_misses_total'), 1);
+  });
+
+  it('answers a matching If-None-Match with 304 and no body from the cache, and passes a conditional on to risk on a miss', async () => {
+    const first = await get(BY_ID, { headers: { 'if-none-match': '"stale"' } });
+    assert.equal(first.status, 200);
+    assert.equal(risk.received[0]?.headers['if-none-match'], undefined, 'the cache asks risk for the whole answer');
+    const etag = String(first.headers.etag);
+    const again = await get(BY_ID, { headers: { 'if-none-match': etag } });
+    assert.equal(again.status, 304);
+    assert.equal(again.body.length, 0);
+    assert.equal(again.headers.etag, etag);
+    assert.equal(again.headers['x-cache'], 'HIT');
+    assert.equal(risk.received.length, 1);
+    // A miss whose answer matches what the client holds: 304 too.
+    const other = await get('/v1/weather-stations/get-cities');
+    const revalidated = await get('/v1/weather-stations/get-cities', { headers: { 'if-none-match': String(other.headers.etag) } });
+    assert.equal(revalidated.status, 304);
+  });
+
+  it('checks every request before the cache: no token, a bad signature, a replayed nonce and a spent rate limit are refused on a cached key', async () => {
+    assert.equal((await get(BY_ID)).status, 200);
+    assert.equal((await get(BY_ID, { bearer: null })).status, 401);
+    assert.equal((await get(BY_ID, { bearer: 'not.a.jwt' })).status, 401);
+    const signed = signedHeaders('GET', BY_ID, { key: gw.keys.hmac, bearer: gw.issuer.sign() });
+    assert.equal((await send(gw.url, 'GET', BY_ID, signed)).headers['x-cache'], 'HIT');
+    const replay = await send(gw.url, 'GET', BY_ID, signed);
+    assert.equal(replay.status, 409, 'the hit spent its nonce');
+    assert.equal(replay.headers['x-cache'], undefined);
+    const tampered = { ...signedHeaders('GET', BY_ID, { key: gw.keys.hmac, bearer: gw.issuer.sign() }), signature: 'sig1=:AAAA:' };
+    assert.equal((await send(gw.url, 'GET', BY_ID, tampered)).status, 401);
+    assert.equal(risk.received.length, 1);
+  });
+
+  it('spends the client key\'s rate limit on a hit: past it, 429 from a cached key', async () => {
+    await gw.close();
+    gw = await startGateway({ redis: testRedis.redis, risk, env: { GATEWAY_CACHE_MB: '1', GATEWAY_RATE_LIMITS: JSON.stringify({ 'test-hmac': { limit: 3, windowS: 60 }, '*': { limit: 1000, windowS: 1 } }) } });
+    await sleep(600);
+    const statuses = [];
+    for (let i = 0; i < 5; i += 1) statuses.push((await get(BY_ID)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
+  });
+
+  it('makes one upstream request for concurrent misses of one key, and keeps different requests apart under two client keys', async () => {
+    upstream.state.delayMs = 150;
+    const same = await Promise.all(Array.from({ length: 8 }, () => get(BY_ID)));
+    assert.ok(same.every((r) => r.status === 200 && r.headers['x-cache'] === 'MISS'));
+    assert.equal(risk.received.length, 1);
+    const targets = Array.from({ length: 12 }, (_, i) => `/v1/weather-stations/nearest?latitude=39.${i}&longitude=32.8&limit=${(i % 3) + 1}`);
+    const answers = await Promise.all(targets.map((target, i) => get(target, { key: i % 2 === 0 ? gw.keys.hmac : gw.keys.ed25519 })));
+    answers.forEach((answer, i) => {
+      assert.equal(answer.status, 200);
+      assert.equal(answer.json().url, targets[i], 'each request its own answer');
+    });
+    // The query is normalised: the same parameters in another order are the same entry.
+    const reordered = await get('/v1/weather-stations/nearest?limit=1&longitude=32.8&latitude=39.0');
+    assert.equal(reordered.headers['x-cache'], 'HIT');
+    assert.equal(reordered.json().url, targets[0]);
+  });
+
+  it('keys a POST lookup by its body: two districts, two answers, then a hit for each', async () => {
+    const a = await post({ city: 'Ankara', district: 'Keçiören' });
+    const b = await post({ city: 'Ankara', district: 'Çankaya' });
+    assert.notDeepEqual(a.json().body, b.json().body);
+    const again = await post({ city: 'Ankara', district: 'Çankaya' });
+    assert.equal(again.headers['x-cache'], 'HIT');
+    assert.deepEqual(again.json(), b.json());
+    // A POST that carries If-None-Match goes to risk as it is (risk answers its 412).
+    await post({ city: 'Ankara', district: 'Çankaya' }, { 'if-none-match': String(b.headers.etag) });
+    assert.equal(risk.received.at(-1)?.headers['if-none-match'], b.headers.etag);
+  });
+
+  it('stores a 404, with this request\'s time on each hit, and never a 5xx', async () => {
+    upstream.state.status = 404;
+    const missing = await get('/v1/weather-stations/by/id/1');
+    assert.equal(missing.status, 404);
+    await sleep(20);
+    const again = await get('/v1/weather-stations/by/id/1');
+    assert.equal(again.status, 404);
+    assert.equal(again.headers['x-cache'], 'HIT');
+    assert.equal(again.json().path, '/v1/weather-stations/by/id/1');
+    assert.notEqual(again.json().timestamp, new Date(0).toISOString());
+    upstream.state.status = 503;
+    for (let i = 0; i < 2; i += 1) {
+      const failed = await get('/v1/weather-stations/by/id/2');
+      assert.equal(failed.status, 503);
+      assert.equal(failed.headers['x-cache'], 'MISS');
+    }
+    assert.equal(risk.received.length, 3);
+  });
+
+  it('drops the old generation\'s answers within 2 s of risk writing the new one', async () => {
+    assert.equal((await get(BY_ID)).json().generation, 1);
+    assert.equal((await get(BY_ID)).headers['x-cache'], 'HIT');
+    upstream.state.generation = 2;
+    await publishStationGeneration(testRedis.redis, 2);
+    const published = Date.now();
+    let answer = await get(BY_ID);
+    while (answer.json().generation !== 2 && Date.now() - published < 3000) {
+      await sleep(50);
+      answer = await get(BY_ID);
+    }
+    assert.equal(answer.json().generation, 2);
+    assert.ok(Date.now() - published < 2000, `the old answer was served ${Date.now() - published} ms after the new generation`);
+  });
+
+  it('serves nothing from the cache while Redis holds no generation (a flush), and goes upstream instead', async () => {
+    assert.equal((await get(BY_ID)).status, 200);
+    await testRedis.redis.del(STATION_GENERATION_KEY);
+    await sleep(700);
+    const answer = await get(BY_ID);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['x-cache'], 'MISS');
+    assert.equal(risk.received.length, 2);
+  });
+
+  it('never holds more than GATEWAY_CACHE_MB: older entries are evicted', async () => {
+    // 1 MB: 40 answers of ~40 kB each are 1.6 MB.
+    for (let i = 0; i < 40; i += 1) assert.equal((await get(`/v1/weather-stations/nearest?latitude=39&longitude=32&limit=${(i % 10) + 1}&pad=${40_000 + i}`)).status, 200);
+    assert.ok((await metric('gateway_cache_bytes')) <= 1024 * 1024);
+    assert.ok((await metric('gateway_cache_evictions_total')) > 0);
+  });
+});
+
+describe('gateway station cache off (GATEWAY_CACHE_MB=0)', () => {
+  let testRedis: TestRedis;
+
+  before(async () => {
+    testRedis = await createTestRedis('gw-station-cache-off');
+  });
+  after(async () => {
+    await testRedis.close();
+  });
+
+  it('sends every lookup upstream with its conditional headers and adds no X-Cache', async () => {
+    const upstream = stationUpstream();
+    const risk = await startUpstream(upstream.handler);
+    await publishStationGeneration(testRedis.redis, 1);
+    const gw = await startGateway({ redis: testRedis.redis, risk, env: { GATEWAY_CACHE_MB: '0' } });
+    try {
+      for (let i = 0; i < 2; i += 1) {
+        const answer = await send(gw.url, 'GET', BY_ID, signedHeaders('GET', BY_ID, { key: gw.keys.hmac, bearer: gw.issuer.sign(), headers: { 'if-none-match': '"a"', 'if-modified-since': new Date(0).toUTCString() } }));
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers['x-cache'], undefined);
+      }
+      assert.equal(risk.received.length, 2);
+      assert.equal(risk.received[1]?.headers['if-none-match'], '"a"');
+      assert.equal(risk.received[1]?.headers['if-modified-since'], new Date(0).toUTCString());
+    } finally {
+      await gw.close();
+      await risk.close();
+    }
+  });
+});
