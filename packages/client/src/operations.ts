@@ -215,10 +215,10 @@ export function stationOperations(transport: Transport) {
       call(transport, { service: 'risk', method: 'GET', path: `/v1/weather-stations/by/id/${segment(stationId)}`, bearer: true }, options),
     /** The official districts of a city (any case, with or without Turkish diacritics). */
     districtsOf: (city: string, options?: CallOptions): Promise<string[]> =>
-      call(transport, { service: 'risk', method: 'GET', path: `/v1/weather-stations/get-districts-of/${segment(city)}`, bearer: true }, options),
+      call(transport, { service: 'risk', method: 'GET', path: `/v1/weather-stations/get-districts-of/${segment(city)}`, bearer: true, revalidate: true }, options),
     /** The 81 official cities, in Turkish alphabetical order. */
     cities: (options?: CallOptions): Promise<string[]> =>
-      call(transport, { service: 'risk', method: 'GET', path: '/v1/weather-stations/get-cities', bearer: true }, options),
+      call(transport, { service: 'risk', method: 'GET', path: '/v1/weather-stations/get-cities', bearer: true, revalidate: true }, options),
     /** The stations nearest to a point, nearest first, with their distance. */
     nearest: (query: NearestQuery, options?: CallOptions): Promise<StationWithDistance[]> =>
       call(transport, { service: 'risk', method: 'GET', path: '/v1/weather-stations/nearest', query, bearer: true }, options),

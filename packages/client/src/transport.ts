@@ -34,6 +34,11 @@ export interface ApiRequest {
   bearer: boolean;
   /** `manual` returns a 3xx answer instead of following it. */
   redirect?: 'follow' | 'manual';
+  /**
+   * Keep the answer's ETag and, next time, ask with If-None-Match: a 304 gives back the kept answer
+   * (CONTRACT.md part 17; the city and district lists, which change only when the station data does).
+   */
+  revalidate?: boolean;
   options?: CallOptions;
 }
 
@@ -100,9 +105,14 @@ function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** How many revalidated answers a client keeps (the 81 cities' district lists and the city list fit). */
+const KEPT_ANSWERS = 256;
+
 /** Builds the transport of one client. */
 export function createTransport(config: TransportConfig): Transport {
   let refreshing: Promise<boolean> | undefined;
+  /** Answers kept for revalidation, by URL: the same for every user, so one client may keep them across logins. */
+  const kept = new Map<string, { etag: string; text: string }>();
 
   function urlOf(request: ApiRequest): URL {
     const search = new URLSearchParams();
@@ -127,11 +137,24 @@ export function createTransport(config: TransportConfig): Transport {
     );
     const headers: Record<string, string> = { accept: 'application/json', ...signed };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    const held = request.revalidate === true ? kept.get(url.href) : undefined;
+    if (held !== undefined) headers['if-none-match'] = held.etag;
     const timeout = AbortSignal.timeout(config.timeoutMs);
     const signal = request.options?.signal ? AbortSignal.any([request.options.signal, timeout]) : timeout;
     try {
       const res = await config.fetch(url, { method: request.method, headers, body, redirect: request.redirect ?? 'follow', signal });
-      return { status: res.status, statusText: res.statusText, headers: res.headers, text: await res.text(), url };
+      const text = await res.text();
+      if (request.revalidate === true) {
+        // Not modified: the kept answer is still the current one.
+        if (res.status === 304 && held !== undefined) return { status: 200, statusText: 'OK', headers: res.headers, text: held.text, url };
+        const etag = res.headers.get('etag');
+        if (res.status === 200 && etag !== null) {
+          kept.delete(url.href);
+          kept.set(url.href, { etag, text });
+          if (kept.size > KEPT_ANSWERS) kept.delete(kept.keys().next().value as string);
+        }
+      }
+      return { status: res.status, statusText: res.statusText, headers: res.headers, text, url };
     } catch (err) {
       // The caller's own abort is theirs to handle; everything else means "no answer".
       if (request.options?.signal?.aborted) throw request.options.signal.reason;
