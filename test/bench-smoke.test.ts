@@ -132,6 +132,12 @@ describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', (
     assert.equal(target([...gatewayById, result('gateway-city-district', { gateway: 230 })], 'gateway CPU city-district / limit C, closed loop')?.met, undefined);
   });
 
+  it('judges a by/id answered from the gateway\'s station cache against limit C at 0.7×, both figures', () => {
+    const results = [...gatewayById, result('gateway-cached-by-id', { 'gateway-cached': 120 }), result('gateway-cached-by-id-pace', { 'gateway-cached': 300 }, 1500)];
+    assert.equal(target(results, 'gateway cached hit CPU by-id / limit C, closed loop')?.met, true);
+    assert.deepEqual(target(results, 'gateway cached hit CPU by-id / limit C, at one pace'), { name: 'gateway cached hit CPU by-id / limit C, at one pace', reached: '0.75×', goal: '≤ 0.7×', met: false });
+  });
+
   it('draws no verdict from a run whose limit B was over twice its quiet reference', () => {
     const slow = { machineSlow: true, limitBReferenceUs: 50, limitBQuietReferenceUs: 22 };
     assert.deepEqual(target(gatewayById, 'gateway CPU by-id / limit C, closed loop', slow), { name: 'gateway CPU by-id / limit C, closed loop', reached: '1.10×', goal: '≤ 1.15×', met: undefined });

@@ -1,10 +1,12 @@
 // Group `gateway`: both lookups through the gateway (every request freshly signed), each beside the limits
 // of the same request: limit C (Express + http-proxy-middleware, the libraries' forwarding), limit C′ (a
 // plain node:http server on undici's pool: forwarding alone) and, for by/id, limit E′ (the contract's
-// checks, the gateway's own admission included, on C′). By turns, closed loop, then at one pace (without C′
-// for city-district); then 50 signed answers checked for `Connection: close`.
+// checks, the gateway's own admission included, on C′); and by/id through a second gateway whose station
+// cache answers it (CONTRACT.md part 17: hits after every check). By turns, closed loop, then at one pace
+// (without C′ for city-district); then 50 signed answers checked for `Connection: close`.
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
+import { freePort } from '@platform/stack';
 import { startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
 import type { RequestShape } from '../harness/signer.ts';
 import { LOOKUPS, byId } from './requests.ts';
@@ -19,6 +21,12 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
     ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
   ]);
   const [limitC, limitCLean, limitELean] = started;
+  // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request: by/id answered from
+  // memory after every check. The stack's own gateway runs without one.
+  const cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } }).catch(async (err: unknown) => {
+    await stopAll(started);
+    throw err;
+  });
   try {
     const scenarios = async (suffix: string) => {
       const list = [];
@@ -34,13 +42,16 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
           list.push({ id: `limit-e-lean-by-id${suffix}`, label: 'limit E′: the contract\'s checks on C′ → risk by-id (signed)', target: await signedTarget(ctx, limitELean.url, request), servers: { 'limit-e-lean': limitELean.pid } });
         }
         list.push({ id: `gateway-${lookup}${suffix}`, label: `gateway: ${lookup} (signed)`, target: await signedTarget(ctx, stack.gatewayUrl, request), servers: { gateway: stack.gatewayPid } });
+        if (lookup === 'by-id') {
+          list.push({ id: `gateway-cached-by-id${suffix}`, label: 'gateway, cached hits: by-id (signed)', target: await signedTarget(ctx, cached.url, request), servers: { 'gateway-cached': cached.pid } });
+        }
       }
       return list;
     };
     await measureClosedInTurns(ctx, await scenarios(''));
     await measureClosedInTurns(ctx, await scenarios('-pace'), ctx.config.equalRate);
   } finally {
-    await stopAll(started);
+    await stopAll([...started, cached]);
   }
   ctx.facts.gatewayConnectionClose = await countConnectionClose(ctx, stack.gatewayUrl, byId(session.token));
 }

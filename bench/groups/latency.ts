@@ -1,8 +1,10 @@
 // Group `latency`: p50/p99 at the light fixed rate (BENCH_RATE), each pair side by side, the pairs by
 // turns (BENCH_ROUNDS, medians of what the second of a pair adds): by/id direct and through the gateway;
 // direct and through limit C, C′ and E′ (one more hop of forwarding, and the contract's checks on it);
-// city-district direct and through the gateway; and the control, by/id direct beside itself.
+// by/id direct and through a gateway answering from its station cache; city-district direct and through the
+// gateway; and the control, by/id direct beside itself.
 import { type PairSide, type RunContext, directTarget, measureFixedPairsInTurns, needStack, signedTarget } from '../harness/context.ts';
+import { type StartedProcess, freePort } from '@platform/stack';
 import { startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
 import type { RequestShape } from '../harness/signer.ts';
 import { byId, cityDistrict } from './requests.ts';
@@ -16,6 +18,7 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
     ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
   ]);
   const [limitC, limitCLean, limitELean] = limits;
+  let cached: StartedProcess | undefined;
   try {
     const direct = (id: string, name: string, shape: RequestShape): PairSide => ({ id: `latency-direct-${id}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) });
     const byIdShape = byId(session.token);
@@ -31,12 +34,15 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
       const target = signed ? await signedTarget(ctx, limit.url, byIdShape) : directTarget(limit.url, byIdShape);
       pairs.push([direct(`beside-${limit.cpuName}`, 'by/id', byIdShape), { id: `latency-${limit.cpuName}`, label: `latency ${label} → risk by/id`, target }]);
     }
+    // By/id answered from a gateway's station cache (CONTRACT.md part 17).
+    cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } });
+    pairs.push([direct('beside-gateway-cached', 'by/id', byIdShape), { id: 'latency-gateway-cached-by-id', label: 'latency gateway, cached hits: by/id', target: await signedTarget(ctx, cached.url, byIdShape) }]);
     const city = cityDistrict(session.token);
     pairs.push([direct('city-district', 'by/city-district', city), { id: 'latency-gateway-city-district', label: 'latency gateway: by/city-district', target: await signedTarget(ctx, stack.gatewayUrl, city) }]);
     // The control: by/id direct beside itself, what the measure adds between two identical targets.
     pairs.push([direct('beside-direct', 'by/id', byIdShape), direct('again', 'by/id, again', byIdShape)]);
     await measureFixedPairsInTurns(ctx, pairs);
   } finally {
-    await stopAll(limits);
+    await stopAll([...limits, cached]);
   }
 }

@@ -74,6 +74,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   bothFigures('risk vouched CPU by-id / limit B', ['risk-vouched-by-id', 'risk'], ['limit-b', 'limit-b'], [1.5, 2.5]);
   bothFigures('gateway CPU by-id / limit C', ['gateway-by-id', 'gateway'], ['limit-c-by-id', 'limit-c'], [1.25, 1.15]);
   bothFigures('gateway CPU city-district / limit C', ['gateway-city-district', 'gateway'], ['limit-c-city-district', 'limit-c'], [1.3, 1.2]);
+  // CONTRACT.md part 17: a by/id answered from the gateway's station cache, every check made.
+  bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
   // does the contract's checks on C′, limit F does what a direct call to risk must do before it answers.
   for (const [suffix, figure] of [
@@ -134,6 +136,11 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     ratios['gateway added p99 ms beyond the control, by-id'] = p99;
     judged('gateway added p50 at 500 req/s beyond the control, by-id', p50, 0.6, 'ms');
     judged('gateway added p99 at 500 req/s beyond the control, by-id', p99, 2.5, 'ms');
+  }
+  const cachedHit = addedOver('latency-direct-beside-gateway-cached', 'latency-gateway-cached-by-id');
+  if (cachedHit !== undefined && control !== undefined) {
+    ratios['gateway cached hit added p50 ms beyond the control, by-id'] = cachedHit.p50 - control.p50;
+    judged('gateway cached hit added p50 at 500 req/s beyond the control, by-id', cachedHit.p50 - control.p50, 0.3, 'ms');
   }
   if (typeof facts.gatewayConnectionClose === 'number') {
     check('proxied answers with Connection: close', String(facts.gatewayConnectionClose), '0 of 50', facts.gatewayConnectionClose === 0);

@@ -72,6 +72,9 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
       BCRYPT_COST: String(config.bcryptCost),
       // One token serves the whole run.
       ACCESS_TOKEN_TTL_S: '3600',
+      // The stack's gateway forwards every lookup: its cache (CONTRACT.md part 17) is measured on a gateway
+      // of its own (groups/gateway.ts), beside this one.
+      GATEWAY_CACHE_MB: '0',
     },
     sources: config.sources,
     databases: { serverUrl: config.postgresUrl, run: runId },
