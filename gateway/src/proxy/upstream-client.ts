@@ -1,8 +1,15 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { type Dispatcher, Pool } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { BadGatewayError, GatewayTimeoutError, SERVICE_UNAVAILABLE_RETRY_AFTER_S, parseUpstreamError } from '@platform/errors';
 import { startClientSpan } from '@platform/service-kit';
 import { clientResponseHeaders } from './forwarded-headers.ts';
+
+/**
+ * undici's pool alone: the package's index also loads fetch, WebSocket, its caches and mocks, ~14 MB of
+ * resident memory the gateway never uses (its peak is a target, bench/README.md).
+ */
+const Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
 
 /** How one exchange with an upstream ended: the status it answered, or no answer at all. */
 export type UpstreamOutcome = number | 'timeout' | 'unreachable';
