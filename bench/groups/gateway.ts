@@ -7,19 +7,13 @@
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
 import { freePort } from '@platform/stack';
-import { startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
+import { startForwardingLimits, stopAll } from '../harness/limit-servers.ts';
 import type { RequestShape } from '../harness/signer.ts';
 import { LOOKUPS, byId } from './requests.ts';
 
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  const prefix = stack.redisPrefix;
-  const started = await startLimits(ctx, [
-    ['express-proxy', { target: stack.riskUrl }],
-    ['lean-proxy', { target: stack.riskUrl }],
-    // Limit E′ checks in the stack's own Redis prefix (the session's revocations); not against an external stack.
-    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
-  ]);
+  const started = await startForwardingLimits(ctx, stack);
   const [limitC, limitCLean, limitELean] = started;
   // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request: by/id answered from
   // memory after every check. The stack's own gateway runs without one.

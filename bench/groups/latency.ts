@@ -5,18 +5,13 @@
 // gateway; and the control, by/id direct beside itself.
 import { type PairSide, type RunContext, directTarget, measureFixedPairsInTurns, needStack, signedTarget } from '../harness/context.ts';
 import { type StartedProcess, freePort } from '@platform/stack';
-import { startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
+import { startForwardingLimits, stopAll } from '../harness/limit-servers.ts';
 import type { RequestShape } from '../harness/signer.ts';
 import { byId, cityDistrict } from './requests.ts';
 
 export async function latencyScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  const prefix = stack.redisPrefix;
-  const limits = await startLimits(ctx, [
-    ['express-proxy', { target: stack.riskUrl }],
-    ['lean-proxy', { target: stack.riskUrl }],
-    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
-  ]);
+  const limits = await startForwardingLimits(ctx, stack);
   const [limitC, limitCLean, limitELean] = limits;
   let cached: StartedProcess | undefined;
   try {

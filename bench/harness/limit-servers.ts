@@ -82,3 +82,16 @@ export async function startLimits(ctx: RunContext, specs: ReadonlyArray<readonly
 export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>): Promise<void> {
   await Promise.all(limits.map((limit) => limit?.stop()));
 }
+
+/**
+ * The forwarding limits beside the stack's risk: C, C′ and (with the stack's own Redis prefix, which a
+ * running stack does not give) E′; stopped by the caller.
+ */
+export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
+  const prefix = stack.redisPrefix;
+  return await startLimits(ctx, [
+    ['express-proxy', { target: stack.riskUrl }],
+    ['lean-proxy', { target: stack.riskUrl }],
+    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
+  ]);
+}

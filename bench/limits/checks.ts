@@ -5,22 +5,15 @@
 // of its own. Limit E′ (lean-checks.ts) is the same work on limit C′'s server and pool.
 // Usage: node bench/limits/checks.ts --port <port> --target <origin> --redis-url <url> --key-secret <secret>
 //   --redis-prefix <prefix> --jwks-url <url> --issuer <origin> [--assertion-key <key>]
-import { createServer } from 'node:http';
-import express from 'express';
 import { checksOf } from './checks-of.ts';
-import { answeredHealth, bodyOf, limitOptions, listen, nodeForwarder, refuse } from './common.ts';
+import { expressLimit, limitOptions, listen, nodeForwarder, refuse } from './common.ts';
 
 const options = limitOptions('checks', ['target', 'redisUrl', 'keySecret', 'redisPrefix', 'jwksUrl', 'issuer']);
 const check = checksOf(options);
 const forward = nodeForwarder(options.target);
-const app = express();
-app.disable('x-powered-by');
-app.disable('etag');
-app.get('/health/live', (req, res) => void answeredHealth(req, res));
-app.use(async (req, res) => {
-  const body = await bodyOf(req);
+const server = expressLimit(async (req, res, body) => {
   const passed = await check(req, body);
   if (typeof passed === 'number') return refuse(res, passed);
   forward(req, res, body, passed);
 });
-listen(createServer(app), options.port);
+listen(server, options.port);

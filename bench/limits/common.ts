@@ -2,9 +2,10 @@
 // which): their named options, the answer they serve, the SDK's signature check and the two forwarders.
 // A limit loads nothing of the harness, so its CPU per answer is its own work alone.
 import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
-import { Agent, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse, request } from 'node:http';
+import { Agent, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse, createServer, request } from 'node:http';
 import { parseArgs } from 'node:util';
 import { signatureBase } from '@platform/client';
+import express from 'express';
 import { Pool } from 'undici';
 import { vouchedHeaders } from '../harness/vouch.ts';
 
@@ -247,4 +248,19 @@ export function undiciForwarder(upstream: string): { forward: (req: IncomingMess
 /** The checking limits' upstream headers, for the undici forwarder. */
 export function checkedUpstreamHeaders(req: IncomingMessage, body: Buffer, vouch: Vouch | undefined): Record<string, string> {
   return checkedHeaders(req, body, vouch);
+}
+
+/**
+ * The Express limits' server (D, E): a bare Express 5 app with the services' two switches off, answering
+ * `/health/live` and every other request through `handle` once its body is read.
+ */
+export function expressLimit(handle: (req: IncomingMessage, res: ServerResponse, body: Buffer) => Promise<void>): Server {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.get('/health/live', (req, res) => void answeredHealth(req, res));
+  app.use(async (req, res) => {
+    await handle(req, res, await bodyOf(req));
+  });
+  return createServer(app);
 }

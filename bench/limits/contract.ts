@@ -4,24 +4,17 @@
 // revocations or idempotency keys.
 // Usage: node bench/limits/contract.ts --port <port> --target <origin> --redis-url <url> --key-secret <secret>
 import { createSecretKey } from 'node:crypto';
-import { createServer } from 'node:http';
-import express from 'express';
 import { Redis } from 'ioredis';
-import { answeredHealth, bodyOf, checkSignature, limitOptions, listen, nodeForwarder, refuse } from './common.ts';
+import { checkSignature, expressLimit, limitOptions, listen, nodeForwarder, refuse } from './common.ts';
 
 const options = limitOptions('contract', ['target', 'redisUrl', 'keySecret']);
 const key = createSecretKey(Buffer.from(options.keySecret, 'utf8'));
 const redis = new Redis(options.redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: 1 });
 const forward = nodeForwarder(options.target);
-const app = express();
-app.disable('x-powered-by');
-app.disable('etag');
-app.get('/health/live', (req, res) => void answeredHealth(req, res));
-app.use(async (req, res) => {
-  const body = await bodyOf(req);
+const server = expressLimit(async (req, res, body) => {
   const signed = checkSignature(req, body, key);
   if (typeof signed === 'number') return refuse(res, signed);
   if ((await redis.set(`limit-d:nonce:${signed.keyId}:${signed.nonce}`, '1', 'PX', 300_000, 'NX')) === null) return refuse(res, 409);
   forward(req, res, body);
 });
-listen(createServer(app), options.port);
+listen(server, options.port);
