@@ -37,6 +37,9 @@ describe('rate limits and trace context through the real stack (two gateway repl
         // One user's token sent under three keys, to count each key's quota: bound, it would be refused under
         // the two keys that did not log in (CONTRACT.md part 16, tested in token-endpoints.test.ts).
         TOKEN_BINDING: 'off',
+        // Every lookup reaches risk, whose request line is awaited: a hit of the gateway's station cache never
+        // would (CONTRACT.md part 17, test/e2e/station-cache.test.ts).
+        GATEWAY_CACHE_MB: '0',
         GATEWAY_CLIENT_KEYS: JSON.stringify([LOCAL_KEY, OTHER_KEY, FLOOD_KEY]),
         GATEWAY_RATE_LIMITS: JSON.stringify({
           'e2e-other': { limit: LIMIT, windowS: 120 },

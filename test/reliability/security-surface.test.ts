@@ -50,7 +50,9 @@ describe('the platform\'s surface: headers, CORS, logs', function () {
         ['risk metrics', await sendRaw(stack.riskUrl, 'GET', '/metrics')],
         ['risk 401', await sendRaw(stack.riskUrl, 'GET', '/v1/weather-stations/get-cities')],
       ];
-      for (const [where, res] of answers) assertSecurityHeaders(res.headers, `${where} (${res.status})`);
+      // A station answer is cacheable by its client (CONTRACT.md part 17); every other answer is no-store.
+      for (const [where, res] of answers) assertSecurityHeaders(res.headers, `${where} (${res.status})`, where === 'proxied 200 risk');
+      assert.equal(answers.find(([where]) => where === 'proxied 200 risk')?.[1].headers['cache-control'], 'private, max-age=60');
       // The key set is public and meant to be cached by verifiers; the other headers still apply.
       assertSecurityHeaders((await sendRaw(stack.identityUrl, 'GET', '/.well-known/jwks.json')).headers, 'identity jwks', true);
     });

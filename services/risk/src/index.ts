@@ -4,6 +4,7 @@ import {
   type Host,
   closeRedis,
   publishStationGeneration,
+  waitForRedis,
   createLogger,
   createMetrics,
   createMetricsApp,
@@ -24,6 +25,9 @@ import { seedStationData } from '../seeds/station-data.ts';
 import { createRisk } from './app.ts';
 import { riskConfigSpec } from './config.ts';
 import { createStationIndexLoader } from './weather-stations/station-index-loader.ts';
+
+/** How long a generation's write waits for the Redis connection before the load is tried again at the next poll. */
+const REDIS_WAIT_MS = 5000;
 
 /**
  * Composition root: the only code that reads the environment, connects, and listens. Run as its own
@@ -52,7 +56,12 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
   // The first load is awaited but may fail (Postgres down): the process then serves 503 and reports not
   // ready until a later poll succeeds.
   // Each generation is written to Redis before it is served: the gateways' caches drop the older one's answers.
-  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish: (version) => publishStationGeneration(redis, version) });
+  // The client queues nothing while it connects (enableOfflineQueue off), so the first write waits for it.
+  const publish = async (version: number) => {
+    await waitForRedis(redis, REDIS_WAIT_MS);
+    await publishStationGeneration(redis, version);
+  };
+  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish });
   await stations.start();
 
   const risk = createRisk({ config, logger, redis, metrics, lifecycle, stations });
