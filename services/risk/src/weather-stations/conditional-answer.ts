@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { HttpError } from '@platform/errors';
+import { noneMatchHits } from '@platform/service-kit';
 import type { StationIndex } from './station-index.ts';
 
 /** Any client may keep a station answer for a minute; shared caches may not (the answer needs a token). */
@@ -19,15 +20,6 @@ class PreconditionFailedError extends HttpError {
 /** The strong ETag of the answer to `request` (what the answer depends on) from `index`. */
 export function stationETag(index: StationIndex, request: string): string {
   return `"${index.version}-${createHash('sha256').update(request).digest('base64url').slice(0, 27)}"`;
-}
-
-/** Whether `header` (If-None-Match) names `etag` by the weak comparison, or is `*`. */
-function noneMatch(header: string, etag: string): boolean {
-  for (const tag of header.split(',')) {
-    const trimmed = tag.trim();
-    if (trimmed === '*' || trimmed === etag || trimmed === `W/${etag}`) return true;
-  }
-  return false;
 }
 
 /** Whether the data changed no later than `header` (If-Modified-Since); a date that does not parse is ignored. */
@@ -49,7 +41,7 @@ export function sendStationAnswer(req: Request, res: Response, index: StationInd
   const ifNoneMatch = req.headers['if-none-match'];
   const ifModifiedSince = req.headers['if-modified-since'];
   // If-None-Match wins: If-Modified-Since counts only without it, and only on GET and HEAD.
-  const current = ifNoneMatch !== undefined ? noneMatch(ifNoneMatch, etag) : safe && ifModifiedSince !== undefined && notModifiedSince(ifModifiedSince, index.lastModified);
+  const current = ifNoneMatch !== undefined ? noneMatchHits(ifNoneMatch, etag) : safe && ifModifiedSince !== undefined && notModifiedSince(ifModifiedSince, index.lastModified);
   if (current && !safe) throw new PreconditionFailedError();
   if (current) {
     res.status(304).end();
