@@ -263,6 +263,8 @@ describe('gateway CORS', () => {
     assert.match(String(res.headers['access-control-allow-headers']), /Signature-Input/);
     assert.match(String(res.headers['access-control-allow-headers']), /X-Idempotency-Key/);
     assert.match(String(res.headers['access-control-allow-headers']), /traceparent/);
+    // A revalidation's conditional headers (CONTRACT.md part 17).
+    assert.match(String(res.headers['access-control-allow-headers']), /If-None-Match, If-Modified-Since/);
     assert.equal(gw.identity.received.length, 0);
   });
 
@@ -280,5 +282,7 @@ describe('gateway CORS', () => {
     assert.match(String(res.headers['access-control-expose-headers']), /X-Request-Id/);
     // A browser client reads its quota (CONTRACT.md part 12).
     assert.match(String(res.headers['access-control-expose-headers']), /RateLimit-Policy, RateLimit\b/);
+    // The validator the SDK keeps, and the cache's fields (CONTRACT.md part 17).
+    assert.match(String(res.headers['access-control-expose-headers']), /ETag, Age, X-Cache/);
   });
 });

@@ -1,10 +1,16 @@
 import type { RequestHandler } from 'express';
 
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
-/** What a browser client must be allowed to send: the signing headers, the bearer token, its trace context. */
-const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Digest, Signature, Signature-Input, X-Idempotency-Key, X-Request-Id, traceparent';
-/** Response headers a browser script may read besides the CORS-safelisted ones (the quota fields of CONTRACT.md part 12). */
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, Location, WWW-Authenticate, RateLimit-Policy, RateLimit';
+/**
+ * What a browser client must be allowed to send: the signing headers, the bearer token, its trace context,
+ * and the conditional headers of a revalidation (CONTRACT.md part 17).
+ */
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Digest, Signature, Signature-Input, X-Idempotency-Key, X-Request-Id, traceparent, If-None-Match, If-Modified-Since';
+/**
+ * Response headers a browser script may read besides the CORS-safelisted ones: the quota fields of CONTRACT.md
+ * part 12, and a station answer's validator and cache fields (part 17), which the SDK keeps to revalidate.
+ */
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, Location, WWW-Authenticate, RateLimit-Policy, RateLimit, ETag, Age, X-Cache';
 const PREFLIGHT_MAX_AGE_S = '600';
 
 /**
