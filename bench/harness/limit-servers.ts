@@ -37,7 +37,7 @@ export function cpuNameOf(name: LimitName): string {
 export async function startLimit(ctx: RunContext, name: LimitName, options: Readonly<Record<string, string | undefined>> = {}, path = '/health/live'): Promise<Limit> {
   const port = await freePort();
   const cpuName = cpuNameOf(name);
-  const args = ['--port', String(port), ...Object.entries(options).flatMap(([flag, value]) => (value === undefined ? [] : [`--${flag}`, value]))];
+  const args = ['--port', String(port), ...Object.entries(options).flatMap(([flag, value]) => (value === undefined ? [] : [`--${flag}=${value}`]))];
   const { deployable } = LIMITS[name];
   const profile = ctx.config.cpuProf.has(cpuName) ? ['--cpu-prof', `--cpu-prof-dir=${ctx.logDir}`, `--cpu-prof-name=${cpuName}.cpuprofile`] : [];
   // The image's flags unless BENCH_NODE_OPTIONS replaces them, as for the stack's services (stack.ts).
