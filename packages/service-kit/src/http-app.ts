@@ -1,10 +1,10 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
-import { requestDeadline, securityHeaders } from './http-guards.ts';
-import { type RequestIdSource, httpLogger } from './http-logger.ts';
+import type { RequestIdSource } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { requestEnvelope } from './request-envelope.ts';
 
 export interface BaseAppOptions {
   logger: Logger;
@@ -32,11 +32,6 @@ export function createBaseApp(options: BaseAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  const drainingCloses: RequestHandler = (_req, res, next) => {
-    // While draining, tell keep-alive clients to reconnect elsewhere instead of reusing this socket.
-    if (options.lifecycle.draining) res.setHeader('Connection', 'close');
-    next();
-  };
   const operations = express.Router();
   options.metrics.watchDependencies(options.checks);
   operations.use(healthRouter({ checks: options.checks, lifecycle: options.lifecycle, logger: options.logger, onReadiness: options.metrics.readiness }));
@@ -44,11 +39,13 @@ export function createBaseApp(options: BaseAppOptions): Express {
   if (serveMetrics) operations.use(options.metrics.router);
   app.use(
     inSequence([
-      httpLogger(options.logger, options.requestIdFrom),
-      options.metrics.middleware,
-      securityHeaders,
-      ...(options.requestDeadlineMs === undefined ? [] : [requestDeadline(options.requestDeadlineMs, options.logger)]),
-      drainingCloses,
+      requestEnvelope({
+        logger: options.logger,
+        metrics: options.metrics,
+        requestIdFrom: options.requestIdFrom,
+        deadlineMs: options.requestDeadlineMs,
+        lifecycle: options.lifecycle,
+      }),
       onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations),
     ]),
   );
@@ -76,7 +73,7 @@ export function createMetricsApp(options: Pick<BaseAppOptions, 'logger' | 'metri
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(inSequence([httpLogger(options.logger), securityHeaders]));
+  app.use(requestEnvelope({ logger: options.logger }));
   app.use(onlyUnder(METRICS_PATH, options.metrics.router));
   return finishApp(app);
 }

@@ -1,8 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { SpanContext } from '@opentelemetry/api';
-import type { RequestHandler } from 'express';
 import type { Logger } from './logger.ts';
 import { type TraceContext, activeSpanContext, traceContextOf } from './trace-context.ts';
 
@@ -51,9 +50,6 @@ export function currentRequest(): RequestContext | undefined {
 /** What an incoming X-Request-Id must look like to be taken or logged at all. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Paths polled by orchestrators and scrapers: not worth a line each. */
-const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
-
 /**
  * Which incoming X-Request-Id a process takes as the id of the request: a service, the one the gateway's
  * assertion covers (`gatewayRequestId`); undefined for any other.
@@ -61,22 +57,22 @@ const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
 export type RequestIdSource = (req: IncomingMessage) => string | undefined;
 
 /**
- * The request id of this request, echoed in X-Request-Id: the one `from` vouches for when it is
- * well-formed, else a new UUID, so a caller never chooses the id its request is logged and audited under.
- * An X-Request-Id the caller sent and `from` did not vouch for is returned as `clientRequestId`, when
- * well-formed (at most 128 characters of `[A-Za-z0-9._:-]`), only to be logged beside the id.
+ * The request id of this request (echoed in X-Request-Id): the one `from` vouches for when it is
+ * well-formed (`vouched`), else a new UUID, so a caller never chooses the id its request is logged and
+ * audited under. An X-Request-Id the caller sent and `from` did not vouch for is returned as
+ * `clientRequestId`, when well-formed (at most 128 characters of `[A-Za-z0-9._:-]`), only to be logged
+ * beside the id.
  */
-export function assignRequestId(req: IncomingMessage, res: ServerResponse, from?: RequestIdSource): { id: string; clientRequestId: string | undefined } {
-  const vouched = from?.(req);
+export function requestIdOf(req: IncomingMessage, from?: RequestIdSource): { id: string; clientRequestId: string | undefined; vouched: boolean } {
   const incoming = req.headers['x-request-id'];
   const wellFormed = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : undefined;
-  const id = vouched !== undefined && REQUEST_ID.test(vouched) ? vouched : randomUUID();
-  res.setHeader('X-Request-Id', id);
-  return { id, clientRequestId: wellFormed === id ? undefined : wellFormed };
+  const vouched = from?.(req);
+  if (vouched !== undefined && REQUEST_ID.test(vouched)) return { id: vouched, clientRequestId: wellFormed === vouched ? undefined : wellFormed, vouched: true };
+  return { id: randomUUID(), clientRequestId: wellFormed, vouched: false };
 }
 
 /** How every line about a request describes it: an allow-list, never headers or bodies. */
-interface RequestFields {
+export interface RequestFields {
   id: string;
   /** The caller's own X-Request-Id when it sent one that was not taken (the gateway never takes one). */
   clientRequestId: string | undefined;
@@ -118,39 +114,12 @@ export function currentRequestLog(fallback: Logger): Logger {
 }
 
 /**
- * One log line per request with its id, trace id, method, URL, status and duration. The id is the
- * process's own unless `requestIdFrom` vouches for the incoming one (`assignRequestId`). Requests are described by
- * allow-list (no headers, no bodies), so credentials and signatures cannot reach the log by accident;
- * `requestLog(req)` carries that description for everything logged while handling it.
- *
- * The line of an answer below 500 goes through a child without redaction: it holds nothing but the
- * allow-listed fields, in which the redaction pass (its wildcard paths cost ~25 µs a line, as much as
- * a whole station lookup should) can find nothing. The line of a failure carries the error, and
- * `requestLog` carries whatever a handler passes it, so both keep the redaction of `createLogger`.
- * The request logger is reached through a function, not a `req.log` accessor: defining an accessor on
- * every request cost ~15 µs of CPU per answer (the request object left V8's fast property layout).
+ * Makes `req` the request that `requestLog`, `requestTrace` and `currentRequest` describe, with `fields` on
+ * every line about it, and runs `next` in its async context. The request envelope (request-envelope.ts)
+ * calls it first thing for every request.
  */
-export function httpLogger(logger: Logger, requestIdFrom?: RequestIdSource): RequestHandler {
-  const access = logger.child({}, { redact: [] });
-  return (req, res, next) => {
-    const started = Date.now();
-    const { id, clientRequestId } = assignRequestId(req, res, requestIdFrom);
-    const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
-    req.id = fields.id;
-    (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined, sdkSpan: activeSpanContext(), trace: undefined };
-    if (!QUIET_PATHS.test(req.url)) {
-      const done = () => {
-        // The error handler leaves a 5xx's cause here, so the line carries its stack.
-        const err = (res as { err?: unknown }).err;
-        const line = { req: fields, traceId: requestTrace(req).traceId, res: { statusCode: res.statusCode }, responseTime: Date.now() - started };
-        const message = `${req.method} ${res.statusCode}`;
-        if (err !== undefined || res.statusCode >= 500) logger.error({ ...line, err: err ?? new Error(`failed with status code ${res.statusCode}`) }, message);
-        else if (res.statusCode >= 400) access.warn(line, message);
-        else access.info(line, message);
-      };
-      // `close` follows every answer, finished or not (the client went away first): one listener, not two.
-      res.once('close', done);
-    }
-    requestContext.run({ id: fields.id, logger, req }, next);
-  };
+export function enterRequest(req: IncomingMessage, logger: Logger, fields: RequestFields, next: () => void): void {
+  req.id = fields.id;
+  (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined, sdkSpan: activeSpanContext(), trace: undefined };
+  requestContext.run({ id: fields.id, logger, req }, next);
 }

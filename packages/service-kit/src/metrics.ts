@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Router } from 'express';
+import type { Request, Router } from 'express';
 import express from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -8,8 +8,11 @@ import { openApiRouteOf } from './openapi-route.ts';
 /** A process's Prometheus registry and the HTTP middleware that feeds it. */
 export interface Metrics {
   registry: Registry;
-  /** Counts and times every request by method, route template and status, except probes and scrapes. */
-  middleware: RequestHandler;
+  /**
+   * Counts and times one finished answer by method, route template and status, except probes and scrapes:
+   * the request envelope (request-envelope.ts) calls it from its one `close` hook.
+   */
+  observeRequest(req: Request, status: number, seconds: number): void;
   /** `GET /metrics` in the Prometheus text format. */
   router: Router;
   /** What a readiness probe answered: `process_ready`, and a change counted in `readiness_changes_total`. */
@@ -92,16 +95,23 @@ export function createMetrics(service: string, options: MetricsOptions = {}): Me
     registers: [registry],
   });
 
-  const middleware: RequestHandler = (req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      const route = routeLabel(req);
+  // The label object of each method, route and status made once, found again by a string key, not built for
+  // every answer (prom-client still hashes it per call).
+  const series = new Map<string, { count: () => void; time: (seconds: number) => void }>();
+  const observeRequest = (req: Request, status: number, seconds: number): void => {
+    const route = routeLabel(req);
+    const key = `${req.method} ${status} ${route}`;
+    let pair = series.get(key);
+    if (pair === undefined) {
       if (OPERATIONS_ROUTES.has(route)) return;
-      const labels = { method: req.method, route, status: String(res.statusCode) };
-      requests.inc(labels);
-      duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-    });
-    next();
+      const labels = { method: req.method, route, status: String(status) };
+      const counter = requests.labels(labels);
+      const histogram = duration.labels(labels);
+      pair = { count: () => counter.inc(), time: (value) => histogram.observe(value) };
+      series.set(key, pair);
+    }
+    pair.count();
+    pair.time(seconds);
   };
 
   // Health as numbers, for dashboards and alerts: probes flapping, Redis or Postgres unreachable.
@@ -135,7 +145,7 @@ export function createMetrics(service: string, options: MetricsOptions = {}): Me
 
   return {
     registry,
-    middleware,
+    observeRequest,
     router,
     readiness: (isReady) => {
       ready.set(isReady ? 1 : 0);

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { get as httpGet } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import request from 'supertest';
-import { createBaseApp, createMetrics, finishApp, requestLog } from '../src/index.ts';
+import { createBaseApp, createLogger, createMetrics, finishApp, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp() {
@@ -16,7 +21,7 @@ function buildApp() {
   return { app, log };
 }
 
-describe('request log line (httpLogger)', () => {
+describe('request log line (the request envelope)', () => {
   it('when the answer is below 500, holds exactly the allow-listed fields', async () => {
     const { app, log } = buildApp();
     await request(app).get('/fine?x=1').set('X-Request-Id', 'req-fine').set('Authorization', 'Bearer secret-token');
@@ -74,5 +79,82 @@ describe('request log line (httpLogger)', () => {
     await request(app).get('/health/live');
     await request(app).get('/metrics');
     assert.equal(log.lines().filter((l) => typeof l.msg === 'string' && /^GET \d+$/.test(l.msg)).length, 0);
+  });
+
+  it('writes the line of an answer below 500 as pino would, key for key and byte for byte, whatever the URL and id hold', async () => {
+    const { app, log } = buildApp();
+    const url = '/fine?q="quoted"&b=\\back&u=%E2%80%A8&c=\u00e7';
+    await request(app).get(url).set('X-Request-Id', 'client:id.1');
+    const text = log.text().split('\n').find((l) => l.includes('"msg":"GET 200"'));
+    assert.ok(text, log.text());
+    const line = JSON.parse(text) as Record<string, unknown> & { req: Record<string, unknown>; time: string };
+    assert.deepEqual(Object.keys(line), ['level', 'time', 'service', 'req', 'traceId', 'res', 'responseTime', 'msg']);
+    assert.deepEqual(Object.keys(line.req), ['id', 'clientRequestId', 'method', 'url', 'remoteAddress']);
+    // The client sent the quotes percent-encoded; the backslash as it is.
+    assert.equal(line.req.url, '/fine?q=%22quoted%22&b=\\back&u=%E2%80%A8&c=%C3%A7');
+    // pino's own line for the same fields and time is the very same text.
+    const chunks: string[] = [];
+    const reference = createLogger({ service: 'test', destination: { write: (chunk: string) => chunks.push(chunk) } });
+    const { level: _level, time: _time, service: _service, msg, ...fields } = line;
+    reference.child({}, { redact: [] }).info(fields, String(msg));
+    assert.equal(chunks[0]?.replace(/"time":"[^"]*"/, `"time":"${line.time}"`), `${text}\n`);
+  });
+
+  it('writes its lines through pino when the logger adds to them (a mixin): nothing of them is lost', async () => {
+    const chunks: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        chunks.push(chunk.toString());
+        callback();
+      },
+    });
+    const logger = pino({ base: { service: 'test' }, mixin: () => ({ shard: 7 }) }, destination);
+    const app = createBaseApp({ logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    app.get('/fine', (_req, res) => {
+      res.json({ ok: true });
+    });
+    finishApp(app);
+    await request(app).get('/fine');
+    const line = chunks.map((c) => JSON.parse(c) as Record<string, unknown>).find((l) => l.msg === 'GET 200');
+    assert.equal(line?.shard, 7, chunks.join(''));
+    assert.equal((line?.res as { statusCode?: number } | undefined)?.statusCode, 200);
+  });
+
+  it('counts and times a finished answer once, and one the client left before its end not at all', async () => {
+    const metrics = createMetrics('test');
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics, checks: [], lifecycle: { draining: false } });
+    app.get('/fine', (_req, res) => {
+      res.json({ ok: true });
+    });
+    let answered: () => void = () => undefined;
+    const lateAnswerWritten = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    app.get('/slow', (_req, res) => {
+      setTimeout(() => {
+        res.json({ late: true });
+        answered();
+      }, 150);
+    });
+    finishApp(app);
+    await request(app).get('/fine');
+    await request(app).get('/fine');
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const client = httpGet({ host: '127.0.0.1', port, path: '/slow' });
+      client.on('error', () => undefined);
+      setTimeout(() => client.destroy(), 30);
+      await lateAnswerWritten;
+    } finally {
+      server.close();
+    }
+    const text = await metrics.registry.metrics();
+    assert.match(text, /http_requests_total\{method="GET",route="\/fine",status="200",service="test"\} 2\n/);
+    assert.match(text, /http_request_duration_seconds_count\{service="test",method="GET",route="\/fine",status="200"\} 2\n/);
+    assert.doesNotMatch(text, /route="\/slow"/);
+    assert.equal(log.lines().filter((l) => l.msg === 'GET 200').length, 3, log.text());
   });
 });

@@ -102,4 +102,17 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
     assert.match(await requestIdOf(headers), /^[0-9a-f-]{36}$/);
     assert.equal((await originOf(forwarded(assertV1(KEY, facts), { 'x-client-key-id': 'partner-2' }))).clientKeyId, undefined);
   });
+
+  it('when the gateway vouches for the request, the answer carries no security header the gateway drops, only Cache-Control; any other caller gets them all', async () => {
+    const dropped = ['x-content-type-options', 'content-security-policy', 'x-frame-options', 'referrer-policy', 'cross-origin-opener-policy'];
+    const vouched = await request(app).post(target).set(forwarded(assertForwarding(KEY, facts))).expect(200);
+    for (const name of dropped) assert.equal(vouched.headers[name], undefined, name);
+    assert.equal(vouched.headers['cache-control'], 'no-store');
+    const { 'x-internal-assertion': _dropped, ...unvouched } = forwarded('');
+    for (const headers of [unvouched, forwarded(assertForwarding('another-internal-assertion-key-0123456789', facts)), forwarded(assertV1(KEY, facts))]) {
+      const res = await request(app).post(target).set(headers).expect(200);
+      for (const name of dropped) assert.ok(res.headers[name] !== undefined, name);
+      assert.equal(res.headers['cache-control'], 'no-store');
+    }
+  });
 });

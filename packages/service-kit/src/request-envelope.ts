@@ -1,0 +1,164 @@
+import type { Request, RequestHandler, Response } from 'express';
+import pino from 'pino';
+import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody } from '@platform/errors';
+import type { Lifecycle } from './health.ts';
+import { type RequestFields, type RequestIdSource, enterRequest, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+/**
+ * Headers on every answer of every process. The API answers JSON that is personal and never meant to
+ * be rendered, framed, sniffed or cached: a route that wants otherwise (the JWKS may be cached, the
+ * docs page needs its inline style) sets its own value, which replaces these.
+ */
+const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = Object.entries({
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'no-store',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+});
+
+/** The message of an answer cut short by the deadline. */
+export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
+
+/** Paths polled by orchestrators and scrapers: not worth a line each. */
+const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
+
+export interface RequestEnvelopeOptions {
+  logger: Logger;
+  /** Counts and times every finished answer; none on a process's metrics-only port. */
+  metrics?: Pick<Metrics, 'observeRequest'>;
+  /**
+   * The incoming X-Request-Id this process may take as the request's id (a service: the one the gateway's
+   * assertion covers); omitted, every request gets an id of the process's own.
+   */
+  requestIdFrom?: RequestIdSource;
+  /**
+   * The outer deadline of every request (REQUEST_DEADLINE_MS): when no answer has started after it, a 503
+   * in the error shape, whatever the handler is still waiting for. Inner timeouts (statement, command,
+   * upstream) should fire first; this is the guarantee that a client never waits longer. None when omitted.
+   */
+  deadlineMs?: number;
+  /** While draining, keep-alive clients are told to reconnect elsewhere (`Connection: close`). */
+  lifecycle?: Pick<Lifecycle, 'draining'>;
+}
+
+/**
+ * What every request of every process goes through first, as one middleware with one `close` hook (issue
+ * 44: a layer, a listener and a closure each cost every request their allocations):
+ * - its id (`requestIdOf`), echoed in X-Request-Id, and the request log (`requestLog`, `currentRequest`);
+ * - the security headers; behind the gateway (the id came under its assertion) only `Cache-Control`,
+ *   since the gateway passes no other of them on and sets its own;
+ * - the deadline's 503, and `Connection: close` while draining;
+ * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
+ *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
+ *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
+ *   cannot reach the log by accident.
+ *
+ * The line of an answer below 500 is written in a fixed shape (`accessLine`): it holds nothing but the
+ * allow-listed fields, in which pino's redaction (its wildcard paths cost ~25 µs a line) could find
+ * nothing. The line of a failure carries the error, and `requestLog` carries whatever a handler passes
+ * it, so both keep the redaction of `createLogger`.
+ */
+export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler {
+  const { logger, metrics, requestIdFrom, deadlineMs, lifecycle } = options;
+  const access = accessLine(logger);
+  return (req, res, next) => {
+    const started = performance.now();
+    const { id, clientRequestId, vouched } = requestIdOf(req, requestIdFrom);
+    res.setHeader('X-Request-Id', id);
+    if (vouched) res.setHeader('Cache-Control', 'no-store');
+    else for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    if (lifecycle?.draining === true) res.setHeader('Connection', 'close');
+    const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
+    const timer = deadlineMs === undefined ? undefined : setTimeout(answerLate, deadlineMs, req, res, deadlineMs, logger);
+    const quiet = QUIET_PATHS.test(req.url);
+    res.once('close', () => {
+      if (timer !== undefined) clearTimeout(timer);
+      const status = res.statusCode;
+      const elapsedMs = performance.now() - started;
+      if (metrics !== undefined && res.writableFinished) metrics.observeRequest(req, status, elapsedMs / 1000);
+      if (quiet) return;
+      const traceId = requestTrace(req).traceId;
+      const responseTime = Math.round(elapsedMs);
+      // The error handler leaves a 5xx's cause here, so the line carries its stack.
+      const err = (res as { err?: unknown }).err;
+      if (err !== undefined || status >= 500) {
+        logger.error({ req: fields, traceId, res: { statusCode: status }, responseTime, err: err ?? new Error(`failed with status code ${status}`) }, `${req.method} ${status}`);
+      } else {
+        access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
+      }
+    });
+    enterRequest(req, logger, fields, next);
+  };
+}
+
+/** The deadline passed: a 503 unless an answer started already (a handler finishing later finds it sent). */
+function answerLate(req: Request, res: Response, deadlineMs: number, logger: Logger): void {
+  if (res.headersSent) return;
+  requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
+  // `messages` always: the station operations require it, and it is optional everywhere else.
+  // A retry may well be served (whatever was slow recovers), so the answer says when, as every 503 does.
+  res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
+  res.status(503).json(errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
+}
+
+type AccessLine = (level: 'info' | 'warn', fields: RequestFields, traceId: string, status: number, responseTime: number) => void;
+
+/** What pino keeps of a logger for its lines (`pino.symbols`, pino's documented hooks for integrations). */
+interface PinoInternals {
+  [pino.symbols.lsCacheSym]?: Record<number, string>;
+  [pino.symbols.chindingsSym]?: string;
+  [pino.symbols.timeSym]?: () => string;
+  [pino.symbols.streamSym]?: { write(line: string): void; [pino.symbols.needsMetadataGsym]?: boolean };
+  [pino.symbols.asJsonSym]?: (obj: object, msg: string, level: number, time: string) => string;
+  [pino.symbols.mixinSym]?: unknown;
+  [pino.symbols.hooksSym]?: { streamWrite?: unknown };
+}
+
+const LEVELS = { info: 30, warn: 40 } as const;
+
+/**
+ * An access line writer for `logger`: the line pino would write for these fields (the same JSON, key for
+ * key), made from its fixed shape by string concatenation and handed to the logger's stream, not built
+ * by pino's generic pass over an object (a serializer lookup and a stringify per field). The fixed shape
+ * is checked against pino's own output once, here; a logger whose line it does not reproduce (another
+ * pino, other formatters) is written through pino.
+ */
+function accessLine(logger: Logger): AccessLine {
+  const plain = logger.child({}, { redact: [] });
+  const viaPino: AccessLine = (level, fields, traceId, status, responseTime) =>
+    plain[level]({ req: fields, traceId, res: { statusCode: status }, responseTime }, `${fields.method} ${status}`);
+  const internals = plain as unknown as PinoInternals;
+  const levels = internals[pino.symbols.lsCacheSym];
+  const bindings = internals[pino.symbols.chindingsSym];
+  const time = internals[pino.symbols.timeSym];
+  const stream = internals[pino.symbols.streamSym];
+  const asJson = internals[pino.symbols.asJsonSym];
+  if (levels === undefined || bindings === undefined || time === undefined || stream === undefined || asJson === undefined) return viaPino;
+  // What pino's write does besides the JSON: a mixin's fields, a hook on the written text, a multistream's metadata.
+  if (internals[pino.symbols.mixinSym] || internals[pino.symbols.hooksSym]?.streamWrite || stream[pino.symbols.needsMetadataGsym] === true) return viaPino;
+  const format = (level: 'info' | 'warn', fields: RequestFields, traceId: string, status: number, responseTime: number, at: string): string =>
+    `${levels[LEVELS[level]]}${at}${bindings},"req":{"id":${JSON.stringify(fields.id)}${
+      fields.clientRequestId === undefined ? '' : `,"clientRequestId":${JSON.stringify(fields.clientRequestId)}`
+    },"method":${JSON.stringify(fields.method)},"url":${JSON.stringify(fields.url)}${
+      fields.remoteAddress === undefined ? '' : `,"remoteAddress":${JSON.stringify(fields.remoteAddress)}`
+    }},"traceId":${JSON.stringify(traceId)},"res":{"statusCode":${status}},"responseTime":${responseTime},"msg":"${fields.method} ${status}"}\n`;
+  // The probe: odd characters where the request puts text, both optional fields present and absent.
+  const probes: Array<[RequestFields, number]> = [
+    [{ id: 'a-1', clientRequestId: 'c.2', method: 'GET', url: '/p?q="\\\u00e7\u2028', remoteAddress: '::1' }, 200],
+    [{ id: 'a-2', clientRequestId: undefined, method: 'POST', url: '/p', remoteAddress: undefined }, 404],
+  ];
+  for (const [fields, status] of probes) {
+    const level = status >= 400 ? 'warn' : 'info';
+    const expected = asJson.call(plain, { req: fields, traceId: '0af7651916cd43dd8448eb211c80319c', res: { statusCode: status }, responseTime: 3 }, `${fields.method} ${status}`, LEVELS[level], ',"time":"t"');
+    if (format(level, fields, '0af7651916cd43dd8448eb211c80319c', status, 3, ',"time":"t"') !== expected) return viaPino;
+  }
+  return (level, fields, traceId, status, responseTime) => {
+    if (!plain.isLevelEnabled(level)) return;
+    // The method is one of Node's parser's tokens, so it needs no escaping in the message either.
+    stream.write(format(level, fields, traceId, status, responseTime, time()));
+  };
+}
