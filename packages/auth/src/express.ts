@@ -1,6 +1,6 @@
 import { UnauthorizedError } from '@platform/errors';
 import type { Request, RequestHandler } from 'express';
-import { type Principal, assertAnyRole } from './principal.ts';
+import { type Principal, assertAnyRole, assertSecondFactor } from './principal.ts';
 import type { Role } from './roles.ts';
 import type { TokenVerifier } from './verifier.ts';
 
@@ -14,20 +14,20 @@ export function bearerTokenOf(header: string | undefined): string | undefined {
 
 export interface BearerAuthOptions {
   /**
-   * True when someone this service trusts checked this request's token against the revocations a moment
-   * ago (the gateway's `v3` assertion, CONTRACT.md part 10: service-kit's `gatewayCheckedRevocations`);
-   * the token is then verified without a second revocation read. Without it every token is checked fully.
+   * True when the gateway verified this request's token a moment ago and checked it against the
+   * revocations (its `v3` assertion over this very `Authorization`, CONTRACT.md part 10: service-kit's
+   * `gatewayCheckedBearer`): the principal is then read from the token (`TokenVerifier.vouched`), with
+   * no signature check and no revocation read. Without it every token is checked fully.
    */
-  revocationsChecked?: (req: Request) => boolean;
+  checkedByGateway?: (req: Request) => boolean;
   /** The route is one of enrolment or of the second factor itself: an `aal` 1 token suffices (CONTRACT.md part 15). */
   firstFactorSuffices?: boolean;
 }
 
 /** Middleware: the request needs a valid bearer token; its principal is then available through `principalOf`. */
 export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions = {}): RequestHandler {
-  const { revocationsChecked } = options;
+  const { checkedByGateway } = options;
   const firstFactorSuffices = options.firstFactorSuffices === true;
-  const checked = { ignoreRevocation: true, firstFactorSuffices } as const;
   const full = { firstFactorSuffices } as const;
   return (req, _res, next) => {
     const token = bearerTokenOf(req.headers.authorization);
@@ -35,7 +35,15 @@ export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions =
       next(new UnauthorizedError('Bad Credentials', { cause: new Error('no bearer token') }));
       return;
     }
-    verifier.verify(token, revocationsChecked?.(req) === true ? checked : full).then(
+    if (checkedByGateway?.(req) === true) {
+      // Decided at once: no promise, no microtask. The second factor is this route's to ask all the same.
+      const principal = verifier.vouched(token);
+      if (!firstFactorSuffices) assertSecondFactor(principal);
+      principals.set(req, principal);
+      next();
+      return;
+    }
+    verifier.verify(token, full).then(
       (principal) => {
         principals.set(req, principal);
         next();

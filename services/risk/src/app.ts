@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Express } from 'express';
 import { createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import {
-  gatewayCheckedRevocations,
+  gatewayCheckedBearer,
   type Lifecycle,
   type Logger,
   type Metrics,
@@ -67,7 +67,7 @@ export function createRisk(deps: RiskDeps): Risk {
     apiSpec: OPENAPI_PATH,
     internalAssertionKey: config.INTERNAL_ASSERTION_KEY,
     validateResponses: config.OPENAPI_VALIDATE_RESPONSES,
-    routers: [weatherStationsRouter({ stations: deps.stations, verifier, revocationsChecked: gatewayCheckedRevocations(config.INTERNAL_ASSERTION_KEY) })],
+    routers: [weatherStationsRouter({ stations: deps.stations, verifier, checkedByGateway: gatewayCheckedBearer(config.INTERNAL_ASSERTION_KEY) })],
     // Station error bodies always carry `messages` (CONTRACT.md part 7).
     errors: { messages: 'always' },
   });
