@@ -17,14 +17,14 @@ const CITY_DISTRICT = '/v1/weather-stations/by/city-district';
  * test sees which answer it got. `status` overrides the status of the next answers; `delayMs` holds them.
  */
 function stationUpstream() {
-  const state = { generation: 1, status: 200, delayMs: 0 };
+  const state = { generation: 1, status: 200, delayMs: 0, notFoundBody: undefined as string | undefined };
   const handler = (req: ReceivedRequest, res: ServerResponse) => {
     const answer = () => {
       const body = JSON.stringify({ generation: state.generation, url: req.url, body: req.body.toString('utf8'), padding: 'x'.repeat(Number(new URL(req.url, 'http://x').searchParams.get('pad') ?? 0)) });
       const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', [STATION_GENERATION_HEADER]: String(state.generation) };
       if (state.status === 200) Object.assign(headers, { etag: `"${state.generation}-${Buffer.from(req.url).toString('base64url')}"`, 'cache-control': 'private, max-age=60', 'last-modified': new Date(0).toUTCString() });
       if (state.status >= 400) headers['cache-control'] = 'no-store';
-      res.writeHead(state.status, headers).end(state.status === 404 ? JSON.stringify({ timestamp: new Date(0).toISOString(), status: 404, error: 'Not Found', message: 'no such station', messages: ['no such station'], path: req.url }) : body);
+      res.writeHead(state.status, headers).end(state.status === 404 ? state.notFoundBody ?? JSON.stringify({ timestamp: new Date(0).toISOString(), status: 404, error: 'Not Found', message: 'no such station', messages: ['no such station'], path: req.url }) : body);
     };
     if (state.delayMs > 0) setTimeout(answer, state.delayMs);
     else answer();
@@ -176,6 +176,18 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
       assert.equal(failed.headers['x-cache'], 'MISS');
     }
     assert.equal(risk.received.length, 3);
+  });
+
+  it('answers a 404 whose body is not the error shape as it came, and does not store it (a hit could not give it its time and path)', async () => {
+    upstream.state.status = 404;
+    upstream.state.notFoundBody = 'not json';
+    for (let i = 0; i < 2; i += 1) {
+      const missing = await get('/v1/weather-stations/by/id/3');
+      assert.equal(missing.status, 404);
+      assert.equal(missing.headers['x-cache'], 'MISS');
+      assert.equal(missing.body.toString(), 'not json');
+    }
+    assert.equal(risk.received.length, 2);
   });
 
   it('drops the old generation\'s answers within 2 s of risk writing the new one', async () => {

@@ -36,6 +36,16 @@ export function cacheKey(request: GatewayRequest): string {
   return `${operation.method} ${operation.template}\n${path}\n${query}\n${digest}`;
 }
 
+/** A 404's error body, parsed once when stored: each hit writes it with its own time and path. */
+function errorFields(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A 200's max-age in ms, when its Cache-Control names one. */
 function freshFor(answer: UpstreamAnswer): number {
   const maxAge = /(?:^|,)\s*max-age=(\d{1,9})\s*(?:,|$)/i.exec(String(answer.headers['cache-control'] ?? ''))?.[1];
@@ -58,10 +68,7 @@ function writeHit(request: GatewayRequest, entry: CachedAnswer, res: ServerRespo
     return 304;
   }
   let body = entry.body;
-  if (entry.status === 404) {
-    const error = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-    body = Buffer.from(JSON.stringify({ ...error, timestamp: new Date(now).toISOString(), path: pathOf(request.req.originalUrl) }));
-  }
+  if (entry.error !== undefined) body = Buffer.from(JSON.stringify({ ...entry.error, timestamp: new Date(now).toISOString(), path: pathOf(request.req.originalUrl) }));
   res.writeHead(entry.status, { ...entry.headers, 'content-length': String(body.length), 'x-cache': 'HIT', age }).end(body);
   return entry.status;
 }
@@ -75,11 +82,12 @@ export interface CachedForwardOptions {
 }
 
 /**
- * Answers `exchange` from the cache or through it; resolves with the status the client got. Without a
- * generation confirmed in Redis, and for a POST that carries If-None-Match (its answer is risk's 412),
+ * Answers `request` from the cache or through it; resolves with the status the client got. `exchangeOf`
+ * builds the upstream request (its headers, the assertion's HMAC), called only when one is sent. Without
+ * a generation confirmed in Redis, and for a POST that carries If-None-Match (its answer is risk's 412),
  * the request goes upstream as it is, conditional headers and all.
  */
-export async function forwardThroughCache(options: CachedForwardOptions, request: GatewayRequest, exchange: UpstreamExchange): Promise<number> {
+export async function forwardThroughCache(options: CachedForwardOptions, request: GatewayRequest, exchangeOf: () => UpstreamExchange): Promise<number> {
   const { cache, upstream } = options;
   const now = options.now ?? Date.now;
   const { req, res } = request;
@@ -87,7 +95,7 @@ export async function forwardThroughCache(options: CachedForwardOptions, request
     cache.miss();
     res.setHeader('x-cache', 'MISS');
     const timer = options.timer();
-    return await upstream.send(exchange, res, (outcome) => timer(outcome));
+    return await upstream.send(exchangeOf(), res, (outcome) => timer(outcome));
   }
   const key = cacheKey(request);
   const entry = cache.get(key);
@@ -96,15 +104,26 @@ export async function forwardThroughCache(options: CachedForwardOptions, request
     return writeHit(request, entry, res, now());
   }
   cache.miss();
+  const exchange = exchangeOf();
   // The whole answer is wanted, whatever the client holds: the conditional headers stay here.
   const headers = Object.fromEntries(Object.entries(exchange.headers).filter(([name]) => !CONDITIONAL.has(name)));
   const answer = await cache.once(key, async () => {
     const timer = options.timer();
     const read = await upstream.read({ ...exchange, headers }, (outcome) => timer(outcome));
     const generation = Number(read.headers[STATION_GENERATION_HEADER]);
-    if ((read.status === 200 || read.status === 404) && Number.isSafeInteger(generation)) {
+    // A 404 is kept only as the error shape it must be, since every hit rewrites its time and path.
+    const error = read.status === 404 ? errorFields(read.body) : undefined;
+    if ((read.status === 200 || error !== undefined) && Number.isSafeInteger(generation)) {
       const etag = read.headers.etag;
-      cache.put(key, { status: read.status, headers: clientResponseHeaders(read.headers) as Record<string, string>, body: read.body, etag: typeof etag === 'string' ? etag : undefined, generation, freshForMs: freshFor(read) });
+      cache.put(key, {
+        status: read.status === 200 ? 200 : 404,
+        headers: clientResponseHeaders(read.headers) as Record<string, string>,
+        body: read.body,
+        error,
+        etag: typeof etag === 'string' ? etag : undefined,
+        generation,
+        freshForMs: freshFor(read),
+      });
     }
     return read;
   });

@@ -13,6 +13,8 @@ export interface CachedAnswer {
   /** The allow-listed answer headers (content type, validators, Cache-Control). */
   headers: Readonly<Record<string, string>>;
   body: Buffer;
+  /** A 404's error body, parsed: a hit writes it with its own `timestamp` and `path`; undefined for a 200 (the body as it is). */
+  error: Readonly<Record<string, unknown>> | undefined;
   etag: string | undefined;
   generation: number;
   storedAt: number;

@@ -1,10 +1,11 @@
 import type { TLSSocket } from 'node:tls';
 import { formatTraceparent, requestTrace } from '@platform/service-kit';
 import type { Forward } from '../pipeline/chain.ts';
+import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
 import { clientOrigin, upstreamRequestHeaders } from './forwarded-headers.ts';
 import { pathOf } from './operation-table.ts';
-import type { UpstreamClient, UpstreamOutcome } from './upstream-client.ts';
+import type { UpstreamClient, UpstreamExchange, UpstreamOutcome } from './upstream-client.ts';
 import { forwardThroughCache } from '../cache/cached-forward.ts';
 import type { StationCache } from '../cache/station-cache.ts';
 
@@ -35,7 +36,8 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
             return (outcome: UpstreamOutcome) => timer(String(outcome));
           },
         };
-  return async (request) => {
+  /** The request as it goes upstream: built only when it does (a cached hit needs neither headers nor assertion). */
+  const exchangeOf = (request: GatewayRequest): UpstreamExchange => {
     const { req, res } = request;
     // Without the SDK the gateway continues the trace itself; with it, the HTTP instrumentation does.
     const trace = requestTrace(req);
@@ -54,14 +56,17 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       // Admission read the token's revocation keys and found none (else this request would not be here).
       checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
     });
-    const exchange = { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
+    return { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
+  };
+  return async (request) => {
+    const { res } = request;
     try {
       let status: number;
       if (cached !== undefined) {
-        status = await forwardThroughCache(cached, request, exchange);
+        status = await forwardThroughCache(cached, request, () => exchangeOf(request));
       } else {
         const timer = options.metrics.upstreamTimer(upstream.name);
-        status = await upstream.send(exchange, res, (outcome) => timer(String(outcome)));
+        status = await upstream.send(exchangeOf(request), res, (outcome) => timer(String(outcome)));
       }
       return res.headersSent && res.statusCode !== status ? res.statusCode : status;
     } catch (err) {
