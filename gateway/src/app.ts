@@ -1,11 +1,27 @@
+import type { RequestListener } from 'node:http';
 import type { Express } from 'express';
 import { createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
-import { type Lifecycle, type Logger, type Metrics, type OpenApiDocument, type Redis, createBaseApp, createManagementApp, finishApp, inSequence, onlyUnder, redisCheck } from '@platform/service-kit';
+import type { ErrorHandlerOptions } from '@platform/errors';
+import {
+  type Lifecycle,
+  type Logger,
+  type Metrics,
+  type OpenApiDocument,
+  type Redis,
+  createBaseApp,
+  createManagementApp,
+  finishApp,
+  inSequence,
+  onlyUnder,
+  redisCheck,
+  requestEnvelope,
+} from '@platform/service-kit';
 import type { GatewayConfig } from './config.ts';
 import { createAdmissionStore } from './admission/admission.ts';
 import { cors } from './cors/cors.ts';
 import { discoveryHandler } from './discovery/discovery.routes.ts';
 import { docsRouter } from './docs/docs.routes.ts';
+import { apiFront } from './pipeline/api-front.ts';
 import { apiRouter } from './pipeline/api.router.ts';
 import { createGatewayMetrics } from './pipeline/gateway-metrics.ts';
 import { operationTable, pathOf } from './proxy/operation-table.ts';
@@ -37,8 +53,11 @@ export interface GatewayDeps {
 
 /** The gateway app and what must be closed with it. */
 export interface Gateway {
-  /** The public port's app: the API, docs and health, never the metrics. */
-  app: Express;
+  /**
+   * The public port's request listener: the API, docs and health, never the metrics. The documented
+   * operations are dispatched ahead of Express (api-front.ts); the Express app answers everything else.
+   */
+  app: RequestListener;
   /** The management port's app: metrics and health (CONTRACT.md part 10). */
   management: Express;
   /**
@@ -74,15 +93,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // Station answers kept after every check (CONTRACT.md part 17); their generation read from Redis.
   const stationCache = config.GATEWAY_CACHE_MB === 0 ? undefined : createStationCache({ maxBytes: config.GATEWAY_CACHE_MB * 1024 * 1024, redis: deps.redis, metrics: deps.metrics, logger });
   stationCache?.start();
-  const app = createBaseApp({
+  const base = {
     logger,
     metrics: deps.metrics,
     checks,
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
-    // What the gateway counts is for the operators, not for its clients (CONTRACT.md part 10).
-    serveMetrics: false,
-  });
+  };
+  // What the gateway counts is for the operators, not for its clients (CONTRACT.md part 10).
+  const app = createBaseApp({ ...base, serveMetrics: false });
   const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL });
   // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
   const proxyTo = (route: UpstreamRoute) =>
@@ -101,6 +120,21 @@ export function createGateway(deps: GatewayDeps): Gateway {
     issuer: config.TOKEN_ISSUER,
     audience: config.JWT_AUDIENCE,
   });
+  const api = apiRouter({
+    operations: operationTable(deps.apiDocument, Object.values(routes)),
+    upstreams,
+    bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
+    signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
+    rateLimits: config.GATEWAY_RATE_LIMITS,
+    tokens,
+    tokenBinding: config.TOKEN_BINDING === 'on',
+    admission,
+    metrics: createGatewayMetrics(deps.metrics),
+    logger,
+    trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+    assertionKey: config.INTERNAL_ASSERTION_KEY,
+    stationCache,
+  });
   // One Express layer for the four: every layer costs each request a dispatch and its allocations
   // (issue 27); inSequence runs them in order, as layers would, errors included.
   app.use(
@@ -109,25 +143,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
       onlyUnder(DOCS_PATHS, docsRouter(deps.apiDocument)),
       // Unsigned, before the API's checks: the keys published are the very ones the tokens are verified with.
       onlyUnder(WELL_KNOWN_PATHS, discoveryHandler({ issuer: config.TOKEN_ISSUER, keys: tokenKeys })),
-      apiRouter({
-        operations: operationTable(deps.apiDocument, Object.values(routes)),
-        upstreams,
-        bodyLimitBytes: config.GATEWAY_BODY_LIMIT_BYTES,
-        signatures: { keys: deps.clientKeys ?? verificationKeys(config.GATEWAY_CLIENT_KEYS), maxSkewS: config.SIGNATURE_MAX_SKEW_S },
-        rateLimits: config.GATEWAY_RATE_LIMITS,
-        tokens,
-        tokenBinding: config.TOKEN_BINDING === 'on',
-        admission,
-        metrics: createGatewayMetrics(deps.metrics),
-        logger,
-        trustedProxyHops: config.TRUSTED_PROXY_HOPS,
-        assertionKey: config.INTERNAL_ASSERTION_KEY,
-        stationCache,
-      }),
+      api.router,
     ]),
   );
+  // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
+  const errors: ErrorHandlerOptions = { messages: (req) => isUnder(routes.risk, pathOf(req.originalUrl)) };
+  const express = finishApp(app, errors);
+  const front = apiFront({ routes: api, envelope: requestEnvelope({ logger, metrics: deps.metrics, deadlineMs: base.requestDeadlineMs, lifecycle: deps.lifecycle }), corsOrigins: config.CORS_ORIGINS, errors });
   return {
-    app: finishApp(app, { messages: (req) => isUnder(routes.risk, pathOf(req.originalUrl)) }),
+    app: (req, res) => {
+      if (!front(req, res)) express(req, res);
+    },
     management: createManagementApp({ logger, metrics: deps.metrics, checks, lifecycle: deps.lifecycle }),
     prepare: async () => {
       const dated = await admission.dateKeys();

@@ -7,6 +7,7 @@ import { gatewayConfigSpec } from '../src/config.ts';
 import { loadApiDocumentFor } from '../src/docs/load-api-document.ts';
 import { freshEnvironment } from '@platform/auth/testing';
 import { replayBornKey } from '../src/admission/admission.ts';
+import { signedHeaders } from './support/signing-client.ts';
 
 describe('gateway app', () => {
   let testRedis: TestRedis;
@@ -22,9 +23,9 @@ describe('gateway app', () => {
     await testRedis.close();
   });
 
-  function buildGateway(redis = testRedis.redis) {
-    const config = loadConfig(gatewayConfigSpec, {});
-    return createGateway({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
+  function buildGateway(redis = testRedis.redis, env: Record<string, string> = {}, extra: Partial<Parameters<typeof createGateway>[0]> = {}) {
+    const config = loadConfig(gatewayConfigSpec, env);
+    return createGateway({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument, ...extra });
   }
   const build = (redis = testRedis.redis) => buildGateway(redis).app;
 
@@ -70,5 +71,51 @@ describe('gateway app', () => {
       assert.equal((await request(management).get(path)).status, 200, path);
     }
     assert.equal((await request(management).get('/v1/weather-stations/get-cities')).status, 404, 'the management port serves no API');
+  });
+
+  describe('the documented operations, dispatched ahead of Express (pipeline/api-front.ts)', () => {
+    const STATIONS = '/v1/weather-stations/get-cities';
+    const ORIGIN = 'https://app.example';
+    /** The headers every answer of the gateway carries, whichever way it went. */
+    const COMMON = ['access-control-allow-origin', 'access-control-expose-headers', 'cache-control', 'content-security-policy', 'content-type', 'cross-origin-opener-policy', 'referrer-policy', 'vary', 'x-content-type-options', 'x-frame-options', 'x-request-id'];
+
+    it('answers an operation (front) with the headers and error shape of an answer of the Express app (a 405 on the same path)', async () => {
+      const app = buildGateway(testRedis.redis, { CORS_ORIGINS: ORIGIN }).app;
+      const front = await request(app).get(STATIONS).set('X-Idempotency-Key', 'k-front').set('Origin', ORIGIN);
+      const express = await request(app).delete(STATIONS).set('X-Idempotency-Key', 'k-express').set('Origin', ORIGIN);
+      assert.equal(front.status, 401);
+      assert.equal(express.status, 405);
+      for (const res of [front, express]) {
+        for (const name of COMMON) assert.ok(res.headers[name] !== undefined, `${res.status} ${name}`);
+        assert.equal(res.headers.vary, 'Origin');
+        assert.equal(res.headers['access-control-allow-origin'], ORIGIN);
+        assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+        assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.text));
+        // A station path: `messages` on every error body (CONTRACT.md part 7), whichever way it went.
+        assert.deepEqual(Object.keys(res.body), ['timestamp', 'status', 'error', 'message', 'path', 'messages']);
+        assert.equal(res.body.path, STATIONS);
+      }
+      assert.equal(front.body.message, 'Invalid request signature');
+      assert.equal(express.headers.allow, 'GET');
+    });
+
+    it('when a step throws something that is no HttpError (a fault of the gateway), answers 500 in the error shape and logs the cause with the request', async () => {
+      const log = captureLogger('gateway');
+      const broken = { get: (): undefined => {
+        throw new TypeError('key store exploded');
+      } };
+      const config = loadConfig(gatewayConfigSpec, {});
+      const app = createGateway({ config, logger: log.logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument, clientKeys: broken }).app;
+      const headers = signedHeaders('GET', STATIONS, { key: { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } });
+      const res = await request(app).get(STATIONS).set(headers);
+      assert.equal(res.status, 500);
+      assert.deepEqual(Object.keys(res.body), ['timestamp', 'status', 'error', 'message', 'path', 'messages']);
+      assert.ok(!res.text.includes('exploded'));
+      const line = log.lines().find((l) => l.msg === 'GET 500');
+      assert.ok(line, log.text());
+      assert.equal(line.level, 'error');
+      assert.match(String((line.err as { stack?: string }).stack), /key store exploded/);
+      assert.equal((line.req as { id?: string }).id, res.headers['x-request-id']);
+    });
   });
 });

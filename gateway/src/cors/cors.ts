@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
@@ -14,26 +15,37 @@ const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, Location, WWW-Authent
 const PREFLIGHT_MAX_AGE_S = '600';
 
 /**
- * CORS for the origins of CORS_ORIGINS (exact match; no wildcard, no cookies). Preflights are answered
- * here, 204 without a signature (a browser cannot sign them); an origin not on the list gets no CORS
- * headers, so its browser refuses the answer.
+ * The CORS headers of an answer to `req` (CORS_ORIGINS: exact match; no wildcard, no cookies); true when
+ * `req` is a preflight, which the caller answers 204 (a browser cannot sign it). An origin not on the list
+ * gets no CORS headers, so its browser refuses the answer. Plain `node:http`: the API front runs it too.
  */
+export function corsHeaders(allowed: ReadonlySet<string>, req: IncomingMessage, res: ServerResponse): boolean {
+  const origin = req.headers.origin;
+  if (allowed.size > 0) {
+    // As Express's res.vary: added to a Vary already there (once), not written over it.
+    const vary = res.getHeader('Vary');
+    if (vary === undefined || vary === '') res.setHeader('Vary', 'Origin');
+    else if (!/(^|,)\s*(origin|\*)\s*(,|$)/i.test(String(vary))) res.setHeader('Vary', `${String(vary)}, Origin`);
+  }
+  const permitted = origin !== undefined && allowed.has(origin);
+  if (permitted) {
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+  }
+  if (req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return false;
+  if (permitted) {
+    res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS);
+    res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
+    res.setHeader('Access-Control-Max-Age', PREFLIGHT_MAX_AGE_S);
+  }
+  return true;
+}
+
+/** `corsHeaders` as the app's middleware: preflights answered 204 here. */
 export function cors(origins: readonly string[]): RequestHandler {
   const allowed = new Set(origins);
   return (req, res, next) => {
-    const origin = req.headers.origin;
-    if (allowed.size > 0) res.vary('Origin');
-    const permitted = origin !== undefined && allowed.has(origin);
-    if (permitted) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
-    }
-    if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
-      if (permitted) {
-        res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS);
-        res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
-        res.setHeader('Access-Control-Max-Age', PREFLIGHT_MAX_AGE_S);
-      }
+    if (corsHeaders(allowed, req, res)) {
       res.status(204).end();
       return;
     }

@@ -40,6 +40,23 @@ export interface ApiRouterOptions {
   stationCache?: StationCache;
 }
 
+/** A documented operation's chain, and its path template (the route label and span name). */
+export interface OperationChain {
+  template: string;
+  handle: RequestHandler;
+}
+
+/** The `/v1` routes: as an Express handler, and each operation's chain for the API front (api-front.ts). */
+export interface ApiRoutes {
+  /**
+   * Every request Express routes here: a fragment is a 400, a documented path with another method a 405
+   * with `Allow`, any other path goes on to the 404, and a documented operation runs its chain.
+   */
+  router: RequestHandler;
+  /** The chain of the documented operation of `method` on `target` (path and query), or undefined. */
+  chainOf(method: string, target: string): OperationChain | undefined;
+}
+
 /**
  * The documented operations (CONTRACT.md part 8). Every one goes through the same chain, in CONTRACT.md
  * part 3 and 12 order; the first step that refuses answers:
@@ -51,7 +68,7 @@ export interface ApiRouterOptions {
  * documented path with another method answers 405 with `Allow`; any other path is left to the 404
  * handler; a target with a fragment (`#`) answers 400. None is ever proxied.
  */
-export function apiRouter(options: ApiRouterOptions): RequestHandler {
+export function apiRouter(options: ApiRouterOptions): ApiRoutes {
   const { metrics, logger } = options;
   const steps = [
     idempotencyHeader(metrics),
@@ -71,7 +88,14 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
     });
   const release = chainRelease(options);
   const chains = new Map(options.operations.operations.map((operation) => [operation, chain(operation, steps, forwardTo(operation), release)]));
-  return (req, res, next) => {
+  const chainOf = (method: string, target: string): OperationChain | undefined => {
+    const match = options.operations.match(method, pathOf(target));
+    if (match?.operation === undefined) return undefined;
+    const handle = chains.get(match.operation);
+    if (handle === undefined) throw new Error(`no chain for ${match.operation.method} ${match.operation.template}`);
+    return { template: match.template, handle };
+  };
+  const router: RequestHandler = (req, res, next) => {
     // A fragment is never sent to a server (RFC 9110 section 7.1): a target with one would be routed here on
     // a path the service, which drops it, does not see. Refused, so both sides see the same path.
     if (req.originalUrl.includes('#')) {
@@ -93,10 +117,9 @@ export function apiRouter(options: ApiRouterOptions): RequestHandler {
       next(new MethodNotAllowedError(req.method, match.allow));
       return;
     }
-    const handle = chains.get(match.operation);
-    if (handle === undefined) throw new Error(`no chain for ${match.operation.method} ${match.operation.template}`);
-    handle(req, res, next);
+    chainOf(req.method, req.originalUrl)?.handle(req, res, next);
   };
+  return { router, chainOf };
 }
 
 /** Frees a request's idempotency key (chain.ts decides when); a failure to do so is logged, the answer stands. */

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { errorBody } from './error-body.ts';
 import { MethodNotAllowedError, NotFoundError } from './http-errors.ts';
@@ -20,13 +21,47 @@ export interface ErrorHandlerOptions {
 }
 
 /**
- * The 4-argument Express error middleware every process mounts last. Renders SPEC.md's error body,
- * sets the error's headers, and hands 5xx causes to the request logger (httpLogger reads `res.err`),
- * so the log carries the stack and the request id while the client gets fixed text.
+ * Writes `body` as JSON as Express's `res.json` does with ETags off: its type and length, and no body for
+ * a HEAD. Plain `node:http`, so that a request answered outside Express (the gateway's API front) gets
+ * the same bytes.
+ */
+export function sendJson(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(Buffer.byteLength(text)));
+  res.end(req.method === 'HEAD' ? undefined : text);
+}
+
+/**
+ * Renders `err` as SPEC.md's error body with the error's headers, on an answer not started yet, and hands a
+ * 5xx's cause to the request log line (`res.err`), so the log carries the stack and the request id while
+ * the client gets fixed text. Plain `node:http` but for `originalUrl`, which Express sets (and the
+ * gateway's API front sets as Express would).
+ */
+export function writeError(req: Request, res: ServerResponse, err: unknown, options: ErrorHandlerOptions = {}): void {
+  const setting = options.messages;
+  const always = typeof setting === 'function' ? setting(req) : setting === 'always';
+  const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
+  if (httpError.status >= 500) {
+    (res as { err?: unknown }).err = httpError.cause ?? httpError;
+  }
+  for (const [name, value] of Object.entries(httpError.headers)) res.setHeader(name, value);
+  if (httpError.status === 400 && options.oauth?.(req) === true) {
+    // RFC 6749 §5.2: never cached.
+    res.setHeader('Cache-Control', 'no-store');
+    sendJson(req, res, 400, oauthErrorBody(httpError.message));
+    return;
+  }
+  const messages = httpError.messages ?? (always ? [httpError.message] : undefined);
+  sendJson(req, res, httpError.status, errorBody(httpError.status, httpError.message, req.originalUrl, messages));
+}
+
+/**
+ * The 4-argument Express error middleware every process mounts last: `writeError`, unless the answer is
+ * already under way.
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
-  const setting = options.messages;
-  const always = typeof setting === 'function' ? setting : () => setting === 'always';
   return (err: unknown, req, res, next) => {
     if (res.writableEnded) {
       // The answer is already complete (the request deadline answered first): there is nothing left to
@@ -39,18 +74,7 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       next(err);
       return;
     }
-    const httpError = toHttpError(err, req);
-    if (httpError.status >= 500) {
-      (res as { err?: unknown }).err = httpError.cause ?? httpError;
-    }
-    res.set(httpError.headers);
-    if (httpError.status === 400 && options.oauth?.(req) === true) {
-      // RFC 6749 §5.2: never cached.
-      res.set('cache-control', 'no-store').status(400).json(oauthErrorBody(httpError.message));
-      return;
-    }
-    const messages = httpError.messages ?? (always(req) ? [httpError.message] : undefined);
-    res.status(httpError.status).json(errorBody(httpError.status, httpError.message, req.originalUrl, messages));
+    writeError(req, res, err, options);
   };
 }
 

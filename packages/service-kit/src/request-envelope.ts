@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import pino from 'pino';
-import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody } from '@platform/errors';
+import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody, sendJson } from '@platform/errors';
 import type { Lifecycle } from './health.ts';
 import { type RequestFields, type RequestIdSource, enterRequest, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
@@ -95,14 +95,17 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
   };
 }
 
-/** The deadline passed: a 503 unless an answer started already (a handler finishing later finds it sent). */
+/**
+ * The deadline passed: a 503 unless an answer started already (a handler finishing later finds it sent).
+ * Plain `node:http` (`sendJson`), as the whole envelope is: it also runs in front of Express (the gateway).
+ */
 function answerLate(req: Request, res: Response, deadlineMs: number, logger: Logger): void {
   if (res.headersSent) return;
   requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
   // `messages` always: the station operations require it, and it is optional everywhere else.
   // A retry may well be served (whatever was slow recovers), so the answer says when, as every 503 does.
   res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
-  res.status(503).json(errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
+  sendJson(req, res, 503, errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
 }
 
 type AccessLine = (level: 'info' | 'warn', fields: RequestFields, traceId: string, status: number, responseTime: number) => void;
