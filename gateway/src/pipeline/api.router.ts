@@ -87,13 +87,18 @@ export function apiRouter(options: ApiRouterOptions): ApiRoutes {
       cache: operation.upstream === 'risk' ? options.stationCache : undefined,
     });
   const release = chainRelease(options);
-  const chains = new Map(options.operations.operations.map((operation) => [operation, chain(operation, steps, forwardTo(operation), release)]));
+  const chains = new Map(
+    options.operations.operations.map((operation): [GatewayOperation, OperationChain] => [
+      operation,
+      { template: operation.template, handle: chain(operation, steps, forwardTo(operation), release) },
+    ]),
+  );
   const chainOf = (method: string, target: string): OperationChain | undefined => {
     const match = options.operations.match(method, pathOf(target));
     if (match?.operation === undefined) return undefined;
-    const handle = chains.get(match.operation);
-    if (handle === undefined) throw new Error(`no chain for ${match.operation.method} ${match.operation.template}`);
-    return { template: match.template, handle };
+    const found = chains.get(match.operation);
+    if (found === undefined) throw new Error(`no chain for ${match.operation.method} ${match.operation.template}`);
+    return found;
   };
   const router: RequestHandler = (req, res, next) => {
     // A fragment is never sent to a server (RFC 9110 section 7.1): a target with one would be routed here on
