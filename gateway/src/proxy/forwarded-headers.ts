@@ -57,9 +57,8 @@ export interface ForwardingFacts {
    */
   traceparent: string | undefined;
   /**
-   * The gateway verified the request's bearer token and checked it against the revocations in its admission
-   * round trip: the assertion then covers the `Authorization` header and says so (`v3`, CONTRACT.md part
-   * 10), and the service reads the token's claims without verifying it again.
+   * The gateway checked the request's bearer token against the revocations in its admission round trip:
+   * the assertion then covers the `Authorization` header and says so (`v3`, CONTRACT.md part 10).
    */
   checkedBearer?: boolean;
 }

@@ -14,10 +14,10 @@ export function bearerTokenOf(header: string | undefined): string | undefined {
 
 export interface BearerAuthOptions {
   /**
-   * True when the gateway verified this request's token a moment ago and checked it against the
-   * revocations (its `v3` assertion over this very `Authorization`, CONTRACT.md part 10: service-kit's
-   * `gatewayCheckedBearer`): the principal is then read from the token (`TokenVerifier.vouched`), with
-   * no signature check and no revocation read. Without it every token is checked fully.
+   * True when the gateway checked this request's token against the revocations a moment ago (its `v3`
+   * assertion over this very `Authorization`, CONTRACT.md part 10: service-kit's `gatewayCheckedBearer`):
+   * the token is then verified without a second revocation read, and a token this verifier verified
+   * before is taken at once (`TokenVerifier.vouched`), with no promise. Without it every token is checked fully.
    */
   checkedByGateway?: (req: Request) => boolean;
   /** The route is one of enrolment or of the second factor itself: an `aal` 1 token suffices (CONTRACT.md part 15). */
@@ -28,6 +28,7 @@ export interface BearerAuthOptions {
 export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions = {}): RequestHandler {
   const { checkedByGateway } = options;
   const firstFactorSuffices = options.firstFactorSuffices === true;
+  const checked = { ignoreRevocation: true, firstFactorSuffices } as const;
   const full = { firstFactorSuffices } as const;
   return (req, _res, next) => {
     const token = bearerTokenOf(req.headers.authorization);
@@ -35,15 +36,16 @@ export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions =
       next(new UnauthorizedError('Bad Credentials', { cause: new Error('no bearer token') }));
       return;
     }
-    if (checkedByGateway?.(req) === true) {
+    const vouched = checkedByGateway?.(req) === true;
+    const known = vouched ? verifier.vouched(token) : undefined;
+    if (known !== undefined) {
       // Decided at once: no promise, no microtask. The second factor is this route's to ask all the same.
-      const principal = verifier.vouched(token);
-      if (!firstFactorSuffices) assertSecondFactor(principal);
-      principals.set(req, principal);
+      if (!firstFactorSuffices) assertSecondFactor(known);
+      principals.set(req, known);
       next();
       return;
     }
-    verifier.verify(token, full).then(
+    verifier.verify(token, vouched ? checked : full).then(
       (principal) => {
         principals.set(req, principal);
         next();

@@ -7,6 +7,8 @@ import { algorithmOf } from './key-algorithm.ts';
 export interface KeySource {
   /** The key, or undefined when no key has that id. Rejects (503) when keys cannot be had at all. */
   get(kid: string): Promise<KeyObject | undefined>;
+  /** The key held now under that id, without fetching or waiting; undefined when none is held (yet). */
+  peek?(kid: string): KeyObject | undefined;
 }
 
 /** A JSON Web Key Set as served at `/.well-known/jwks.json`. */
@@ -32,7 +34,7 @@ export function publicJwks(keys: ReadonlyMap<string, KeyObject>): Jwks {
 
 /** Keys known in-process (the identity service verifies with its own keys). */
 export function staticKeySource(keys: ReadonlyMap<string, KeyObject>): KeySource {
-  return { get: async (kid) => keys.get(kid) };
+  return { get: async (kid) => keys.get(kid), peek: (kid) => keys.get(kid) };
 }
 
 /**
@@ -191,6 +193,9 @@ export function jwksKeySource(options: JwksKeySourceOptions): JwksKeySource {
       const wait = pending(kid);
       if (wait !== undefined) await wait;
       return held().get(kid);
+    },
+    peek(kid) {
+      return keys?.get(kid);
     },
     async current() {
       const wait = pending();

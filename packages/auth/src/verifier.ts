@@ -35,12 +35,13 @@ export interface TokenVerifier {
   /** Resolves the principal of a valid, unrevoked token; rejects with 401 `Bad Credentials` otherwise. */
   verify(token: string, options?: VerifyOptions): Promise<Principal>;
   /**
-   * The principal of a token the gateway verified a moment ago, as its `v3` assertion over this very
-   * `Authorization` says (signature, `iss`, `aud`, `exp`, revocations: CONTRACT.md part 10): the one this
-   * verifier remembers, else read from the claims without checking the signature again. Throws 401
-   * `Bad Credentials` when the text is no JWT or its claims are incomplete. Never for a direct call.
+   * For a request whose token the gateway checked against the revocations a moment ago (its `v3`
+   * assertion over this very `Authorization`, CONTRACT.md part 10): the principal of a token this verifier
+   * verified itself and remembers, unexpired and with the very key object that verified it still held, at
+   * once, with no promise; undefined otherwise (the caller verifies it, `verify` with `ignoreRevocation`).
+   * Nothing is accepted here that this verifier did not verify.
    */
-  vouched(token: string): Principal;
+  vouched(token: string): Principal | undefined;
 }
 
 function reject(reason: string): never {
@@ -143,8 +144,6 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     if (verified.size >= VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
     verified.set(token, entry);
   };
-  // The principals of tokens only the gateway verified: apart, so that none of them ever serves a direct call.
-  const vouchedFor = new Map<string, Principal>();
   const verifySignature = async (token: string, allowExpired: boolean): Promise<Principal> => {
     let decoded: jwt.Jwt | null;
     try {
@@ -181,19 +180,10 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   };
   return {
     vouched(token) {
-      const known = verified.get(token)?.principal ?? vouchedFor.get(token);
-      if (known !== undefined) return known;
-      let claims: jwt.JwtPayload | string | null;
-      try {
-        claims = jwt.decode(token);
-      } catch {
-        claims = null;
-      }
-      if (claims === null || typeof claims === 'string') reject('not a JWT');
-      const principal = frozenPrincipal(claims);
-      if (vouchedFor.size >= VERIFIED_TOKENS) vouchedFor.delete(vouchedFor.keys().next().value as string);
-      vouchedFor.set(token, principal);
-      return principal;
+      const hit = verified.get(token);
+      // The same rule as `remembered`, read synchronously: a key source that cannot say what it holds has the caller verify.
+      if (hit === undefined || !isAccepted(hit.principal.expiresAt) || options.keys.peek?.(hit.kid) !== hit.key) return undefined;
+      return hit.principal;
     },
     async verify(token, verifyOptions = {}) {
       const principal = (await remembered(token)) ?? (await verifySignature(token, verifyOptions.allowExpired === true));

@@ -35,9 +35,8 @@ export interface ForwardedFacts {
   /** X-Request-Id: the id the gateway gave the request (never the client's); absent when none is sent. */
   requestId?: string;
   /**
-   * The `Authorization` header whose bearer token the gateway verified for this request (keys, `iss`,
-   * `aud`, `exp`, claims) and checked against the revocations (and found neither it nor its session
-   * revoked); undefined when it checked none.
+   * The `Authorization` header whose bearer token the gateway checked against the revocations for this
+   * request (and found neither it nor its session revoked); undefined when it checked none.
    */
   checkedAuthorization?: string;
 }
@@ -136,11 +135,10 @@ export function gatewayRequestId(key: string): RequestIdSource {
 }
 
 /**
- * For a service's bearer check: true when a valid `v3` gateway assertion says the gateway verified this
- * request's `Authorization` (covered by the assertion) a moment ago, with the same keys, issuer and
- * audience, and checked it against the revocations, so the service need not verify it or read them again
- * (CONTRACT.md part 10; @platform/auth's `bearerAuth`, `checkedByGateway`). A direct call, or any other
- * assertion: false.
+ * For a service's bearer check: true when a valid `v3` gateway assertion says the gateway checked this
+ * request's `Authorization` (covered by the assertion) against the revocations a moment ago, so the
+ * service need not read them again (CONTRACT.md part 10; @platform/auth's `bearerAuth`,
+ * `checkedByGateway`: it still verifies the token itself). A direct call, or any other assertion: false.
  */
 export function gatewayCheckedBearer(key: string): (req: IncomingMessage) => boolean {
   return (req) => {

@@ -15,7 +15,7 @@ const BASE = '/v1/weather-stations';
 export interface WeatherStationsRouterDeps {
   stations: StationIndexSource;
   verifier: TokenVerifier;
-  /** True when the gateway's assertion vouches that it verified the request's token and checked the revocations (CONTRACT.md part 10). */
+  /** True when the gateway's assertion vouches that it checked the request's token against the revocations (CONTRACT.md part 10). */
   checkedByGateway: (req: Request) => boolean;
 }
 
@@ -34,8 +34,8 @@ export function weatherStationsRouter(deps: WeatherStationsRouterDeps): Router {
     res.setHeader(STATION_GENERATION_HEADER, String(index.version));
     return index;
   };
-  // Through the gateway the token was verified and checked against the revocations a moment ago (its one
-  // Redis round trip), so only its claims are read here; a direct call (no valid assertion) is checked fully.
+  // Through the gateway the token was checked against the revocations a moment ago, in its one Redis round
+  // trip, so a token verified here before is taken at once; a direct call (no valid assertion) is checked fully.
   router.use(BASE, bearerAuth(deps.verifier, { checkedByGateway: deps.checkedByGateway }));
 
   router.post(`${BASE}/by/city-district`, (req, res) => {
