@@ -180,14 +180,16 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
 
   it('answers a 404 whose body is not the error shape as it came, and does not store it (a hit could not give it its time and path)', async () => {
     upstream.state.status = 404;
-    upstream.state.notFoundBody = 'not json';
-    for (let i = 0; i < 2; i += 1) {
-      const missing = await get('/v1/weather-stations/by/id/3');
-      assert.equal(missing.status, 404);
-      assert.equal(missing.headers['x-cache'], 'MISS');
-      assert.equal(missing.body.toString(), 'not json');
+    for (const [i, body] of ['not json', '{"weird":true}', '[1,2]'].entries()) {
+      upstream.state.notFoundBody = body;
+      for (let n = 0; n < 2; n += 1) {
+        const missing = await get(`/v1/weather-stations/by/id/${3 + i}`);
+        assert.equal(missing.status, 404);
+        assert.equal(missing.headers['x-cache'], 'MISS', body);
+        assert.equal(missing.body.toString(), body);
+      }
     }
-    assert.equal(risk.received.length, 2);
+    assert.equal(risk.received.length, 6);
   });
 
   it('drops the old generation\'s answers within 2 s of risk writing the new one', async () => {

@@ -6,6 +6,7 @@
 // 5xx or 401 is answered, not kept.
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { isErrorBody } from '@platform/errors';
 import { STATION_GENERATION_HEADER, noneMatchHits } from '@platform/service-kit';
 import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import { clientResponseHeaders } from '../proxy/forwarded-headers.ts';
@@ -36,11 +37,11 @@ export function cacheKey(request: GatewayRequest): string {
   return `${operation.method} ${operation.template}\n${path}\n${query}\n${digest}`;
 }
 
-/** A 404's error body, parsed once when stored: each hit writes it with its own time and path. */
+/** A 404's error body (SPEC.md's shape, else undefined), parsed once when stored: each hit writes it with its own time and path. */
 function errorFields(body: Buffer): Record<string, unknown> | undefined {
   try {
     const parsed: unknown = JSON.parse(body.toString('utf8'));
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    return isErrorBody(parsed) ? { ...parsed } : undefined;
   } catch {
     return undefined;
   }
