@@ -159,6 +159,25 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
     assert.equal(risk.received.at(-1)?.headers['if-none-match'], b.headers.etag);
   });
 
+  it('keys by the target in RFC 3986 normal form: an encoded & or = or % is another request, an encoded digit or reordered names the same', async () => {
+    const NEAREST = '/v1/weather-stations/nearest';
+    const districts = '/v1/weather-stations/get-districts-of';
+    const pairs: Array<[string, string, 'HIT' | 'MISS']> = [
+      [`${NEAREST}?latitude=37.5&longitude=30.5`, `${NEAREST}?latitude=37.5%26longitude%3D30.5`, 'MISS'],
+      [`${districts}/%25ZY`, `${districts}/%ZY`, 'MISS'],
+      [`${districts}/%C4%B0zmir`, `${districts}/%c4%b0zmir`, 'HIT'],
+      ['/v1/weather-stations/by/id/17130', '/v1/weather-stations/by/id/%31%37%31%33%30', 'HIT'],
+      [`${NEAREST}?latitude=38&longitude=27&limit=2`, `${NEAREST}?limit=2&longitude=27&latitude=38`, 'HIT'],
+    ];
+    for (const [first, second, expected] of pairs) {
+      assert.equal((await get(first)).headers['x-cache'], 'MISS', first);
+      const again = await get(second);
+      assert.equal(again.headers['x-cache'], expected, `${second} after ${first}`);
+      // What the client gets is the answer to its own request: on a miss, risk saw that very target.
+      if (expected === 'MISS') assert.equal(again.json().url, second);
+    }
+  });
+
   it('stores a 404, with this request\'s time on each hit, and never a 5xx', async () => {
     upstream.state.status = 404;
     const missing = await get('/v1/weather-stations/by/id/1');

@@ -18,21 +18,42 @@ import type { CachedAnswer, StationCache } from './station-cache.ts';
 const DEFAULT_FRESH_MS = 60_000;
 const CONDITIONAL = new Set(['if-none-match', 'if-modified-since']);
 
-function decoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
+/** Characters a percent-encoding may be decoded to without changing what the URI means (RFC 3986 section 2.3). */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/**
+ * A path or query in RFC 3986 section 6.2.2's normal form: a percent-encoded unreserved character
+ * decoded, every other percent-encoding in upper case, nothing else touched. Two targets alike in this
+ * form mean the same to every server; `%26` (an `&` inside a value), `%2F` or a malformed `%ZY` stay what
+ * they are, so no request is ever answered from another's entry.
+ */
+function normalised(text: string): string {
+  if (!text.includes('%')) return text;
+  return text.replace(/%[0-9A-Fa-f]{2}/g, (escape) => {
+    const char = String.fromCharCode(Number.parseInt(escape.slice(1), 16));
+    return UNRESERVED.test(char) ? char : escape.toUpperCase();
+  });
 }
 
-/** The cache key: the operation, the path with its segments decoded, the query sorted, and the body's digest. */
+/**
+ * The cache key: the operation, the normalised path, the query's normalised pairs ordered by name (pairs of
+ * one name keep their order, which a server may read), and the body's digest.
+ */
 export function cacheKey(request: GatewayRequest): string {
   const { req, operation, body } = request;
   const target = req.originalUrl;
-  const path = pathOf(target).split('/').map(decoded).join('/');
+  const path = normalised(pathOf(target));
   const q = target.indexOf('?');
-  const query = q === -1 ? '' : [...new URLSearchParams(target.slice(q + 1))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${v}`).join('&');
+  const query =
+    q === -1
+      ? ''
+      : normalised(target.slice(q + 1))
+          .split('&')
+          .filter((pair) => pair !== '')
+          .map((pair) => [pair.split('=', 1)[0] ?? '', pair] as const)
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([, pair]) => pair)
+          .join('&');
   const digest = body.length === 0 ? '' : createHash('sha256').update(body).digest('base64url');
   return `${operation.method} ${operation.template}\n${path}\n${query}\n${digest}`;
 }
