@@ -14,6 +14,11 @@ const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Digest, Signature,
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Allow, Location, WWW-Authenticate, RateLimit-Policy, RateLimit, ETag, Age, X-Cache';
 const PREFLIGHT_MAX_AGE_S = '600';
 
+/** A CORS preflight: an OPTIONS request that names the method it asks about. */
+export function isPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+}
+
 /**
  * The CORS headers of an answer to `req` (CORS_ORIGINS: exact match; no wildcard, no cookies); true when
  * `req` is a preflight, which the caller answers 204 (a browser cannot sign it). An origin not on the list
@@ -32,7 +37,7 @@ export function corsHeaders(allowed: ReadonlySet<string>, req: IncomingMessage, 
     res.setHeader('Access-Control-Allow-Origin', origin);
     res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
   }
-  if (req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return false;
+  if (!isPreflight(req)) return false;
   if (permitted) {
     res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS);
     res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);

@@ -34,34 +34,15 @@ export function sendJson(req: IncomingMessage, res: ServerResponse, status: numb
 }
 
 /**
- * Renders `err` as SPEC.md's error body with the error's headers, on an answer not started yet, and hands a
- * 5xx's cause to the request log line (`res.err`), so the log carries the stack and the request id while
- * the client gets fixed text. Plain `node:http` but for `originalUrl`, which Express sets (and the
- * gateway's API front sets as Express would).
- */
-export function writeError(req: Request, res: ServerResponse, err: unknown, options: ErrorHandlerOptions = {}): void {
-  const setting = options.messages;
-  const always = typeof setting === 'function' ? setting(req) : setting === 'always';
-  const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
-  if (httpError.status >= 500) {
-    (res as { err?: unknown }).err = httpError.cause ?? httpError;
-  }
-  for (const [name, value] of Object.entries(httpError.headers)) res.setHeader(name, value);
-  if (httpError.status === 400 && options.oauth?.(req) === true) {
-    // RFC 6749 §5.2: never cached.
-    res.setHeader('Cache-Control', 'no-store');
-    sendJson(req, res, 400, oauthErrorBody(httpError.message));
-    return;
-  }
-  const messages = httpError.messages ?? (always ? [httpError.message] : undefined);
-  sendJson(req, res, httpError.status, errorBody(httpError.status, httpError.message, req.originalUrl, messages));
-}
-
-/**
- * The 4-argument Express error middleware every process mounts last: `writeError`, unless the answer is
- * already under way.
+ * The 4-argument Express error middleware every process mounts last (and the gateway's API front calls
+ * itself). Renders SPEC.md's error body with the error's headers, and hands 5xx causes to the request log
+ * line (the request envelope reads `res.err`), so the log carries the stack and the request id while the
+ * client gets fixed text. Plain `node:http` (`sendJson`) but for `originalUrl`, which Express sets (and
+ * the front sets as Express would).
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
+  const setting = options.messages;
+  const always = typeof setting === 'function' ? setting : () => setting === 'always';
   return (err: unknown, req, res, next) => {
     if (res.writableEnded) {
       // The answer is already complete (the request deadline answered first): there is nothing left to
@@ -74,7 +55,19 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       next(err);
       return;
     }
-    writeError(req, res, err, options);
+    const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
+    if (httpError.status >= 500) {
+      (res as { err?: unknown }).err = httpError.cause ?? httpError;
+    }
+    for (const [name, value] of Object.entries(httpError.headers)) res.setHeader(name, value);
+    if (httpError.status === 400 && options.oauth?.(req) === true) {
+      // RFC 6749 §5.2: never cached.
+      res.setHeader('Cache-Control', 'no-store');
+      sendJson(req, res, 400, oauthErrorBody(httpError.message));
+      return;
+    }
+    const messages = httpError.messages ?? (always(req) ? [httpError.message] : undefined);
+    sendJson(req, res, httpError.status, errorBody(httpError.status, httpError.message, req.originalUrl, messages));
   };
 }
 
