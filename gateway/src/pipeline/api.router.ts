@@ -93,12 +93,14 @@ export function apiRouter(options: ApiRouterOptions): ApiRoutes {
       { template: operation.template, handle: chain(operation, steps, forwardTo(operation), release) },
     ]),
   );
-  const chainOf = (method: string, target: string): OperationChain | undefined => {
-    const match = options.operations.match(method, pathOf(target));
-    if (match?.operation === undefined) return undefined;
-    const found = chains.get(match.operation);
-    if (found === undefined) throw new Error(`no chain for ${match.operation.method} ${match.operation.template}`);
+  const chainFor = (operation: GatewayOperation): OperationChain => {
+    const found = chains.get(operation);
+    if (found === undefined) throw new Error(`no chain for ${operation.method} ${operation.template}`);
     return found;
+  };
+  const chainOf = (method: string, target: string): OperationChain | undefined => {
+    const operation = options.operations.match(method, pathOf(target))?.operation;
+    return operation === undefined ? undefined : chainFor(operation);
   };
   const router: RequestHandler = (req, res, next) => {
     // A fragment is never sent to a server (RFC 9110 section 7.1): a target with one would be routed here on
@@ -122,7 +124,7 @@ export function apiRouter(options: ApiRouterOptions): ApiRoutes {
       next(new MethodNotAllowedError(req.method, match.allow));
       return;
     }
-    chainOf(req.method, req.originalUrl)?.handle(req, res, next);
+    chainFor(match.operation).handle(req, res, next);
   };
   return { router, chainOf };
 }
