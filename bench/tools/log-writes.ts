@@ -9,7 +9,7 @@ import { closeSync, openSync, rmSync, write, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A request line as the gateway logs it (service-kit's httpLogger), ~330 bytes. */
+/** A request line as the gateway logs it (service-kit's request envelope), ~330 bytes. */
 const LINE = `${JSON.stringify({
   level: 'info',
   time: '2026-11-27T08:00:00.000Z',
