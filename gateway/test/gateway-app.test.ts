@@ -80,23 +80,27 @@ describe('gateway app', () => {
     const COMMON = ['access-control-allow-origin', 'access-control-expose-headers', 'cache-control', 'content-security-policy', 'content-type', 'cross-origin-opener-policy', 'referrer-policy', 'vary', 'x-content-type-options', 'x-frame-options', 'x-request-id'];
 
     it('answers an operation (front) with the headers and error shape of an answer of the Express app (a 405 on the same path)', async () => {
-      const app = buildGateway(testRedis.redis, { CORS_ORIGINS: ORIGIN }).app;
-      const front = await request(app).get(STATIONS).set('X-Idempotency-Key', 'k-front').set('Origin', ORIGIN);
-      const express = await request(app).delete(STATIONS).set('X-Idempotency-Key', 'k-express').set('Origin', ORIGIN);
-      assert.equal(front.status, 401);
-      assert.equal(express.status, 405);
-      for (const res of [front, express]) {
-        for (const name of COMMON) assert.ok(res.headers[name] !== undefined, `${res.status} ${name}`);
-        assert.equal(res.headers.vary, 'Origin');
-        assert.equal(res.headers['access-control-allow-origin'], ORIGIN);
-        assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
-        assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.text));
-        // A station path: `messages` on every error body (CONTRACT.md part 7), whichever way it went.
-        assert.deepEqual(Object.keys(res.body), ['timestamp', 'status', 'error', 'message', 'path', 'messages']);
-        assert.equal(res.body.path, STATIONS);
+      const gateway = buildGateway(testRedis.redis, { CORS_ORIGINS: ORIGIN });
+      try {
+        const front = await request(gateway.app).get(STATIONS).set('X-Idempotency-Key', 'k-front').set('Origin', ORIGIN);
+        const express = await request(gateway.app).delete(STATIONS).set('X-Idempotency-Key', 'k-express').set('Origin', ORIGIN);
+        assert.equal(front.status, 401);
+        assert.equal(express.status, 405);
+        for (const res of [front, express]) {
+          for (const name of COMMON) assert.ok(res.headers[name] !== undefined, `${res.status} ${name}`);
+          assert.equal(res.headers.vary, 'Origin');
+          assert.equal(res.headers['access-control-allow-origin'], ORIGIN);
+          assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+          assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.text));
+          // A station path: `messages` on every error body (CONTRACT.md part 7), whichever way it went.
+          assert.deepEqual(Object.keys(res.body), ['timestamp', 'status', 'error', 'message', 'path', 'messages']);
+          assert.equal(res.body.path, STATIONS);
+        }
+        assert.equal(front.body.message, 'Invalid request signature');
+        assert.equal(express.headers.allow, 'GET');
+      } finally {
+        await gateway.close();
       }
-      assert.equal(front.body.message, 'Invalid request signature');
-      assert.equal(express.headers.allow, 'GET');
     });
 
     it('when a step throws something that is no HttpError (a fault of the gateway), answers 500 in the error shape and logs the cause with the request', async () => {
@@ -105,17 +109,22 @@ describe('gateway app', () => {
         throw new TypeError('key store exploded');
       } };
       const config = loadConfig(gatewayConfigSpec, {});
-      const app = createGateway({ config, logger: log.logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument, clientKeys: broken }).app;
-      const headers = signedHeaders('GET', STATIONS, { key: { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } });
-      const res = await request(app).get(STATIONS).set(headers);
-      assert.equal(res.status, 500);
-      assert.deepEqual(Object.keys(res.body), ['timestamp', 'status', 'error', 'message', 'path', 'messages']);
-      assert.ok(!res.text.includes('exploded'));
-      const line = log.lines().find((l) => l.msg === 'GET 500');
-      assert.ok(line, log.text());
-      assert.equal(line.level, 'error');
-      assert.match(String((line.err as { stack?: string }).stack), /key store exploded/);
-      assert.equal((line.req as { id?: string }).id, res.headers['x-request-id']);
+      const gateway = createGateway({ config, logger: log.logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument, clientKeys: broken });
+      try {
+        const { app } = gateway;
+        const headers = signedHeaders('GET', STATIONS, { key: { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } });
+        const res = await request(app).get(STATIONS).set(headers);
+        assert.equal(res.status, 500);
+        assert.deepEqual(Object.keys(res.body), ['timestamp', 'status', 'error', 'message', 'path', 'messages']);
+        assert.ok(!res.text.includes('exploded'));
+        const line = log.lines().find((l) => l.msg === 'GET 500');
+        assert.ok(line, log.text());
+        assert.equal(line.level, 'error');
+        assert.match(String((line.err as { stack?: string }).stack), /key store exploded/);
+        assert.equal((line.req as { id?: string }).id, res.headers['x-request-id']);
+      } finally {
+        await gateway.close();
+      }
     });
   });
 });
