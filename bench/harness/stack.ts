@@ -10,6 +10,7 @@ import {
 } from '@platform/stack';
 import { type BenchConfig, ROOT } from './config.ts';
 import { type RequestShape, signOnce } from './signer.ts';
+import { RATE } from '../limits/common.ts';
 
 /** The three processes the scenarios talk to, and what a run leaves behind to clean up. */
 export interface Stack {
@@ -72,6 +73,8 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
       BCRYPT_COST: String(config.bcryptCost),
       // One token serves the whole run.
       ACCESS_TOKEN_TTL_S: '3600',
+      // Counted as the default is, never reached: the limits count against the same (bench/limits/common.ts).
+      GATEWAY_RATE_LIMITS: JSON.stringify({ '*': RATE }),
       // The stack's gateway forwards every lookup: its cache (CONTRACT.md part 17) is measured on a gateway
       // of its own (groups/gateway.ts), beside this one.
       GATEWAY_CACHE_MB: '0',
