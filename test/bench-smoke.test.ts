@@ -109,6 +109,46 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
+  it('limit G makes the checks before it answers from memory: an unsigned request is refused 401', async () => {
+    const g = await startLimitServer('stored-checks', {
+      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      'key-secret': 'bench-smoke-secret',
+      'redis-prefix': 'bench-smoke:',
+      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
+      issuer: 'http://127.0.0.1:9',
+    });
+    try {
+      assert.ok(g.ready, g.server.output());
+      const unsigned = await fetch(`${g.server.url}/v1/weather-stations/by/id/17130`);
+      assert.equal(unsigned.status, 401);
+    } finally {
+      await g.server.stop();
+    }
+  });
+
+  it('exits normally on SIGTERM, so that a limit run under --cpu-prof (BENCH_CPU_PROF) writes its profile', async () => {
+    const { freePort, startProcess, untilOk } = await import('@platform/stack');
+    const dir = await mkdtemp(join(tmpdir(), 'bench-smoke-prof-'));
+    try {
+      const port = await freePort();
+      const server = startProcess({
+        name: 'bare-node',
+        entry: 'bench/limits/bare-node.ts',
+        args: ['--port', String(port)],
+        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-name=limit-a.cpuprofile'],
+        env: process.env,
+        url: `http://127.0.0.1:${port}`,
+        output: 'capture',
+      });
+      assert.ok(await untilOk(`${server.url}/health/live`, Date.now() + 15_000, server), server.output());
+      assert.equal(await server.stop(), 0);
+      const profile = JSON.parse(await readFile(join(dir, 'limit-a.cpuprofile'), 'utf8')) as { nodes: unknown[] };
+      assert.ok(profile.nodes.length > 0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to start without the options it needs, naming them', async () => {
     const { server } = await startLimitServer('lean-checks', { target: 'http://127.0.0.1:9' });
     assert.equal(await server.exited, 2);
@@ -175,6 +215,24 @@ describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', (
     assert.equal(ratios['limit E′ CPU by-id / limit C′, closed loop'], 2.5);
     assert.equal(ratios['gateway CPU by-id / limit E′, closed loop'], 1.5);
     assert.equal(ratios['limit E′ CPU by-id / limit C′, at one pace'], undefined);
+  });
+
+  it('sets a cached hit\'s floor beside its target: limit G (E′\'s checks, the answer from memory) against C, the hit against G', () => {
+    const ratios = evaluate(
+      [
+        result('limit-c-by-id', { 'limit-c': 200 }),
+        result('limit-g-by-id', { 'limit-g': 160 }),
+        result('gateway-cached-by-id', { 'gateway-cached': 200 }),
+        result('limit-g-by-id-pace', { 'limit-g': 300 }, 1500),
+        result('gateway-cached-by-id-pace', { 'gateway-cached': 330 }, 1500),
+      ],
+      {},
+      2,
+    ).ratios;
+    assert.equal(ratios['limit G CPU by-id / limit C, closed loop'], 0.8);
+    assert.equal(ratios['gateway cached hit CPU by-id / limit G, closed loop'], 1.25);
+    assert.equal(ratios['gateway cached hit CPU by-id / limit G, at one pace'], 1.1);
+    assert.equal(ratios['limit G CPU by-id / limit C, at one pace'], undefined);
   });
 
   it('judges the added latency beyond the control pair, from the rounds\' medians, else the difference of the two', () => {

@@ -2,7 +2,8 @@
 // of the same request: limit C (Express + http-proxy-middleware, the libraries' forwarding), limit C′ (a
 // plain node:http server on undici's pool: forwarding alone) and, for by/id, limit E′ (the contract's
 // checks, the gateway's own admission included, on C′); and by/id through a second gateway whose station
-// cache answers it (CONTRACT.md part 17: hits after every check). By turns, closed loop, then at one pace
+// cache answers it (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks, then the
+// answer from memory). By turns, closed loop, then at one pace
 // (without C′ for city-district); then 50 signed answers checked for `Connection: close`.
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
@@ -14,7 +15,7 @@ import { LOOKUPS, byId } from './requests.ts';
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const started = await startForwardingLimits(ctx, stack);
-  const [limitC, limitCLean, limitELean] = started;
+  const [limitC, limitCLean, limitELean, limitG] = started;
   // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request: by/id answered from
   // memory after every check. The stack's own gateway runs without one.
   const cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } }).catch(async (err: unknown) => {
@@ -37,6 +38,9 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
         }
         list.push({ id: `gateway-${lookup}${suffix}`, label: `gateway: ${lookup} (signed)`, target: await signedTarget(ctx, stack.gatewayUrl, request), servers: { gateway: stack.gatewayPid } });
         if (lookup === 'by-id') {
+          if (limitG !== undefined) {
+            list.push({ id: `limit-g-by-id${suffix}`, label: 'limit G: E′\'s checks, then the answer from memory: by-id (signed)', target: await signedTarget(ctx, limitG.url, request), servers: { 'limit-g': limitG.pid } });
+          }
           list.push({ id: `gateway-cached-by-id${suffix}`, label: 'gateway, cached hits: by-id (signed)', target: await signedTarget(ctx, cached.url, request), servers: { 'gateway-cached': cached.pid } });
         }
       }

@@ -15,6 +15,7 @@ export const LIMITS = {
   checks: { letter: 'E', deployable: 'gateway' },
   'lean-checks': { letter: 'E′', deployable: 'gateway' },
   bearer: { letter: 'F', deployable: 'risk' },
+  'stored-checks': { letter: 'G', deployable: 'gateway' },
 } as const;
 export type LimitName = keyof typeof LIMITS;
 
@@ -92,6 +93,6 @@ export async function startForwardingLimits(ctx: RunContext, stack: Stack): Prom
   return await startLimits(ctx, [
     ['express-proxy', { target: stack.riskUrl }],
     ['lean-proxy', { target: stack.riskUrl }],
-    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
+    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)], ['stored-checks', stackOptions(ctx, stack, prefix)]] as const)),
   ]);
 }

@@ -77,7 +77,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // CONTRACT.md part 17: a by/id answered from the gateway's station cache, every check made.
   bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
-  // does the contract's checks on C′, limit F does what a direct call to risk must do before it answers.
+  // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limit F
+  // does what a direct call to risk must do before it answers.
   for (const [suffix, figure] of [
     ['closed loop', cpu],
     ['at one pace', cpuAtPace],
@@ -90,6 +91,9 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     ratio(`limit E′ CPU by-id / limit C′, ${suffix}`, figure(id('limit-e-lean-by-id'), 'limit-e-lean'), figure(id('limit-c-lean-by-id'), 'limit-c-lean'));
     ratio(`limit E′ CPU by-id / limit C, ${suffix}`, figure(id('limit-e-lean-by-id'), 'limit-e-lean'), figure(id('limit-c-by-id'), 'limit-c'));
     ratio(`gateway CPU by-id / limit E′, ${suffix}`, figure(id('gateway-by-id'), 'gateway'), figure(id('limit-e-lean-by-id'), 'limit-e-lean'));
+    // A cached hit's floor: limit G makes E′'s checks and answers from memory.
+    ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
+    ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
     ratio(`limit F CPU by-id / limit B, ${suffix}`, figure(id('limit-f'), 'limit-f'), figure(id('limit-b'), 'limit-b'));
     ratio(`risk CPU by-id / limit F, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-f'), 'limit-f'));
   }

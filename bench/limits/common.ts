@@ -60,8 +60,13 @@ export function limitOptions(script: string, needs: readonly Name[]): LimitOptio
   };
 }
 
-/** Listens on 127.0.0.1 and says so on stdout (the harness waits for the limit's health path instead). */
+/**
+ * Listens on 127.0.0.1 and says so on stdout (the harness waits for the limit's health path instead). The
+ * harness stops a limit with SIGTERM: it exits at once but normally, so that `--cpu-prof` writes its profile
+ * (BENCH_CPU_PROF), which a death by the signal never does.
+ */
 export function listen(server: Server, port: number): void {
+  process.once('SIGTERM', () => process.exit(0));
   server.listen(port, '127.0.0.1', () => process.stdout.write(`listening ${port}\n`));
 }
 
