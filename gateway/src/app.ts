@@ -100,8 +100,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     lifecycle: deps.lifecycle,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
   };
+  // One envelope for the app and the API front (api-front.ts), which runs it ahead of the app.
+  const envelope = requestEnvelope({ logger, metrics: deps.metrics, deadlineMs: base.requestDeadlineMs, lifecycle: deps.lifecycle });
   // What the gateway counts is for the operators, not for its clients (CONTRACT.md part 10).
-  const app = createBaseApp({ ...base, serveMetrics: false });
+  const app = createBaseApp({ ...base, serveMetrics: false, envelope });
   const routes = upstreamRoutes({ identity: config.IDENTITY_URL, risk: config.RISK_URL });
   // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
   const proxyTo = (route: UpstreamRoute) =>
@@ -149,7 +151,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // Station error bodies always carry `messages` (CONTRACT.md part 7), the gateway's own answers too.
   const errors: ErrorHandlerOptions = { messages: (req) => isUnder(routes.risk, pathOf(req.originalUrl)) };
   const express = finishApp(app, errors);
-  const front = apiFront({ routes: api, envelope: requestEnvelope({ logger, metrics: deps.metrics, deadlineMs: base.requestDeadlineMs, lifecycle: deps.lifecycle }), corsOrigins: config.CORS_ORIGINS, errors });
+  const front = apiFront({ routes: api, envelope, corsOrigins: config.CORS_ORIGINS, errors });
   return {
     app: (req, res) => {
       if (!front(req, res)) express(req, res);

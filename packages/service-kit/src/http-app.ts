@@ -21,6 +21,11 @@ export interface BaseAppOptions {
    * assertion covers); omitted, every request gets an id of the process's own (the gateway, a management port).
    */
   requestIdFrom?: RequestIdSource;
+  /**
+   * The request envelope to run, when the caller runs the same one elsewhere too (the gateway's API front,
+   * ahead of this app); made from the options above when omitted.
+   */
+  envelope?: RequestHandler;
 }
 
 /**
@@ -39,13 +44,14 @@ export function createBaseApp(options: BaseAppOptions): Express {
   if (serveMetrics) operations.use(options.metrics.router);
   app.use(
     inSequence([
-      requestEnvelope({
-        logger: options.logger,
-        metrics: options.metrics,
-        requestIdFrom: options.requestIdFrom,
-        deadlineMs: options.requestDeadlineMs,
-        lifecycle: options.lifecycle,
-      }),
+      options.envelope ??
+        requestEnvelope({
+          logger: options.logger,
+          metrics: options.metrics,
+          requestIdFrom: options.requestIdFrom,
+          deadlineMs: options.requestDeadlineMs,
+          lifecycle: options.lifecycle,
+        }),
       onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations),
     ]),
   );
