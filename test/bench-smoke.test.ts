@@ -126,6 +126,26 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
+  it('limit F′ needs the assertion key, and refuses a token it cannot verify', async () => {
+    const options = {
+      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      'redis-prefix': 'bench-smoke:',
+      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
+      issuer: 'http://127.0.0.1:9',
+    };
+    const keyless = await startLimitServer('vouched-bearer', options);
+    assert.equal(await keyless.server.exited, 2);
+    assert.match(keyless.server.output(), /usage: node bench\/limits\/vouched-bearer\.ts .*--assertion-key <assertion-key>/);
+    const f = await startLimitServer('vouched-bearer', { ...options, 'assertion-key': 'bench-smoke-assertion-key' });
+    try {
+      assert.ok(f.ready, f.server.output());
+      const forged = await fetch(`${f.server.url}/v1/weather-stations/by/id/17130`, { headers: { authorization: 'Bearer not.a.token' } });
+      assert.equal(forged.status, 401);
+    } finally {
+      await f.server.stop();
+    }
+  });
+
   it('exits normally on SIGTERM, so that a limit run under --cpu-prof (BENCH_CPU_PROF) writes its profile', async () => {
     const { freePort, startProcess, untilOk } = await import('@platform/stack');
     const dir = await mkdtemp(join(tmpdir(), 'bench-smoke-prof-'));
@@ -215,6 +235,17 @@ describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', (
     assert.equal(ratios['limit E′ CPU by-id / limit C′, closed loop'], 2.5);
     assert.equal(ratios['gateway CPU by-id / limit E′, closed loop'], 1.5);
     assert.equal(ratios['limit E′ CPU by-id / limit C′, at one pace'], undefined);
+  });
+
+  it('sets risk vouched\'s floor beside its target: limit F′ (the assertion, the token) against B, risk vouched against F′', () => {
+    const ratios = evaluate(
+      [result('limit-b', { 'limit-b': 20 }), result('limit-f-lean', { 'limit-f-lean': 30 }), result('risk-vouched-by-id', { risk: 45 })],
+      {},
+      2,
+    ).ratios;
+    assert.equal(ratios['limit F′ CPU by-id / limit B, closed loop'], 1.5);
+    assert.equal(ratios['risk vouched CPU by-id / limit F′, closed loop'], 1.5);
+    assert.equal(ratios['limit F′ CPU by-id / limit B, at one pace'], undefined);
   });
 
   it('sets a cached hit\'s floor beside its target: limit G (E′\'s checks, the answer from memory) against C, the hit against G', () => {

@@ -1,6 +1,7 @@
 // Group `risk`: risk's by/id called directly (it reads the token's revocations) and as the gateway calls
 // it (its assertion vouches for the token, CONTRACT.md part 10), by turns with limit B, the floor of its
-// answer, and limit F, limit B behind what a direct call must do first; closed loop, then at one pace.
+// answer, limit F, limit B behind what a direct call must do first, and limit F′, limit B behind what a
+// vouched call must do first; closed loop, then at one pace.
 import { type RunContext, directTarget, measureClosedInTurns, needStack, vouchedTarget } from '../harness/context.ts';
 import { type Limit, startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
 import { BY_ID, byId } from './requests.ts';
@@ -10,24 +11,45 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
   const servers = { risk: stack.riskPid };
   // Limit F needs the stack's own Redis prefix (the session's revocations); not against an external stack.
   const prefix = stack.redisPrefix;
-  const limits: Limit[] = await startLimits(ctx, [['bare-express', {}, BY_ID], ...(prefix === undefined ? [] : ([['bearer', stackOptions(ctx, stack, prefix)]] as const))]);
-  const [limitB, limitF] = limits;
+  const limits: Limit[] = await startLimits(ctx, [
+    ['bare-express', {}, BY_ID],
+    ...(prefix === undefined ? [] : ([['bearer', stackOptions(ctx, stack, prefix)]] as const)),
+    ...(prefix === undefined || stack.assertionKey === undefined ? [] : ([['vouched-bearer', stackOptions(ctx, stack, prefix)]] as const)),
+  ]);
+  const [limitB, limitF, limitFVouched] = limits;
+  const { assertionKey } = stack;
   try {
     const scenarios = (suffix: string) => [
-      ...limits.map((limit, i) => ({
-        id: `${limit.cpuName}${suffix}`,
-        label: i === 0 ? 'limit B: bare Express 5' : 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)',
-        target: directTarget(limit.url, byId(limit === limitB ? undefined : session.token)),
-        servers: { [limit.cpuName]: limit.pid },
-      })),
-      { id: `risk-by-id${suffix}`, label: 'risk direct: by/id', target: directTarget(stack.riskUrl, byId(session.token)), servers },
-      ...(stack.assertionKey === undefined
+      ...[limitB, limitF].flatMap((limit) =>
+        limit === undefined
+          ? []
+          : [
+              {
+                id: `${limit.cpuName}${suffix}`,
+                label: limit === limitB ? 'limit B: bare Express 5' : 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)',
+                target: directTarget(limit.url, byId(limit === limitB ? undefined : session.token)),
+                servers: { [limit.cpuName]: limit.pid },
+              },
+            ],
+      ),
+      ...(limitFVouched === undefined || assertionKey === undefined
         ? []
-        : [{ id: `risk-vouched-by-id${suffix}`, label: 'risk vouched: by/id (the gateway\'s assertion)', target: vouchedTarget(stack.riskUrl, byId(session.token), stack.assertionKey), servers }]),
+        : [
+            {
+              id: `${limitFVouched.cpuName}${suffix}`,
+              label: 'limit F′: limit B behind risk\'s vouched check (the assertion, the token; no Redis)',
+              target: vouchedTarget(limitFVouched.url, byId(session.token), assertionKey),
+              servers: { [limitFVouched.cpuName]: limitFVouched.pid },
+            },
+          ]),
+      { id: `risk-by-id${suffix}`, label: 'risk direct: by/id', target: directTarget(stack.riskUrl, byId(session.token)), servers },
+      ...(assertionKey === undefined
+        ? []
+        : [{ id: `risk-vouched-by-id${suffix}`, label: 'risk vouched: by/id (the gateway\'s assertion)', target: vouchedTarget(stack.riskUrl, byId(session.token), assertionKey), servers }]),
     ];
     await measureClosedInTurns(ctx, scenarios(''));
     await measureClosedInTurns(ctx, scenarios('-pace'), ctx.config.equalRate);
   } finally {
-    await stopAll([limitB, limitF]);
+    await stopAll(limits);
   }
 }

@@ -15,6 +15,7 @@ export const LIMITS = {
   checks: { letter: 'E', deployable: 'gateway' },
   'lean-checks': { letter: 'E′', deployable: 'gateway' },
   bearer: { letter: 'F', deployable: 'risk' },
+  'vouched-bearer': { letter: 'F′', deployable: 'risk' },
   'stored-checks': { letter: 'G', deployable: 'gateway' },
 } as const;
 export type LimitName = keyof typeof LIMITS;

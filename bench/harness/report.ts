@@ -77,8 +77,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // CONTRACT.md part 17: a by/id answered from the gateway's station cache, every check made.
   bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
-  // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limit F
-  // does what a direct call to risk must do before it answers.
+  // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limits F
+  // and F′ do what a direct and a vouched call to risk must do before it answers.
   for (const [suffix, figure] of [
     ['closed loop', cpu],
     ['at one pace', cpuAtPace],
@@ -96,6 +96,9 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
     ratio(`limit F CPU by-id / limit B, ${suffix}`, figure(id('limit-f'), 'limit-f'), figure(id('limit-b'), 'limit-b'));
     ratio(`risk CPU by-id / limit F, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-f'), 'limit-f'));
+    // Risk vouched for: limit F′ makes its checks (the assertion, the token) on limit B.
+    ratio(`limit F′ CPU by-id / limit B, ${suffix}`, figure(id('limit-f-lean'), 'limit-f-lean'), figure(id('limit-b'), 'limit-b'));
+    ratio(`risk vouched CPU by-id / limit F′, ${suffix}`, figure(id('risk-vouched-by-id'), 'risk'), figure(id('limit-f-lean'), 'limit-f-lean'));
   }
   // BENCH_ONLY=pipeline: each checking limit and the gateway at one pace, by turns.
   ratio('pipeline: limit E CPU / limit E′', cpuAtPace('pipeline-limit-e', 'limit-e'), cpuAtPace('pipeline-limit-e-lean', 'limit-e-lean'));
