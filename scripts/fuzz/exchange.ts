@@ -37,7 +37,11 @@ function describeError(err: unknown): string {
  */
 export function exchange(options: ExchangeRequest): Promise<Exchange> {
   return new Promise((resolve) => {
-    const { base, method, target, headers, body, timeoutMs } = options;
+    const { base, method, target, body, timeoutMs } = options;
+    // A body is framed by its length whatever the method: node:http frames a DELETE's (or a GET's) body by
+    // nothing, so the server reads it as the start of the next request on the connection, which it then cuts.
+    const framed = body === undefined || Object.keys(options.headers).some((name) => ['content-length', 'transfer-encoding'].includes(name.toLowerCase()));
+    const headers = framed ? options.headers : { ...options.headers, 'content-length': String(body.length) };
     let settled = false;
     const settle = (result: Exchange) => {
       if (settled) return;

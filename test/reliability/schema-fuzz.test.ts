@@ -228,3 +228,37 @@ describe('the fuzzer against a gateway that fails (it can fail)', () => {
     }
   });
 });
+
+describe('the fuzzer\'s requests (scripts/fuzz/exchange.ts)', () => {
+  it('frames a body by its length whatever the method: a DELETE\'s body reaches the server whole, and the kept-alive connection stays usable', async () => {
+    const { Agent } = await import('node:http');
+    const { exchange } = await import('../../scripts/fuzz/exchange.ts');
+    const seen: Array<{ method: string; body: string }> = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen.push({ method: req.method ?? '', body: Buffer.concat(chunks).toString() });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const base = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      const body = Buffer.from('{"code":"123456"}');
+      const first = await exchange({ agent, base, method: 'DELETE', target: '/v1/auth/factors/x', headers: { 'content-type': 'application/json' }, body, timeoutMs: 5000 });
+      const second = await exchange({ agent, base, method: 'GET', target: '/v1/auth/factors', headers: {}, body: undefined, timeoutMs: 5000 });
+      assert.equal(first.answer?.status, 200, first.failure);
+      assert.equal(second.answer?.status, 200, second.failure);
+      assert.deepEqual(seen, [
+        { method: 'DELETE', body: '{"code":"123456"}' },
+        { method: 'GET', body: '' },
+      ]);
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
