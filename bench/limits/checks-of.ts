@@ -1,11 +1,11 @@
 // The checks of limits E and E′: the SDK's signature, the bearer token as the gateway verifies it, and the
 // gateway's own admission in one Redis round trip (@platform/gateway/engine), in the stack's prefix.
 import { createSecretKey, randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { bearerTokenOf, createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { createAdmissionStore } from '@platform/gateway/engine';
 import { createLogger, createRedis } from '@platform/service-kit';
-import { AUDIENCE, type LimitOptions, RATE, type Vouch, checkSignature } from './common.ts';
+import { AUDIENCE, type LimitOptions, RATE, type Vouch, answeredHealth, bodyOf, checkSignature, refuse } from './common.ts';
 
 /** Checks a request: the vouch to forward it with, or the status of its refusal. */
 export function checksOf(options: LimitOptions): (req: IncomingMessage, body: Buffer) => Promise<Vouch | undefined | number> {
@@ -35,4 +35,21 @@ export function checksOf(options: LimitOptions): (req: IncomingMessage, body: Bu
     if (admission.outcome !== 'claimed') return admission.outcome === 'rate-limited' ? 429 : admission.outcome === 'token-revoked' ? 401 : 409;
     return assertionKey === undefined ? undefined : { assertionKey, keyId: signed.keyId, requestId: owner };
   };
+}
+
+/**
+ * The server of limits E′ and G: health, the body read, the checks, then `pass` with the checked request
+ * (E′ forwards it, G answers from memory); a refusal's status, or 500 when something threw.
+ */
+export function checkedServer(check: ReturnType<typeof checksOf>, pass: (req: IncomingMessage, res: ServerResponse, body: Buffer, vouch: Vouch | undefined) => void): Server {
+  return createServer((req, res) => {
+    if (answeredHealth(req, res)) return;
+    bodyOf(req)
+      .then(async (body) => {
+        const passed = await check(req, body);
+        if (typeof passed === 'number') return refuse(res, passed);
+        pass(req, res, body, passed);
+      })
+      .catch(() => refuse(res, 500));
+  });
 }
