@@ -14,7 +14,7 @@ import { LOOKUPS, byId } from './requests.ts';
 
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  const started = await startForwardingLimits(ctx, stack);
+  const started = await startForwardingLimits(ctx, stack, true);
   const [limitC, limitCLean, limitELean, limitG] = started;
   // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request: by/id answered from
   // memory after every check. The stack's own gateway runs without one.

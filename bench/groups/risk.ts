@@ -4,6 +4,7 @@
 // vouched call must do first; closed loop, then at one pace.
 import { type RunContext, directTarget, measureClosedInTurns, needStack, vouchedTarget } from '../harness/context.ts';
 import { type Limit, startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
+import type { LoadTarget } from '../harness/load.ts';
 import { BY_ID, byId } from './requests.ts';
 
 export async function riskScenarios(ctx: RunContext): Promise<void> {
@@ -19,29 +20,15 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
   const [limitB, limitF, limitFVouched] = limits;
   const { assertionKey } = stack;
   try {
+    /** A limit's scenario, when it was started: its CPU figure under its own name. */
+    const limitScenario = (limit: Limit | undefined, label: string, target: (url: string) => LoadTarget, suffix: string) =>
+      limit === undefined ? [] : [{ id: `${limit.cpuName}${suffix}`, label, target: target(limit.url), servers: { [limit.cpuName]: limit.pid } }];
     const scenarios = (suffix: string) => [
-      ...[limitB, limitF].flatMap((limit) =>
-        limit === undefined
-          ? []
-          : [
-              {
-                id: `${limit.cpuName}${suffix}`,
-                label: limit === limitB ? 'limit B: bare Express 5' : 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)',
-                target: directTarget(limit.url, byId(limit === limitB ? undefined : session.token)),
-                servers: { [limit.cpuName]: limit.pid },
-              },
-            ],
-      ),
-      ...(limitFVouched === undefined || assertionKey === undefined
+      ...limitScenario(limitB, 'limit B: bare Express 5', (url) => directTarget(url, byId(undefined)), suffix),
+      ...limitScenario(limitF, 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)', (url) => directTarget(url, byId(session.token)), suffix),
+      ...(assertionKey === undefined
         ? []
-        : [
-            {
-              id: `${limitFVouched.cpuName}${suffix}`,
-              label: 'limit F′: limit B behind risk\'s vouched check (the assertion, the token; no Redis)',
-              target: vouchedTarget(limitFVouched.url, byId(session.token), assertionKey),
-              servers: { [limitFVouched.cpuName]: limitFVouched.pid },
-            },
-          ]),
+        : limitScenario(limitFVouched, 'limit F′: limit B behind risk\'s vouched check (the assertion, the token; no Redis)', (url) => vouchedTarget(url, byId(session.token), assertionKey), suffix)),
       { id: `risk-by-id${suffix}`, label: 'risk direct: by/id', target: directTarget(stack.riskUrl, byId(session.token)), servers },
       ...(assertionKey === undefined
         ? []

@@ -87,13 +87,15 @@ export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>)
 
 /**
  * The forwarding limits beside the stack's risk: C, C′ and (with the stack's own Redis prefix, which a
- * running stack does not give) E′; stopped by the caller.
+ * running stack does not give) E′, and G when `withG` (E′'s checks answered from memory, beside a cached
+ * hit); stopped by the caller.
  */
-export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
+export async function startForwardingLimits(ctx: RunContext, stack: Stack, withG = false): Promise<Limit[]> {
   const prefix = stack.redisPrefix;
   return await startLimits(ctx, [
     ['express-proxy', { target: stack.riskUrl }],
     ['lean-proxy', { target: stack.riskUrl }],
-    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)], ['stored-checks', stackOptions(ctx, stack, prefix)]] as const)),
+    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
+    ...(prefix === undefined || !withG ? [] : ([['stored-checks', stackOptions(ctx, stack, prefix)]] as const)),
   ]);
 }
