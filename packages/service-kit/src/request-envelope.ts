@@ -48,9 +48,10 @@ export interface RequestEnvelopeOptions {
 /**
  * What every request of every process goes through first, as one middleware with one `close` hook (issue
  * 44: a layer, a listener and a closure each cost every request their allocations):
- * - its id (`requestIdOf`), echoed in X-Request-Id, and the request log (`requestLog`, `currentRequest`);
- * - the security headers; behind the gateway (the id came under its assertion) only `Cache-Control`,
- *   since the gateway passes no other of them on and sets its own;
+ * - its id (`requestIdOf`) and the request log (`requestLog`, `currentRequest`);
+ * - the id echoed in X-Request-Id and the security headers; behind the gateway (the id came under its
+ *   assertion) only `Cache-Control`: the gateway passes no other of them on, and answers its client with its
+ *   own X-Request-Id, the id this process logs the request under;
  * - the deadline's 503, and `Connection: close` while draining;
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
@@ -68,9 +69,11 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
   return (req, res, next) => {
     const started = performance.now();
     const { id, clientRequestId, vouched } = requestIdOf(req, requestIdFrom);
-    res.setHeader('X-Request-Id', id);
     if (vouched) res.setHeader('Cache-Control', 'no-store');
-    else for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    else {
+      res.setHeader('X-Request-Id', id);
+      for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    }
     if (lifecycle?.draining === true) res.setHeader('Connection', 'close');
     const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
     const timer = deadlineMs === undefined ? undefined : setTimeout(answerLate, deadlineMs, req, res, deadlineMs, logger);

@@ -39,7 +39,20 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
     const base = ['v1', String(nowS), f.method, f.target, f.forwardedFor, f.forwardedProto, f.clientKeyId].join('\n');
     return `v1;t=${nowS};mac=${createHmac('sha256', key).update(base).digest('base64url')}`;
   };
-  const requestIdOf = async (headers: Record<string, string>) => String((await request(app).post(target).set(headers).expect(200)).headers['x-request-id']);
+  /**
+   * The id the service handled the request under: its access line's (an answer behind the gateway does not
+   * echo it, the gateway's answer does), which a direct caller's answer echoes too.
+   */
+  const requestIdOf = async (headers: Record<string, string>) => {
+    const before = log.lines().length;
+    const res = await request(app).post(target).set(headers).expect(200);
+    // The line is written when the answer closes, which may be just after the caller has read it.
+    for (let waited = 0; waited < 2000 && !log.lines().slice(before).some((l) => l.msg === 'POST 200'); waited += 10) await new Promise((r) => setTimeout(r, 10));
+    const id = (log.lines().slice(before).findLast((l) => l.msg === 'POST 200')?.req as { id?: string } | undefined)?.id;
+    assert.equal(typeof id, 'string', 'no access line');
+    if (res.headers['x-request-id'] !== undefined) assert.equal(res.headers['x-request-id'], id);
+    return String(id);
+  };
   const originOf = async (headers: Record<string, string>, method = 'POST', path = target) =>
     (await request(app)[method === 'POST' ? 'post' : 'get'](path).set(headers).expect(200)).body as { address: string; clientKeyId?: string };
 
@@ -103,8 +116,8 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
     assert.equal((await originOf(forwarded(assertV1(KEY, facts), { 'x-client-key-id': 'partner-2' }))).clientKeyId, undefined);
   });
 
-  it('when the gateway vouches for the request, the answer carries no security header the gateway drops, only Cache-Control; any other caller gets them all', async () => {
-    const dropped = ['x-content-type-options', 'content-security-policy', 'x-frame-options', 'referrer-policy', 'cross-origin-opener-policy'];
+  it('when the gateway vouches for the request, the answer carries no security header or X-Request-Id the gateway drops, only Cache-Control; any other caller gets them all', async () => {
+    const dropped = ['x-request-id', 'x-content-type-options', 'content-security-policy', 'x-frame-options', 'referrer-policy', 'cross-origin-opener-policy'];
     const vouched = await request(app).post(target).set(forwarded(assertForwarding(KEY, facts))).expect(200);
     for (const name of dropped) assert.equal(vouched.headers[name], undefined, name);
     assert.equal(vouched.headers['cache-control'], 'no-store');
