@@ -41,6 +41,8 @@ describe('security: request ids are the platform\'s, never the client\'s', funct
     assert.match(id, UUID, 'the gateway answered with the client\'s id');
 
     assert.deepEqual(await loginRequestIds(user.id), [id], 'the audit event names another request id than the answer');
+    // The gateway's lines reach its stdout within service-kit's LOG_HOLD_MS of being logged.
+    assert.ok(await eventually(() => Promise.resolve((stack.logs.gateway.lines() as Line[]).some((l) => l.req?.id === id)), 2000, 20), 'the gateway did not log the login');
     const gatewayLines = stack.logs.gateway.lines() as Line[];
     const identityLines = stack.identity.log.lines() as Line[];
     assert.equal(gatewayLines.find((l) => l.req?.id === id && l.msg === 'POST 200')?.req?.clientRequestId, 'victim-request-id', 'the client\'s id is not on the gateway\'s line');

@@ -70,24 +70,35 @@ let stdout: DestinationStream | undefined;
 
 /** The one stdout destination of the process, shared by its loggers (one exit hook, one write queue). */
 function sharedStdout(): DestinationStream {
-  return (stdout ??= turnBatchedStdout());
+  return (stdout ??= heldStdout());
 }
 
+/** How long a line may wait for others before it is written (the lines of a burst go out in one `write(2)`). */
+export const LOG_HOLD_MS = 10;
+/** Lines held past this many characters are written at once, whatever their age. */
+export const LOG_HOLD_CHARS = 64 * 1024;
+
 /**
- * stdout written once per event-loop turn, synchronously: the lines logged during a turn are handed to
- * pino's destination (sonic-boom) together when the turn ends (`setImmediate`), as one `write(2)`. An
- * asynchronous write (pino's default) costs ~40 µs of CPU per call on this machine kind (the thread-pool
- * hop, its wake-ups and the completion) against ~2 µs for the same write made synchronously
- * (the bench diary, `git show f0a4e11:bench/README.md`, issue 27): per request line, that was ~6 % of the gateway's CPU per answer. A line is
- * never held past the turn it was logged in, and the lines logged right before `process.exit` (the crash
- * handler's) are written on exit. The price: a reader of stdout that stops reading (a full pipe) stalls the
- * process at its next turn's write, where the asynchronous writer would have buffered without bound.
+ * stdout written synchronously, in batches: the lines logged within LOG_HOLD_MS of the first one waiting
+ * are handed to pino's destination (sonic-boom) together, as one `write(2)`. An asynchronous write (pino's
+ * default) costs ~40 µs of CPU per call on this machine kind (the thread-pool hop, its wake-ups and the
+ * completion) against ~2 µs for the same write made synchronously (the bench diary, `git show
+ * f0a4e11:bench/README.md`, issue 27); and a write per event-loop turn still cost a request served alone in
+ * its turn (a steady pace, not a burst) ~5 µs of its CPU (issue 44's profiles). A line is never held longer
+ * than LOG_HOLD_MS, nor past LOG_HOLD_CHARS waiting, and the lines logged right before `process.exit` (the
+ * crash handler's, a drained shutdown's) are written on exit; only a process killed outright (SIGKILL) loses
+ * its last LOG_HOLD_MS of lines. The price of writing synchronously: a reader of stdout that stops reading
+ * (a full pipe) stalls the process at its next write, where the asynchronous writer would have buffered
+ * without bound.
  */
-function turnBatchedStdout(): DestinationStream {
+function heldStdout(): DestinationStream {
   // Synchronous, so pino never ends it at exit; a closed stdout (EPIPE) makes its write a no-op.
   const out = pino.destination({ dest: 1, sync: true });
   let pending = '';
+  let hold: NodeJS.Timeout | undefined;
   const handOver = (): void => {
+    if (hold !== undefined) clearTimeout(hold);
+    hold = undefined;
     const text = pending;
     pending = '';
     if (text !== '') out.write(text);
@@ -95,8 +106,10 @@ function turnBatchedStdout(): DestinationStream {
   process.once('exit', handOver);
   return {
     write(line: string) {
-      if (pending === '') setImmediate(handOver);
       pending += line;
+      if (pending.length >= LOG_HOLD_CHARS) handOver();
+      // Unref'd: a process whose work is done exits at once, and its exit writes what is held.
+      else if (hold === undefined) hold = setTimeout(handOver, LOG_HOLD_MS).unref();
     },
   };
 }

@@ -6,9 +6,19 @@ import { captureLogger } from '../src/testing/index.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/log-turns.ts', import.meta.url));
 
-/** Runs the fixture: its exit code, its JSON lines (stdout) and how many writes it made (stderr). */
-async function logTurns(turns: number, lines: number, exit: 'return' | 'exit'): Promise<{ code: number | null; lines: Array<{ turn: number; line: number }>; writes: number }> {
-  const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', FIXTURE, String(turns), String(lines), exit], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs the fixture: its exit code, its JSON lines (stdout), how many writes it made (stderr) and how many
+ * it had made when each turn's lines were logged.
+ */
+async function logTurns(
+  turns: number,
+  lines: number,
+  exit: 'return' | 'exit',
+  gap: '20ms' | 'immediate' = '20ms',
+): Promise<{ code: number | null; lines: Array<{ turn: number; line: number }>; writes: number; during: number[] }> {
+  const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', FIXTURE, String(turns), String(lines), exit, gap], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -21,7 +31,8 @@ async function logTurns(turns: number, lines: number, exit: 'return' | 'exit'): 
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as { turn: number; line: number });
-  return { code, lines: parsed, writes: Number(writes[1]) };
+  const during = [...stderr.matchAll(/^during (\d+)$/gm)].map((m) => Number(m[1]));
+  return { code, lines: parsed, writes: Number(writes[1]), during };
 }
 
 /** Asserts that `logged` holds every line of `turns` turns of `lines` lines, each once, in the order logged. */
@@ -35,11 +46,29 @@ function assertEveryLineInOrder(logged: ReadonlyArray<{ turn: number; line: numb
 describe('the log on stdout', function () {
   this.timeout(30_000);
 
-  it('writes the lines of one event-loop turn together, every line in order, one write per turn', async () => {
+  it('writes the lines logged within LOG_HOLD_MS together, every line in order: turns further apart, one write each', async () => {
     const run = await logTurns(3, 40, 'return');
     assert.equal(run.code, 0);
     assertEveryLineInOrder(run.lines, 3, 40);
     assert.equal(run.writes, 3);
+    assert.deepEqual(run.during, [0, 1, 2], 'a turn\'s lines were written in that same turn');
+  });
+
+  it('writes the lines of turns that follow each other at once together (a request alone in its turn does not pay a write)', async () => {
+    const run = await logTurns(20, 2, 'return', 'immediate');
+    assert.equal(run.code, 0);
+    assertEveryLineInOrder(run.lines, 20, 2);
+    // Twenty turns within a few milliseconds: one write, or two on a machine slow enough to cross LOG_HOLD_MS.
+    assert.ok(run.writes <= 2, `${run.writes} writes for 20 turns`);
+  });
+
+  it('writes at once when the lines held pass LOG_HOLD_CHARS, not holding them any longer', async () => {
+    // ~90 characters a line: 1,000 lines are past 64 KiB.
+    const run = await logTurns(1, 1000, 'return');
+    assert.equal(run.code, 0);
+    assertEveryLineInOrder(run.lines, 1, 1000);
+    assert.ok((run.during[0] ?? 0) >= 1, 'nothing was written while the turn logged past the cap');
+    assert.ok(run.writes >= 2 && run.writes <= 3, `${run.writes} writes`);
   });
 
   it('loses no line logged right before process.exit (the crash handler exits in the same turn)', async () => {
