@@ -141,6 +141,17 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
     }
   });
 
+  it('when an HTTP/1.1 request has no Host, answers 400 in the error shape with a request id, proxies nothing and closes', async () => {
+    const before = await stack.snapshot();
+    const exchange = await slowClient(stack.gatewayUrl, 'GET /v1/weather-stations/get-cities HTTP/1.1\r\n\r\n', () => '', 1000, 3000);
+    assert.match(exchange.text, /^HTTP\/1\.1 400 /);
+    assert.match(exchange.text, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+    const body = bodyOf(exchange.text);
+    assert.ok(isErrorBody(body), exchange.text);
+    assert.deepEqual([body.path, body.messages], ['/v1/weather-stations/get-cities', [body.message]], 'station paths carry messages');
+    assert.equal(await stack.snapshot(), before);
+  });
+
   it('when the path has an empty segment, answers 404 and proxies nothing (the upstream would see another path than the one signed)', async () => {
     const victim = await stack.identity.createUser({ status: 'BLOCKED' });
     const target = `/v1/users//unblock/${victim.id}`;

@@ -23,6 +23,9 @@ const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = Object.entrie
 /** The message of an answer cut short by the deadline. */
 export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
 
+/** The message of an HTTP/1.1 request without a Host header (RFC 9112 section 3.2: a 400). */
+export const HOST_MISSING_MESSAGE = 'The Host header is missing (HTTP/1.1 requires it)';
+
 /** Paths polled by orchestrators and scrapers: not worth a line each. */
 const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
 
@@ -53,6 +56,8 @@ export interface RequestEnvelopeOptions {
  *   assertion) only `Cache-Control`: the gateway passes no other of them on, and answers its client with its
  *   own X-Request-Id, the id this process logs the request under;
  * - the deadline's 503, and `Connection: close` while draining;
+ * - the 400 of an HTTP/1.1 request without Host (the server leaves that check to the envelope, so that the
+ *   answer is in the error shape; `listen`);
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
  *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
@@ -94,6 +99,12 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
         access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
       }
     });
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+      // Nothing further runs for it; the connection is not kept (the client does not speak HTTP/1.1).
+      res.setHeader('Connection', 'close');
+      enterRequest(req, logger, fields, () => sendJson(req, res, 400, errorBody(400, HOST_MISSING_MESSAGE, fields.url, [HOST_MISSING_MESSAGE])));
+      return;
+    }
     enterRequest(req, logger, fields, next);
   };
 }

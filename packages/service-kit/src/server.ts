@@ -68,6 +68,9 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
       requestTimeout: Math.max(requestTimeout, headersTimeout),
       // Node checks these limits only this often (30 s by default), which would let a slow client stay far past them.
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
+      // Node answers an HTTP/1.1 request without Host with an empty 400; the request envelope answers it in
+      // the error shape, with the security headers and a request id, and logs it (`requestEnvelope`).
+      requireHostHeader: false,
     },
     app,
   );

@@ -99,6 +99,21 @@ describe('request guards of every process (service-kit)', () => {
     assert.deepEqual(body.messages, ['Request header fields too large'], 'station paths require messages, and no route is known yet');
   });
 
+  it('when an HTTP/1.1 request has no Host, answers 400 in the error shape with the security headers and a request id, and closes; HTTP/1.0 needs none', async () => {
+    const text = await raw(server.url, 'GET /fast HTTP/1.1\r\n\r\n');
+    assert.match(text, /^HTTP\/1\.1 400 /);
+    const head = text.slice(0, text.indexOf('\r\n\r\n')).toLowerCase();
+    for (const header of ['x-request-id: ', 'x-content-type-options: nosniff', 'cache-control: no-store', 'connection: close', 'content-type: application/json']) {
+      assert.ok(head.includes(header), `${header} missing from ${head}`);
+    }
+    const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { path?: string; message?: string };
+    assert.ok(isErrorBody(body));
+    assert.equal(body.path, '/fast');
+    assert.match(String(body.message), /Host/);
+    // raw() resolved: the server closed the connection. HTTP/1.0 has no Host requirement.
+    assert.match(await raw(server.url, 'GET /fast HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+  });
+
   it('when a malformed request has a long target, the error body\'s path is that whole target, not `/`', async () => {
     const target = `/fast/${'%5B'.repeat(1500)}`;
     const text = await raw(server.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n`);
