@@ -21,6 +21,7 @@ export * from './redis.ts';
 export * from './redis-topology.ts';
 export * from './representation.ts';
 export * from './request-envelope.ts';
+export * from './series-histogram.ts';
 export * from './server.ts';
 export * from './slot-ledger.ts';
 export * from './station-generation.ts';

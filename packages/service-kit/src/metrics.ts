@@ -1,9 +1,10 @@
 import type { Request, Router } from 'express';
 import express from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReadinessCheck } from './health.ts';
 import { openApiRouteOf } from './openapi-route.ts';
+import { SeriesHistogram } from './series-histogram.ts';
 
 /** A process's Prometheus registry and the HTTP middleware that feeds it. */
 export interface Metrics {
@@ -80,38 +81,26 @@ export function createMetrics(service: string, options: MetricsOptions = {}): Me
   registry.setDefaultLabels({ service });
   if (options.collectDefault) collectDefaultMetrics({ register: registry });
 
-  const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status',
-    labelNames,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from receiving a request to finishing its answer, by method, route template and status',
-    labelNames,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
-  });
+  const duration = new SeriesHistogram(
+    'http_request_duration_seconds',
+    'Time from receiving a request to finishing its answer, by method, route template and status',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registry,
+  );
+  duration.countedAs('http_requests_total', 'HTTP requests answered, by method, route template and status', registry);
 
-  // The label object of each method, route and status made once, found again by a string key, not built for
-  // every answer (prom-client still hashes it per call).
-  const series = new Map<string, { count: () => void; time: (seconds: number) => void }>();
+  // Each method, route and status's series found by a string key, its labels made once.
+  const series = new Map<string, (seconds: number) => void>();
   const observeRequest = (req: Request, status: number, seconds: number): void => {
     const route = routeLabel(req);
     const key = `${req.method} ${status} ${route}`;
-    let pair = series.get(key);
-    if (pair === undefined) {
+    let observe = series.get(key);
+    if (observe === undefined) {
       if (OPERATIONS_ROUTES.has(route)) return;
-      const labels = { method: req.method, route, status: String(status) };
-      const counter = requests.labels(labels);
-      const histogram = duration.labels(labels);
-      pair = { count: () => counter.inc(), time: (value) => histogram.observe(value) };
-      series.set(key, pair);
+      observe = duration.series(key, { method: req.method, route, status: String(status) });
+      series.set(key, observe);
     }
-    pair.count();
-    pair.time(seconds);
+    observe(seconds);
   };
 
   // Health as numbers, for dashboards and alerts: probes flapping, Redis or Postgres unreachable.
