@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { LOG_HOLD_CHARS } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/log-turns.ts', import.meta.url));
@@ -63,12 +64,13 @@ describe('the log on stdout', function () {
   });
 
   it('writes at once when the lines held pass LOG_HOLD_CHARS, not holding them any longer', async () => {
-    // ~90 characters a line: 1,000 lines are past 64 KiB.
-    const run = await logTurns(1, 1000, 'return');
+    // The fixture's lines are 100 to 110 characters long: this many pass the cap once, not twice.
+    const lines = Math.ceil((LOG_HOLD_CHARS * 1.5) / 110);
+    const run = await logTurns(1, lines, 'return');
     assert.equal(run.code, 0);
-    assertEveryLineInOrder(run.lines, 1, 1000);
+    assertEveryLineInOrder(run.lines, 1, lines);
     assert.ok((run.during[0] ?? 0) >= 1, 'nothing was written while the turn logged past the cap');
-    assert.ok(run.writes >= 2 && run.writes <= 3, `${run.writes} writes`);
+    assert.equal(run.writes, 2, 'one write at the cap, one for the rest');
   });
 
   it('loses no line logged right before process.exit (the crash handler exits in the same turn)', async () => {
