@@ -149,6 +149,10 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
     const body = bodyOf(exchange.text);
     assert.ok(isErrorBody(body), exchange.text);
     assert.deepEqual([body.path, body.messages], ['/v1/weather-stations/get-cities', [body.message]], 'station paths carry messages');
+    // Announcing a body: it is not invited (no 100 Continue), the 400 is the final answer.
+    const announced = await slowClient(stack.gatewayUrl, 'POST /v1/users HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n', () => '', 1000, 3000);
+    assert.match(announced.text, /^HTTP\/1\.1 400 /);
+    assert.ok(!announced.text.includes('100 Continue'), announced.text);
     assert.equal(await stack.snapshot(), before);
   });
 

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import pino from 'pino';
 import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody, sendJson } from '@platform/errors';
@@ -25,6 +26,24 @@ export const DEADLINE_MESSAGE = 'The request took too long to complete; try agai
 
 /** The message of an HTTP/1.1 request without a Host header (RFC 9112 section 3.2: a 400). */
 export const HOST_MISSING_MESSAGE = 'The Host header is missing (HTTP/1.1 requires it)';
+/** The message of a request with more than one Host header line (RFC 9112 section 3.2: a 400). */
+export const HOST_REPEATED_MESSAGE = 'The Host header is sent more than once';
+
+/**
+ * What is wrong with the request's Host (RFC 9112 section 3.2), else undefined: none in an HTTP/1.1
+ * request, or more than one line of it in any (Node keeps the first and drops the others unseen, so a
+ * signature and an intermediary could each read another).
+ */
+export function hostProblem(req: IncomingMessage): string | undefined {
+  if (req.headers.host === undefined) return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 ? HOST_MISSING_MESSAGE : undefined;
+  const raw = req.rawHeaders;
+  let lines = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') lines += 1;
+  }
+  return lines > 1 ? HOST_REPEATED_MESSAGE : undefined;
+}
 
 /** Paths polled by orchestrators and scrapers: not worth a line each. */
 const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
@@ -56,8 +75,8 @@ export interface RequestEnvelopeOptions {
  *   assertion) only `Cache-Control`: the gateway passes no other of them on, and answers its client with its
  *   own X-Request-Id, the id this process logs the request under;
  * - the deadline's 503, and `Connection: close` while draining;
- * - the 400 of an HTTP/1.1 request without Host (the server leaves that check to the envelope, so that the
- *   answer is in the error shape; `listen`);
+ * - the 400 of a request whose Host is missing or repeated (`hostProblem`; the server leaves that check to
+ *   the envelope, so that the answer is in the error shape: `listen`);
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
  *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
@@ -99,10 +118,11 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
         access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
       }
     });
-    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+    const badHost = hostProblem(req);
+    if (badHost !== undefined) {
       // Nothing further runs for it; the connection is not kept (the client does not speak HTTP/1.1).
       res.setHeader('Connection', 'close');
-      enterRequest(req, logger, fields, () => sendJson(req, res, 400, errorBody(400, HOST_MISSING_MESSAGE, fields.url, [HOST_MISSING_MESSAGE])));
+      enterRequest(req, logger, fields, () => sendJson(req, res, 400, errorBody(400, badHost, fields.url, [badHost])));
       return;
     }
     enterRequest(req, logger, fields, next);

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { errorBody, reasonPhrase } from '@platform/errors';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
+import { hostProblem } from './request-envelope.ts';
 
 /** A listening HTTP server and its address. */
 export interface ServerHandle {
@@ -77,9 +78,10 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   server.on('clientError', answerClientError);
   const { maxBodyBytes } = limits;
   if (maxBodyBytes !== undefined) {
-    // Node's default, but for a body the app would refuse: its answer is then the final one (RFC 9110 section 10.1.1).
+    // Node's default, but for a body the app would refuse (too large, or a request refused for its Host): its
+    // answer is then the final one (RFC 9110 section 10.1.1).
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-      if (!(Number(req.headers['content-length']) > maxBodyBytes)) res.writeContinue();
+      if (!(Number(req.headers['content-length']) > maxBodyBytes) && hostProblem(req) === undefined) res.writeContinue();
       server.emit('request', req, res);
     });
   }

@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isErrorBody } from '@platform/errors';
-import { HOST_MISSING_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 /** GET over `agent`, so a test can see whether a kept-alive socket survives. */
@@ -112,6 +112,15 @@ describe('request guards of every process (service-kit)', () => {
     assert.deepEqual([body.message, (body as { messages?: string[] }).messages], [HOST_MISSING_MESSAGE, [HOST_MISSING_MESSAGE]]);
     // raw() resolved: the server closed the connection. HTTP/1.0 has no Host requirement.
     assert.match(await raw(server.url, 'GET /fast HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+  });
+
+  it('when a request has two Host lines (Node would keep the first unseen), answers 400 in the error shape, whatever their case', async () => {
+    for (const head of ['GET /fast HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 'GET /fast HTTP/1.0\r\nhost: a\r\nHOST: a\r\n\r\n']) {
+      const text = await raw(server.url, head);
+      assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(head));
+      const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { message?: string };
+      assert.equal(body.message, HOST_REPEATED_MESSAGE);
+    }
   });
 
   it('when a malformed request has a long target, the error body\'s path is that whole target, not `/`', async () => {
