@@ -28,14 +28,25 @@ export const DEADLINE_MESSAGE = 'The request took too long to complete; try agai
 export const HOST_MISSING_MESSAGE = 'The Host header is missing (HTTP/1.1 requires it)';
 /** The message of a request with more than one Host header line (RFC 9112 section 3.2: a 400). */
 export const HOST_REPEATED_MESSAGE = 'The Host header is sent more than once';
+/** The message of a Host that is no `uri-host [ ":" port ]` (RFC 9112 section 3.2: a 400). */
+export const HOST_INVALID_MESSAGE = 'The Host header is not a host and optional port';
+
+/**
+ * `uri-host [ ":" port ]` (RFC 9110 section 7.2, RFC 3986 section 3.2.2): an IP literal in brackets, or a
+ * registered name or IPv4 address (unreserved characters, percent-encodings and sub-delimiters; possibly
+ * empty), then an optional port of digits.
+ */
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
 
 /**
  * What is wrong with the request's Host (RFC 9112 section 3.2), else undefined: none in an HTTP/1.1
- * request, or more than one line of it in any (Node keeps the first and drops the others unseen, so a
- * signature and an intermediary could each read another).
+ * request, more than one line of it in any (Node keeps the first and drops the others unseen, so a
+ * signature and an intermediary could each read another), or a value that is no host and port.
  */
 export function hostProblem(req: IncomingMessage): string | undefined {
-  if (req.headers.host === undefined) return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 ? HOST_MISSING_MESSAGE : undefined;
+  const { host } = req.headers;
+  if (host === undefined) return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 ? HOST_MISSING_MESSAGE : undefined;
+  if (!HOST_VALUE.test(host)) return HOST_INVALID_MESSAGE;
   const raw = req.rawHeaders;
   let lines = 0;
   for (let i = 0; i < raw.length; i += 2) {

@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isErrorBody } from '@platform/errors';
-import { HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { HOST_INVALID_MESSAGE, HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 /** GET over `agent`, so a test can see whether a kept-alive socket survives. */
@@ -112,6 +112,17 @@ describe('request guards of every process (service-kit)', () => {
     assert.deepEqual([body.message, (body as { messages?: string[] }).messages], [HOST_MISSING_MESSAGE, [HOST_MISSING_MESSAGE]]);
     // raw() resolved: the server closed the connection. HTTP/1.0 has no Host requirement.
     assert.match(await raw(server.url, 'GET /fast HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+  });
+
+  it('when the Host is no host and optional port, answers 400 in the error shape; names, addresses, IP literals, ports and an empty Host pass', async () => {
+    for (const host of ['a b', 'a/b', 'a@b', 'x:8o', '[::1', '::1', 'é.example']) {
+      const text = await raw(server.url, `GET /fast HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+      assert.match(text, /^HTTP\/1\.1 400 /, host);
+      assert.equal((JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { message?: string }).message, HOST_INVALID_MESSAGE, host);
+    }
+    for (const host of ['', 'localhost', 'api.example.com:443', '127.0.0.1:8080', '[::1]:8080', '[v1.fe80::a+en1]', 'a%20b.example', 'x:']) {
+      assert.match(await raw(server.url, `GET /fast HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 200 /, host);
+    }
   });
 
   it('when a request has two Host lines (Node would keep the first unseen), answers 400 in the error shape, whatever their case', async () => {
