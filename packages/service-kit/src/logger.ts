@@ -75,41 +75,49 @@ function sharedStdout(): DestinationStream {
 
 /** How long a line may wait for others before it is written (the lines of a burst go out in one `write(2)`). */
 export const LOG_HOLD_MS = 10;
-/** Lines held past this many characters are written at once, whatever their age. */
-export const LOG_HOLD_CHARS = 64 * 1024;
+/**
+ * The most one write carries: a line that would take the lines held past it is written after them, in a
+ * write of its own. A pipe takes a write of at most PIPE_BUF (4 KiB on Linux) whole, so the lines of the
+ * processes sharing one stdout pipe (`pnpm start | tee`, a container runtime) never splice into each other.
+ */
+export const LOG_HOLD_BYTES = 4096;
 
 /**
  * stdout written synchronously, in batches: the lines logged within LOG_HOLD_MS of the first one waiting
- * are handed to pino's destination (sonic-boom) together, as one `write(2)`. An asynchronous write (pino's
- * default) costs ~40 µs of CPU per call on this machine kind (the thread-pool hop, its wake-ups and the
- * completion) against ~2 µs for the same write made synchronously (the bench diary, `git show
- * f0a4e11:bench/README.md`, issue 27); and a write per event-loop turn still cost a request served alone in
- * its turn (a steady pace, not a burst) ~5 µs of its CPU (issue 44's profiles). A line is never held longer
- * than LOG_HOLD_MS, nor past LOG_HOLD_CHARS waiting, and the lines logged right before `process.exit` (the
- * crash handler's, a drained shutdown's) are written on exit; only a process killed outright (SIGKILL) loses
- * its last LOG_HOLD_MS of lines. The price of writing synchronously: a reader of stdout that stops reading
- * (a full pipe) stalls the process at its next write, where the asynchronous writer would have buffered
- * without bound.
+ * are handed to pino's destination (sonic-boom) together, as one `write(2)` of at most LOG_HOLD_BYTES. An
+ * asynchronous write (pino's default) costs ~40 µs of CPU per call on this machine kind (the thread-pool
+ * hop, its wake-ups and the completion) against ~2 µs for the same write made synchronously (the bench
+ * diary, `git show f0a4e11:bench/README.md`, issue 27); and a write per event-loop turn still cost a request
+ * served alone in its turn (a steady pace, not a burst) ~5 µs of its CPU (issue 44's profiles). A line is
+ * never held longer than LOG_HOLD_MS, and the lines logged right before `process.exit` (the crash handler's,
+ * a drained shutdown's) are written on exit; only a process killed outright (SIGKILL) loses its last
+ * LOG_HOLD_MS of lines. The price of writing synchronously: a reader of stdout that stops reading (a full
+ * pipe) stalls the process at its next write, where the asynchronous writer would have buffered without
+ * bound.
  */
 function heldStdout(): DestinationStream {
   // Synchronous, so pino never ends it at exit; a closed stdout (EPIPE) makes its write a no-op.
   const out = pino.destination({ dest: 1, sync: true });
   let pending = '';
+  let pendingBytes = 0;
   let hold: NodeJS.Timeout | undefined;
   const handOver = (): void => {
     if (hold !== undefined) clearTimeout(hold);
     hold = undefined;
     const text = pending;
     pending = '';
+    pendingBytes = 0;
     if (text !== '') out.write(text);
   };
   process.once('exit', handOver);
   return {
     write(line: string) {
+      const bytes = Buffer.byteLength(line);
+      if (pendingBytes + bytes > LOG_HOLD_BYTES) handOver();
       pending += line;
-      if (pending.length >= LOG_HOLD_CHARS) handOver();
+      pendingBytes += bytes;
       // Unref'd: a process whose work is done exits at once, and its exit writes what is held.
-      else if (hold === undefined) hold = setTimeout(handOver, LOG_HOLD_MS).unref();
+      if (hold === undefined) hold = setTimeout(handOver, LOG_HOLD_MS).unref();
     },
   };
 }

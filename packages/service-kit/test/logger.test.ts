@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { LOG_HOLD_CHARS } from '../src/index.ts';
+import { LOG_HOLD_BYTES } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/log-turns.ts', import.meta.url));
@@ -16,7 +16,7 @@ async function logTurns(
   lines: number,
   exit: 'return' | 'exit',
   gap: '20ms' | 'immediate' = '20ms',
-): Promise<{ code: number | null; lines: Array<{ turn: number; line: number }>; writes: number; during: number[] }> {
+): Promise<{ code: number | null; lines: Array<{ turn: number; line: number }>; writes: number; largest: number; during: number[] }> {
   const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', FIXTURE, String(turns), String(lines), exit, gap], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -33,7 +33,7 @@ async function logTurns(
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as { turn: number; line: number });
   const during = [...stderr.matchAll(/^during (\d+)$/gm)].map((m) => Number(m[1]));
-  return { code, lines: parsed, writes: Number(writes[1]), during };
+  return { code, lines: parsed, writes: Number(writes[1]), largest: Number(/^largest (\d+)$/m.exec(stderr)?.[1]), during };
 }
 
 /** Asserts that `logged` holds every line of `turns` turns of `lines` lines, each once, in the order logged. */
@@ -48,9 +48,10 @@ describe('the log on stdout', function () {
   this.timeout(30_000);
 
   it('writes the lines logged within LOG_HOLD_MS together, every line in order: turns further apart, one write each', async () => {
-    const run = await logTurns(3, 40, 'return');
+    // 30 lines of at most 110 bytes: within LOG_HOLD_BYTES.
+    const run = await logTurns(3, 30, 'return');
     assert.equal(run.code, 0);
-    assertEveryLineInOrder(run.lines, 3, 40);
+    assertEveryLineInOrder(run.lines, 3, 30);
     assert.equal(run.writes, 3);
     assert.deepEqual(run.during, [0, 1, 2], 'a turn\'s lines were written in that same turn');
   });
@@ -63,14 +64,14 @@ describe('the log on stdout', function () {
     assert.ok(run.writes <= 2, `${run.writes} writes for 20 turns`);
   });
 
-  it('writes at once when the lines held pass LOG_HOLD_CHARS, not holding them any longer', async () => {
-    // The fixture's lines are 100 to 110 characters long: this many pass the cap once, not twice.
-    const lines = Math.ceil((LOG_HOLD_CHARS * 1.5) / 110);
-    const run = await logTurns(1, lines, 'return');
+  it('never writes more than LOG_HOLD_BYTES at once (a pipe shared by several processes takes such a write whole): a burst goes out in writes that fill it', async () => {
+    // The fixture's lines are 100 to 110 bytes long: 1,000 of them fill 25 to 27 writes.
+    const run = await logTurns(1, 1000, 'return');
     assert.equal(run.code, 0);
-    assertEveryLineInOrder(run.lines, 1, lines);
-    assert.ok((run.during[0] ?? 0) >= 1, 'nothing was written while the turn logged past the cap');
-    assert.equal(run.writes, 2, 'one write at the cap, one for the rest');
+    assertEveryLineInOrder(run.lines, 1, 1000);
+    assert.ok(run.largest <= LOG_HOLD_BYTES && run.largest > LOG_HOLD_BYTES - 110, `largest write ${run.largest} bytes`);
+    assert.ok(run.writes >= 25 && run.writes <= 27, `${run.writes} writes`);
+    assert.ok((run.during[0] ?? 0) >= 24, 'the burst was held past the cap');
   });
 
   it('loses no line logged right before process.exit (the crash handler exits in the same turn)', async () => {
