@@ -31,6 +31,15 @@ export const HOST_REPEATED_MESSAGE = 'The Host header is sent more than once';
 /** The message of a Host that is no `uri-host [ ":" port ]` (RFC 9112 section 3.2: a 400). */
 export const HOST_INVALID_MESSAGE = 'The Host header is not a host and optional port';
 
+/** The message of an Expect other than 100-continue (RFC 9110 section 10.1.1: a 417). */
+export const EXPECTATION_MESSAGE = 'The only expectation supported is Expect: 100-continue';
+
+/** An Expect header this server cannot meet (anything but `100-continue`), else false. */
+function unmetExpectation(req: IncomingMessage): boolean {
+  const { expect } = req.headers;
+  return expect !== undefined && expect.toLowerCase() !== '100-continue';
+}
+
 /**
  * `uri-host [ ":" port ]` (RFC 9110 section 7.2, RFC 3986 section 3.2.2): an IP literal in brackets, or a
  * registered name or IPv4 address (unreserved characters, percent-encodings and sub-delimiters; possibly
@@ -86,8 +95,9 @@ export interface RequestEnvelopeOptions {
  *   assertion) only `Cache-Control`: the gateway passes no other of them on, and answers its client with its
  *   own X-Request-Id, the id this process logs the request under;
  * - the deadline's 503, and `Connection: close` while draining;
- * - the 400 of a request whose Host is missing or repeated (`hostProblem`; the server leaves that check to
- *   the envelope, so that the answer is in the error shape: `listen`);
+ * - the 400 of a request whose Host is missing, repeated or invalid (`hostProblem`), then the 417 of an Expect
+ *   other than 100-continue (the server leaves both to the envelope, so that the answer is in the error shape:
+ *   `listen`);
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
  *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
@@ -130,10 +140,11 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       }
     });
     const badHost = hostProblem(req);
-    if (badHost !== undefined) {
-      // Nothing further runs for it; the connection is not kept (the client does not speak HTTP/1.1).
+    if (badHost !== undefined || unmetExpectation(req)) {
+      // Nothing further runs for it; the connection is not kept (its body, if any, was not invited).
+      const [status, message] = badHost === undefined ? [417, EXPECTATION_MESSAGE] : [400, badHost];
       res.setHeader('Connection', 'close');
-      enterRequest(req, logger, fields, () => sendJson(req, res, 400, errorBody(400, badHost, fields.url, [badHost])));
+      enterRequest(req, logger, fields, () => sendJson(req, res, status, errorBody(status, message, fields.url, [message])));
       return;
     }
     enterRequest(req, logger, fields, next);

@@ -77,14 +77,16 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   );
   server.on('clientError', answerClientError);
   const { maxBodyBytes } = limits;
-  if (maxBodyBytes !== undefined) {
-    // Node's default, but for a body the app would refuse (too large, or a request refused for its Host): its
-    // answer is then the final one (RFC 9110 section 10.1.1).
-    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-      if (!(Number(req.headers['content-length']) > maxBodyBytes) && hostProblem(req) === undefined) res.writeContinue();
-      server.emit('request', req, res);
-    });
-  }
+  // Node's default, but for a body the app would refuse (too large, or a request refused for its Host): its
+  // answer is then the final one (RFC 9110 section 10.1.1).
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const tooLarge = maxBodyBytes !== undefined && Number(req.headers['content-length']) > maxBodyBytes;
+    if (!tooLarge && hostProblem(req) === undefined) res.writeContinue();
+    server.emit('request', req, res);
+  });
+  // An expectation other than 100-continue: Node would answer a bare 417 before the Host is looked at; the
+  // request envelope answers it (`expectationProblem`) in the error shape, after the Host's 400.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isErrorBody } from '@platform/errors';
-import { HOST_INVALID_MESSAGE, HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { EXPECTATION_MESSAGE, HOST_INVALID_MESSAGE, HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 /** GET over `agent`, so a test can see whether a kept-alive socket survives. */
@@ -123,6 +123,24 @@ describe('request guards of every process (service-kit)', () => {
     for (const host of ['', 'localhost', 'api.example.com:443', '127.0.0.1:8080', '[::1]:8080', '[v1.fe80::a+en1]', 'a%20b.example', 'x:']) {
       assert.match(await raw(server.url, `GET /fast HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 200 /, host);
     }
+  });
+
+  it('when a request refused for its Host announces a body, does not invite it (no 100 Continue), even without a body limit', async () => {
+    for (const host of ['', 'Host: a b\r\n', 'Host: a\r\nHost: b\r\n']) {
+      const text = await raw(server.url, `POST /fast HTTP/1.1\r\n${host}Content-Length: 2\r\nExpect: 100-continue\r\n\r\n`);
+      assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(host));
+    }
+  });
+
+  it('when Expect is anything but 100-continue, answers 417 in the error shape (after the Host\'s 400), not Node\'s bare 417', async () => {
+    const text = await raw(server.url, 'POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 200-ok\r\n\r\n');
+    assert.match(text, /^HTTP\/1\.1 417 /);
+    assert.match(text, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+    assert.equal((JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { message?: string }).message, EXPECTATION_MESSAGE);
+    const noHost = await raw(server.url, 'POST /fast HTTP/1.1\r\nContent-Length: 2\r\nExpect: 200-ok\r\n\r\n');
+    assert.equal((JSON.parse(noHost.slice(noHost.indexOf('\r\n\r\n') + 4)) as { message?: string }).message, HOST_MISSING_MESSAGE);
+    // 100-continue in any case is met as before.
+    assert.match(await raw(server.url, 'GET /fast HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 (100 Continue\r\n\r\nHTTP\/1\.1 )?200 /);
   });
 
   it('when a request has two Host lines (Node would keep the first unseen), answers 400 in the error shape, whatever their case', async () => {
