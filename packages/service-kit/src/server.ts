@@ -85,7 +85,7 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
     server.emit('request', req, res);
   });
   // An expectation other than 100-continue: Node would answer a bare 417 before the Host is looked at; the
-  // request envelope answers it (`expectationProblem`) in the error shape, after the Host's 400.
+  // request envelope answers it (`unmetExpectation`) in the error shape, after the Host's 400.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
