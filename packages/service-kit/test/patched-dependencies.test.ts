@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { type AddressInfo, type Socket, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Command, Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../src/testing/index.ts';
@@ -32,6 +33,87 @@ describe('patched dependencies', () => {
     } finally {
       redis.disconnect();
     }
+  });
+
+  describe('ioredis: the commands of one timeout share one timer', () => {
+    /** Timers keeping the event loop alive: a command's own timer was one of them. */
+    const liveTimers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const failure = (promise: Promise<unknown>) =>
+      promise.then(
+        () => assert.fail('answered'),
+        (err: Error) => ({ message: err.message, at: performance.now() }),
+      );
+
+    it('500 commands in flight add no timer each, and are answered', async () => {
+      const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 5000, lazyConnect: true });
+      try {
+        await redis.connect();
+        const before = liveTimers();
+        const sent = Array.from({ length: 500 }, (_, i) => redis.echo(`c${i}`));
+        // Unpatched, each of them holds a 5 s Timeout until its answer.
+        assert.ok(liveTimers() <= before + 1, `${liveTimers() - before} timers for 500 commands`);
+        assert.deepEqual(await Promise.all(sent), Array.from({ length: 500 }, (_, i) => `c${i}`));
+      } finally {
+        redis.disconnect();
+      }
+    });
+
+    it('a server that never answers: each command is rejected at its own deadline, in the order sent, and not before it', async () => {
+      // A Redis that takes the connection and the commands, and answers nothing.
+      const sockets = new Set<Socket>();
+      const silent = createServer((socket) => {
+        sockets.add(socket);
+        socket.resume();
+      });
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as AddressInfo;
+      const redis = new Redis({ host: '127.0.0.1', port, commandTimeout: 200, enableReadyCheck: false, maxRetriesPerRequest: 0, lazyConnect: true });
+      redis.on('error', () => undefined);
+      try {
+        await redis.connect();
+        const firstSent = performance.now();
+        const firstA = failure(redis.get('a'));
+        const firstB = failure(redis.get('b'));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const laterSent = performance.now();
+        const later = failure(redis.get('c'));
+        const [a, b, c] = await Promise.all([firstA, firstB, later]);
+        for (const { message } of [a, b, c]) assert.equal(message, 'Command timed out');
+        for (const { at } of [a, b]) {
+          assert.ok(at - firstSent >= 199, `rejected ${at - firstSent} ms after it was sent`);
+          assert.ok(at - firstSent < 600, `rejected ${at - firstSent} ms after it was sent`);
+        }
+        assert.ok(c.at - laterSent >= 199, `rejected ${c.at - laterSent} ms after it was sent`);
+        assert.ok(c.at - laterSent < 600, `rejected ${c.at - laterSent} ms after it was sent`);
+        assert.ok(c.at > b.at, 'the later command was rejected first');
+      } finally {
+        redis.disconnect();
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
+      }
+    });
+
+    it('a Redis held by a script: what was answered before stays answered, what waits past the timeout is rejected, and the client goes on', async () => {
+      const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 150, lazyConnect: true });
+      const holder = new Redis(TEST_REDIS_URL, { lazyConnect: true });
+      try {
+        await Promise.all([redis.connect(), holder.connect()]);
+        const answered = redis.echo('before');
+        assert.equal(await answered, 'before');
+        // Redis runs one script at a time and nothing beside it: 400 ms of it holds every client.
+        const held = holder.eval("local t = redis.call('TIME'); local until_us = t[1] * 1000000 + t[2] + 400000; repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us; return 1", 0);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const sent = performance.now();
+        const waited = await failure(redis.echo('during'));
+        assert.equal(waited.message, 'Command timed out');
+        assert.ok(waited.at - sent >= 149 && waited.at - sent < 390, `rejected ${waited.at - sent} ms after it was sent`);
+        assert.equal(await held, 1);
+        assert.equal(await redis.echo('after'), 'after');
+      } finally {
+        redis.disconnect();
+        holder.disconnect();
+      }
+    });
   });
 
   it('express-openapi-validator: routes laid out once (regexps compiled, keys found), url.parse only with a query, no promise hop once loaded, throws still reach next', () => {
