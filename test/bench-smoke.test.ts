@@ -424,6 +424,25 @@ describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD fl
     }
   });
 
+  it('starts every process with its image\'s allocator settings (MALLOC_ARENA_MAX), which the benchmark\'s own environment may replace', async () => {
+    const { imageAllocatorEnv } = await import('../bench/harness/stack.ts');
+    const { DEPLOYABLES, imageEnv } = await import('./deploy-support/deployables.ts');
+    const own = process.env.MALLOC_ARENA_MAX;
+    try {
+      delete process.env.MALLOC_ARENA_MAX;
+      for (const d of DEPLOYABLES) {
+        const fromImage = imageEnv(root, d).get('MALLOC_ARENA_MAX');
+        assert.ok(fromImage !== undefined && 'literal' in fromImage, `${d.name}'s image sets no MALLOC_ARENA_MAX`);
+        assert.deepEqual(imageAllocatorEnv(d.name), { MALLOC_ARENA_MAX: fromImage.literal });
+      }
+      process.env.MALLOC_ARENA_MAX = '1';
+      assert.deepEqual(imageAllocatorEnv('gateway'), { MALLOC_ARENA_MAX: '1' });
+    } finally {
+      if (own === undefined) delete process.env.MALLOC_ARENA_MAX;
+      else process.env.MALLOC_ARENA_MAX = own;
+    }
+  });
+
   it('passes the flags of each image\'s CMD line too (the gateway\'s --heap-growing-percent, --no-maglev)', async () => {
     const { imageNodeArgs } = await import('../bench/harness/stack.ts');
     const { DEPLOYABLES, parseDockerfile, readDockerfile } = await import('./deploy-support/deployables.ts');

@@ -161,6 +161,15 @@ describe('deployment checks on a broken copy', () => {
     includes(dockerfileProblems(root, deployable('risk')), 'NODE_OPTIONS may only size the V8 heap');
   });
 
+  it('rejects a MALLOC_ARENA_MAX that is no small count of arenas', () => {
+    mutate('deploy/gateway/Dockerfile', 'ENV MALLOC_ARENA_MAX=2', 'ENV MALLOC_ARENA_MAX=64');
+    mutate('deploy/risk/Dockerfile', 'ENV MALLOC_ARENA_MAX=2', 'ENV MALLOC_ARENA_MAX=two');
+    const message = 'MALLOC_ARENA_MAX must be a count of glibc malloc arenas from 1 to 8';
+    includes(dockerfileProblems(root, deployable('gateway')), message);
+    includes(dockerfileProblems(root, deployable('risk')), message);
+    assert.deepEqual(dockerfileProblems(root, deployable('identity')), []);
+  });
+
   it('rejects a CMD that passes node more than the memory flags (a debugger port, a preloaded file)', () => {
     mutate('deploy/gateway/Dockerfile', 'CMD ["node", "--heap-growing-percent=20", "--no-maglev", "dist/src/index.js"]', 'CMD ["node", "--inspect=0.0.0.0:9229", "dist/src/index.js"]');
     mutate('deploy/risk/Dockerfile', 'CMD ["node", "--no-maglev", "dist/src/index.js"]', 'CMD ["node", "--no-maglev", "--require=/tmp/x.js", "dist/src/index.js"]');

@@ -3,7 +3,7 @@
 import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 import type { RunContext } from './context.ts';
 import type { Stack } from './stack.ts';
-import { imageNodeArgs, imageNodeOptions } from './stack.ts';
+import { imageAllocatorEnv, imageNodeArgs, imageNodeOptions } from './stack.ts';
 
 /** The limits, by file name under bench/limits/, and the deployable each stands for (whose image flags it gets). */
 export const LIMITS = {
@@ -45,7 +45,7 @@ export async function startLimit(ctx: RunContext, name: LimitName, options: Read
   // The image's flags unless BENCH_NODE_OPTIONS replaces them, as for the stack's services (stack.ts).
   const nodeOptions = ctx.config.nodeOptions ?? imageNodeOptions(deployable);
   const imageArgs = ctx.config.nodeOptions === undefined ? imageNodeArgs(deployable) : [];
-  const env = { ...process.env, NODE_OPTIONS: nodeOptions };
+  const env = { ...process.env, ...imageAllocatorEnv(deployable), NODE_OPTIONS: nodeOptions };
   const server = startProcess({ name: cpuName, entry: `bench/limits/${name}.ts`, args, env, nodeArgs: [...imageArgs, ...profile], url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
   if (!(await untilOk(`${server.url}${path}`, Date.now() + 15_000, server))) {
     await server.stop();

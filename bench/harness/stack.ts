@@ -4,6 +4,7 @@ import {
   type Deployable,
   type ExtraProcess,
   type StartedProcess,
+  imageAllocatorEnv as imageAllocatorEnvIn,
   imageNodeArgs as imageNodeArgsIn,
   imageNodeOptions as imageNodeOptionsIn,
   startStack as launch,
@@ -45,6 +46,19 @@ export function imageNodeArgs(name: Deployable): string[] {
   return imageNodeArgsIn(ROOT, name);
 }
 
+/**
+ * The allocator settings a deployable's image sets (glibc's MALLOC_ARENA_MAX, deploy/<name>/Dockerfile), so the
+ * benchmark's resident memory is the image's; a value in the benchmark's own environment wins (to compare).
+ */
+export function imageAllocatorEnv(name: Deployable): Record<string, string> {
+  const fromImage = imageAllocatorEnvIn(ROOT, name);
+  for (const key of Object.keys(fromImage)) {
+    const own = process.env[key];
+    if (own !== undefined) fromImage[key] = own;
+  }
+  return fromImage;
+}
+
 /** The deployable a started process is an instance of (`risk-scaled` is a risk). */
 function deployableOf(processName: string): Deployable {
   return (['identity', 'risk', 'gateway'] as const).find((d) => processName === d || processName.startsWith(`${d}-`)) ?? 'risk';
@@ -79,6 +93,8 @@ export async function startStack(config: BenchConfig, runId: string, logDir: str
       // of its own (groups/gateway.ts), beside this one.
       GATEWAY_CACHE_MB: '0',
     },
+    // The image's allocator settings (per deployable: an extra process of one gets them too).
+    envOf: { identity: imageAllocatorEnv('identity'), risk: imageAllocatorEnv('risk'), gateway: imageAllocatorEnv('gateway') },
     sources: config.sources,
     databases: { serverUrl: config.postgresUrl, run: runId },
     // A stack of its own gets its own Redis namespace, which is emptied at the end.

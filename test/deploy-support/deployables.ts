@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APP_ENVS, type ConfigSpec } from '@platform/service-kit';
-import type { EnvValue } from '@platform/stack';
+import { ALLOCATOR_ENV, type EnvValue } from '@platform/stack';
 import { type GatewayConfig, gatewayConfigProblems, gatewayConfigSpec } from '../../gateway/src/config.ts';
 import { type IdentityConfig, identityConfigProblems, identityConfigSpec } from '../../services/identity/src/config.ts';
 import { riskConfigSpec } from '../../services/risk/src/config.ts';
@@ -68,8 +68,8 @@ export function deployable(name: DeployableName): Deployable {
 /** Where a variable's value comes from: written in the file, or a Secret (whose value is never seen here). */
 export type { EnvValue };
 
-// Set by the images themselves or read by the scripts, not by config.ts.
-const NOT_IN_SPECS = new Set(['APP_ENV', 'NODE_ENV', 'NODE_OPTIONS']);
+// Set by the images themselves or read by the scripts, node or the C library (ALLOCATOR_ENV), not by config.ts.
+const NOT_IN_SPECS = new Set(['APP_ENV', 'NODE_ENV', 'NODE_OPTIONS', ...ALLOCATOR_ENV]);
 
 /** The port a deployable listens on with this environment (or the one `key` names). */
 export function portOf(d: Deployable, env: ReadonlyMap<string, EnvValue>, key = d.portKey): number {

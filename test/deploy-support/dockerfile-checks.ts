@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { ALLOCATOR_ENV } from '@platform/stack';
 import { type Deployable, REPO_ROOT, parseDockerfile, readDockerfile, sourceOf, stageEnv } from './deployables.ts';
 
 /** The Node version the workspace pins (the `node` entry of the pnpm catalog). */
@@ -69,8 +70,13 @@ export function dockerfileProblems(root: string, d: Deployable): string[] {
   if (nodeOptions !== undefined && !/^--max-(semi|old)-space-size=\d+( --max-(semi|old)-space-size=\d+)*$/.test(nodeOptions)) {
     problems.push(`${where}: NODE_OPTIONS may only size the V8 heap (--max-semi-space-size, --max-old-space-size), got ${nodeOptions}`);
   }
+  // MALLOC_ARENA_MAX: read by glibc's malloc, not by config.ts; a small count of arenas (packages/stack's ALLOCATOR_ENV).
+  const arenas = env.get('MALLOC_ARENA_MAX');
+  if (arenas !== undefined && !('literal' in arenas && /^[1-8]$/.test(arenas.literal))) {
+    problems.push(`${where}: MALLOC_ARENA_MAX must be a count of glibc malloc arenas from 1 to 8, got ${'literal' in arenas ? arenas.literal : 'a secret'}`);
+  }
   for (const [name, value] of env) {
-    if (name === 'NODE_ENV' || name === 'NODE_OPTIONS') continue;
+    if (name === 'NODE_ENV' || name === 'NODE_OPTIONS' || (ALLOCATOR_ENV as readonly string[]).includes(name)) continue;
     const field = d.spec[name];
     if (field === undefined) {
       problems.push(`${where}: ENV ${name} is read by no config.ts`);
