@@ -81,10 +81,10 @@ describe('patched dependencies', () => {
         for (const { message } of [a, b, c]) assert.equal(message, 'Command timed out');
         for (const { at } of [a, b]) {
           assert.ok(at - firstSent >= 199, `rejected ${at - firstSent} ms after it was sent`);
-          assert.ok(at - firstSent < 600, `rejected ${at - firstSent} ms after it was sent`);
+          assert.ok(at - firstSent < 1000, `rejected ${at - firstSent} ms after it was sent`);
         }
         assert.ok(c.at - laterSent >= 199, `rejected ${c.at - laterSent} ms after it was sent`);
-        assert.ok(c.at - laterSent < 600, `rejected ${c.at - laterSent} ms after it was sent`);
+        assert.ok(c.at - laterSent < 1000, `rejected ${c.at - laterSent} ms after it was sent`);
         assert.ok(c.at > b.at, 'the later command was rejected first');
       } finally {
         redis.disconnect();
@@ -100,13 +100,14 @@ describe('patched dependencies', () => {
         await Promise.all([redis.connect(), holder.connect()]);
         const answered = redis.echo('before');
         assert.equal(await answered, 'before');
-        // Redis runs one script at a time and nothing beside it: 400 ms of it holds every client.
-        const held = holder.eval("local t = redis.call('TIME'); local until_us = t[1] * 1000000 + t[2] + 400000; repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us; return 1", 0);
+        // Redis runs one script at a time and nothing beside it: a second of it holds every client (long
+        // enough that a busy test machine's late timer still fires before the answer could come).
+        const held = holder.eval("local t = redis.call('TIME'); local until_us = t[1] * 1000000 + t[2] + 1000000; repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us; return 1", 0);
         await new Promise((resolve) => setTimeout(resolve, 50));
         const sent = performance.now();
         const waited = await failure(redis.echo('during'));
         assert.equal(waited.message, 'Command timed out');
-        assert.ok(waited.at - sent >= 149 && waited.at - sent < 390, `rejected ${waited.at - sent} ms after it was sent`);
+        assert.ok(waited.at - sent >= 149 && waited.at - sent < 900, `rejected ${waited.at - sent} ms after it was sent`);
         assert.equal(await held, 1);
         assert.equal(await redis.echo('after'), 'after');
       } finally {
