@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { isErrorBody } from '@platform/errors';
+import { VERSION_MESSAGE } from '@platform/service-kit';
 import { digestOf, signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { sendRaw } from './support/raw-http.ts';
 import { CLIENT_KEY, type LoggedInUser, type Stack, startStack } from './support/stack.ts';
@@ -153,6 +154,19 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
     const announced = await slowClient(stack.gatewayUrl, 'POST /v1/users HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n', () => '', 1000, 3000);
     assert.match(announced.text, /^HTTP\/1\.1 400 /);
     assert.ok(!announced.text.includes('100 Continue'), announced.text);
+    assert.equal(await stack.snapshot(), before);
+  });
+
+  it('when the request line names HTTP/2.0 or HTTP/0.9, answers 400 in the error shape with a request id, proxies nothing and closes', async () => {
+    const before = await stack.snapshot();
+    for (const version of ['HTTP/2.0', 'HTTP/0.9']) {
+      const exchange = await slowClient(stack.gatewayUrl, `POST /v1/users ${version}\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`, () => '', 1000, 3000);
+      assert.match(exchange.text, /^HTTP\/1\.1 400 /, version);
+      assert.match(exchange.text, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+      const body = bodyOf(exchange.text);
+      assert.ok(isErrorBody(body), exchange.text);
+      assert.deepEqual([body.message, body.path], [VERSION_MESSAGE, '/v1/users']);
+    }
     assert.equal(await stack.snapshot(), before);
   });
 

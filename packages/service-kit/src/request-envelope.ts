@@ -34,6 +34,13 @@ export const HOST_INVALID_MESSAGE = 'The Host header is not a host and optional 
 /** The message of an Expect other than 100-continue (RFC 9110 section 10.1.1: a 417). */
 export const EXPECTATION_MESSAGE = 'The only expectation supported is Expect: 100-continue';
 
+/**
+ * The message of a request line in another HTTP version than 1.1 and 1.0: a 400, as Node's parser answers
+ * `HTTP/1.2` or `HTTP/3.0` (RFC 9110 section 15.6.6 allows a 505, but a 5xx says the server failed, and would
+ * page whoever watches the error rate for a client's bytes).
+ */
+export const VERSION_MESSAGE = 'Only HTTP/1.1 and HTTP/1.0 are supported';
+
 /** An Expect header this server cannot meet (anything but `100-continue`), else false. */
 function unmetExpectation(req: IncomingMessage): boolean {
   const { expect } = req.headers;
@@ -63,6 +70,18 @@ export function hostProblem(req: IncomingMessage): string | undefined {
     if (name.length === 4 && name.toLowerCase() === 'host') lines += 1;
   }
   return lines > 1 ? HOST_REPEATED_MESSAGE : undefined;
+}
+
+/**
+ * Why the request is refused before anything reads it, as its status and message, else undefined: a request
+ * line in an HTTP version this server does not speak (Node's parser takes `HTTP/2.0` and `HTTP/0.9` as text,
+ * and refuses other versions itself), then its Host (`hostProblem`), then an Expect other than 100-continue.
+ */
+function refusalOf(req: IncomingMessage): readonly [number, string] | undefined {
+  if (req.httpVersionMajor !== 1) return [400, VERSION_MESSAGE];
+  const badHost = hostProblem(req);
+  if (badHost !== undefined) return [400, badHost];
+  return unmetExpectation(req) ? [417, EXPECTATION_MESSAGE] : undefined;
 }
 
 /** Paths polled by orchestrators and scrapers: not worth a line each. */
@@ -95,9 +114,9 @@ export interface RequestEnvelopeOptions {
  *   assertion) only `Cache-Control`: the gateway passes no other of them on, and answers its client with its
  *   own X-Request-Id, the id this process logs the request under;
  * - the deadline's 503, and `Connection: close` while draining;
- * - the 400 of a request whose Host is missing, repeated or invalid (`hostProblem`), then the 417 of an Expect
- *   other than 100-continue (the server leaves both to the envelope, so that the answer is in the error shape:
- *   `listen`);
+ * - the 400 of a request line in another HTTP version than 1.1 and 1.0, the 400 of a request whose Host is
+ *   missing, repeated or invalid (`hostProblem`), then the 417 of an Expect other than 100-continue (the server
+ *   leaves them to the envelope, so that the answer is in the error shape: `listen`);
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
  *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
@@ -139,10 +158,10 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
         access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
       }
     });
-    const badHost = hostProblem(req);
-    if (badHost !== undefined || unmetExpectation(req)) {
+    const refusal = refusalOf(req);
+    if (refusal !== undefined) {
       // Nothing further runs for it; the connection is not kept (its body, if any, was not invited).
-      const [status, message] = badHost === undefined ? [417, EXPECTATION_MESSAGE] : [400, badHost];
+      const [status, message] = refusal;
       res.setHeader('Connection', 'close');
       enterRequest(req, logger, fields, () => sendJson(req, res, status, errorBody(status, message, fields.url, [message])));
       return;

@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isErrorBody } from '@platform/errors';
-import { EXPECTATION_MESSAGE, HOST_INVALID_MESSAGE, HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
+import { EXPECTATION_MESSAGE, HOST_INVALID_MESSAGE, HOST_MISSING_MESSAGE, HOST_REPEATED_MESSAGE, type ServerHandle, VERSION_MESSAGE, createBaseApp, createMetrics, finishApp, listen } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 /** GET over `agent`, so a test can see whether a kept-alive socket survives. */
@@ -141,6 +141,27 @@ describe('request guards of every process (service-kit)', () => {
     assert.equal((JSON.parse(noHost.slice(noHost.indexOf('\r\n\r\n') + 4)) as { message?: string }).message, HOST_MISSING_MESSAGE);
     // 100-continue in any case is met as before.
     assert.match(await raw(server.url, 'GET /fast HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 (100 Continue\r\n\r\nHTTP\/1\.1 )?200 /);
+  });
+
+  it('when the request line names HTTP/2.0 or HTTP/0.9 (which Node\'s parser takes as text), answers 400 in the error shape and closes, as Node does HTTP/1.2 and HTTP/3.0', async () => {
+    for (const version of ['HTTP/2.0', 'HTTP/0.9']) {
+      for (const head of [`GET /fast ${version}\r\n\r\n`, `GET /fast ${version}\r\nHost: x\r\n\r\n`, `POST /fast ${version}\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`]) {
+        // raw() resolves once the server closed the connection.
+        const text = await raw(server.url, head);
+        assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(head));
+        assert.ok(!text.includes('100 Continue'), text);
+        assert.match(text, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+        assert.match(text, /\r\nConnection: close\r\n/i);
+        const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { message?: string; path?: string };
+        assert.ok(isErrorBody(body));
+        assert.deepEqual([body.message, body.path], [VERSION_MESSAGE, '/fast']);
+      }
+    }
+    for (const version of ['HTTP/1.2', 'HTTP/3.0']) {
+      const text = await raw(server.url, `GET /fast ${version}\r\nHost: x\r\n\r\n`);
+      assert.match(text, /^HTTP\/1\.1 400 /, version);
+      assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))), text);
+    }
   });
 
   it('when a request has two Host lines (Node would keep the first unseen), answers 400 in the error shape, whatever their case', async () => {
