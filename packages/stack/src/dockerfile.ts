@@ -59,7 +59,7 @@ export function imageNodeOptions(root: string, name: string): string {
  * What the C library, not node or config.ts, reads of an image's environment: glibc's malloc arenas.
  * Each thread that allocates may get an arena of its own (up to 8 per core), and Node runs several (libuv's
  * pool, V8's platform workers): what they touched stays resident. Two arenas kept the bench's peak resident
- * memory ~10-15 MB lower at the same CPU per answer (deploy/gateway/Dockerfile).
+ * memory ~10-15 MB lower, CPU per answer within the runs' spread (deploy/gateway/Dockerfile).
  */
 export const ALLOCATOR_ENV = ['MALLOC_ARENA_MAX'] as const;
 
