@@ -43,6 +43,7 @@ describe('security: request ids are the platform\'s, never the client\'s', funct
     assert.deepEqual(await loginRequestIds(user.id), [id], 'the audit event names another request id than the answer');
     // The gateway's lines reach its stdout within service-kit's LOG_HOLD_MS of being logged.
     assert.ok(await eventually(() => Promise.resolve((stack.logs.gateway.lines() as Line[]).some((l) => l.req?.id === id)), 2000, 20), 'the gateway did not log the login');
+    assert.ok(await eventually(() => Promise.resolve((stack.identity.log.lines() as Line[]).some((l) => l.req?.id === id && l.msg === 'POST 200')), 2000, 20), 'identity did not log under the gateway\'s id');
     const gatewayLines = stack.logs.gateway.lines() as Line[];
     const identityLines = stack.identity.log.lines() as Line[];
     assert.equal(gatewayLines.find((l) => l.req?.id === id && l.msg === 'POST 200')?.req?.clientRequestId, 'victim-request-id', 'the client\'s id is not on the gateway\'s line');
@@ -85,6 +86,8 @@ describe('security: request ids are the platform\'s, never the client\'s', funct
     const res = await sendRaw(stack.riskUrl, 'GET', '/v1/weather-stations/get-cities', { 'x-request-id': 'victim-risk-1' });
     assert.equal(res.status, 401);
     assert.match(String(res.headers['x-request-id']), UUID);
+    // Risk's lines reach its stdout within service-kit's LOG_HOLD_MS: the request's line is there first.
+    assert.ok(await eventually(() => Promise.resolve((stack.logs.risk.lines() as Line[]).some((l) => l.req?.id === res.headers['x-request-id'])), 2000, 20), 'risk did not log the request');
     assert.ok(!(stack.logs.risk.lines() as Line[]).some((l) => l.req?.id === 'victim-risk-1'));
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { signatureHeaders } from '../../gateway/test/support/signing-client.ts';
 import { type Answer, sendRaw } from './support/raw-http.ts';
+import { eventually } from './support/ports.ts';
 import { CLIENT_KEY, type LoggedInUser, type Stack, startStack } from './support/stack.ts';
 
 /** Headers every answer of every process carries. */
@@ -125,6 +126,9 @@ describe('the platform\'s surface: headers, CORS, logs', function () {
       await sendRaw(stack.gatewayUrl, 'GET', '/v1/weather-stations/get-cities', { 'x-idempotency-key': 'k-logs', ...signed });
       secrets.push(signed.signature.slice('sig1=:'.length, -1));
       assert.equal((await stack.call('POST', '/v1/auth/logout', { body: { jwtToken: String(refreshed.accessToken) } })).status, 200);
+      // Every line is read, the last request's included: they reach stdout within service-kit's LOG_HOLD_MS.
+      const loggedLogout = (text: string) => text.includes('"url":"/v1/auth/logout"');
+      assert.ok(await eventually(() => Promise.resolve(loggedLogout(stack.logs.gateway.text()) && loggedLogout(stack.identity.log.text())), 2000, 20), 'the logout was not logged');
 
       const logs = [stack.logs.gateway.text(), stack.logs.risk.text(), stack.identity.log.text()].join('\n');
       assert.ok(logs.includes('/v1/users/password-reset'), 'the logs were captured');
