@@ -77,7 +77,7 @@ export function hostProblem(req: IncomingMessage): string | undefined {
  * line in an HTTP version this server does not speak (Node's parser takes `HTTP/2.0` and `HTTP/0.9` as text,
  * and refuses other versions itself), then its Host (`hostProblem`), then an Expect other than 100-continue.
  */
-function refusalOf(req: IncomingMessage): readonly [number, string] | undefined {
+export function refusalOf(req: IncomingMessage): readonly [number, string] | undefined {
   if (req.httpVersionMajor !== 1) return [400, VERSION_MESSAGE];
   const badHost = hostProblem(req);
   if (badHost !== undefined) return [400, badHost];

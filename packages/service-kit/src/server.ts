@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { errorBody, reasonPhrase } from '@platform/errors';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
-import { hostProblem } from './request-envelope.ts';
+import { refusalOf } from './request-envelope.ts';
 
 /** A listening HTTP server and its address. */
 export interface ServerHandle {
@@ -77,11 +77,11 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   );
   server.on('clientError', answerClientError);
   const { maxBodyBytes } = limits;
-  // Node's default, but for a body the app would refuse (too large, or a request refused for its Host): its
-  // answer is then the final one (RFC 9110 section 10.1.1).
+  // Node's default, but for a body the app would refuse (too large, or a request the envelope refuses before
+  // reading it: `refusalOf`): its answer is then the final one (RFC 9110 section 10.1.1).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const tooLarge = maxBodyBytes !== undefined && Number(req.headers['content-length']) > maxBodyBytes;
-    if (!tooLarge && hostProblem(req) === undefined) res.writeContinue();
+    if (!tooLarge && refusalOf(req) === undefined) res.writeContinue();
     server.emit('request', req, res);
   });
   // An expectation other than 100-continue: Node would answer a bare 417 before the Host is looked at; the
