@@ -1,6 +1,6 @@
 import { REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
 import { ConflictError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '@platform/errors';
-import { type Logger, requestLog } from '@platform/service-kit';
+import { type Logger, keepHeader, requestLog } from '@platform/service-kit';
 import type { Step } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
 import type { GatewayRequest } from '../pipeline/gateway-request.ts';
@@ -17,8 +17,8 @@ const NO_QUOTA = { remaining: 0, resetMs: 1000 };
 function setQuotaHeaders(request: GatewayRequest, admission: Admission | undefined): void {
   if (request.policy === undefined) return;
   const headers = rateLimitHeaders(request.policy, admission?.quota ?? NO_QUOTA);
-  request.res.setHeader('RateLimit-Policy', headers['RateLimit-Policy']);
-  request.res.setHeader('RateLimit', headers.RateLimit);
+  keepHeader(request.res, 'RateLimit-Policy', headers['RateLimit-Policy']);
+  keepHeader(request.res, 'RateLimit', headers.RateLimit);
 }
 
 /**

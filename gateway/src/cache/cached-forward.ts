@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { isErrorBody } from '@platform/errors';
-import { STATION_GENERATION_HEADER, noneMatchHits } from '@platform/service-kit';
+import { STATION_GENERATION_HEADER, keepHeader, noneMatchHits } from '@platform/service-kit';
 import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import { clientResponseHeaders } from '../proxy/forwarded-headers.ts';
 import { pathOf } from '../proxy/operation-table.ts';
@@ -115,7 +115,7 @@ export async function forwardThroughCache(options: CachedForwardOptions, request
   const { req, res } = request;
   if (!cache.usable() || (req.method === 'POST' && req.headers['if-none-match'] !== undefined)) {
     cache.miss();
-    res.setHeader('x-cache', 'MISS');
+    keepHeader(res, 'x-cache', 'MISS');
     const timer = options.timer();
     return await upstream.send(exchangeOf(), res, (outcome) => timer(outcome));
   }
@@ -151,7 +151,7 @@ export async function forwardThroughCache(options: CachedForwardOptions, request
   });
   // The request deadline answered first: the client has that.
   if (res.headersSent) return res.statusCode;
-  res.setHeader('x-cache', 'MISS');
+  keepHeader(res, 'x-cache', 'MISS');
   const etag = answer.headers.etag;
   if (answer.status === 200 && req.method !== 'POST' && typeof etag === 'string' && noneMatchHits(req.headers['if-none-match'], etag)) {
     res.writeHead(304, notModifiedHeaders(clientResponseHeaders(answer.headers) as Record<string, string>)).end();

@@ -38,13 +38,13 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
         };
   /** The request as it goes upstream: built only when it does (a cached hit needs neither headers nor assertion). */
   const exchangeOf = (request: GatewayRequest): UpstreamExchange => {
-    const { req, res } = request;
+    const { req } = request;
     // Without the SDK the gateway continues the trace itself; with it, the HTTP instrumentation does.
     const trace = requestTrace(req);
     const origin = clientOrigin({ remoteAddress: req.socket.remoteAddress, encrypted: (req.socket as TLSSocket).encrypted === true }, req.headers, options.trustedProxyHops);
     const headers = upstreamRequestHeaders(req.headers, {
       // The gateway's own (it never takes a client's), as its answer and its log line carry it.
-      requestId: String(res.getHeader('x-request-id') ?? ''),
+      requestId: req.id ?? '',
       keyId: request.keyId,
       clientAddress: origin.address,
       proto: origin.proto,

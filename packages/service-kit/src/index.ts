@@ -1,6 +1,7 @@
 // The main entry: what every deployable needs. A database (`./database`: knex, pg) and an OpenAPI-validated
 // API app (`./api-app`: express-openapi-validator) are entries of their own, so that the gateway, which
 // needs neither, does not load them (their modules were ~6 MB of its live heap).
+export * from './answer-head.ts';
 export * from './bootstrap.ts';
 export * from './config.ts';
 export * from './crash.ts';

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import pino from 'pino';
 import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody, sendJson } from '@platform/errors';
+import { keepHeader } from './answer-head.ts';
 import type { Lifecycle } from './health.ts';
 import { type RequestFields, type RequestIdSource, enterRequest, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
@@ -133,12 +134,12 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
   return (req, res, next) => {
     const started = performance.now();
     const { id, clientRequestId, vouched } = requestIdOf(req, requestIdFrom);
-    if (vouched) res.setHeader('Cache-Control', 'no-store');
+    if (vouched) keepHeader(res, 'Cache-Control', 'no-store');
     else {
-      res.setHeader('X-Request-Id', id);
-      for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+      keepHeader(res, 'X-Request-Id', id);
+      for (const [name, value] of SECURITY_HEADERS) keepHeader(res, name, value);
     }
-    if (lifecycle?.draining === true) res.setHeader('Connection', 'close');
+    if (lifecycle?.draining === true) keepHeader(res, 'Connection', 'close');
     const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
     const timer = deadlineMs === undefined ? undefined : setTimeout(answerLate, deadlineMs, req, res, deadlineMs, logger);
     const quiet = QUIET_PATHS.test(req.url);

@@ -2,6 +2,7 @@ import { type IncomingMessage, type RequestListener, type Server, type ServerRes
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorBody, reasonPhrase } from '@platform/errors';
+import { HeadResponse } from './answer-head.ts';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { refusalOf } from './request-envelope.ts';
@@ -72,6 +73,8 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
       // Node answers an HTTP/1.1 request without Host with an empty 400; the request envelope answers it in
       // the error shape, with the security headers and a request id, and logs it (`requestEnvelope`).
       requireHostHeader: false,
+      // The headers every answer carries are written with its own in one go (answer-head.ts).
+      ServerResponse: HeadResponse,
     },
     app,
   );
