@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { ServerResponse } from 'node:http';
-import { STATION_GENERATION_HEADER, publishStationGeneration } from '@platform/service-kit';
+import { ServerResponse } from 'node:http';
+import { HeadResponse, STATION_GENERATION_HEADER, publishStationGeneration } from '@platform/service-kit';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { STATION_GENERATION_KEY } from '@platform/service-kit';
 import { type FakeUpstream, type ReceivedRequest, startUpstream } from './support/fake-upstream.ts';
@@ -105,6 +105,45 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
     const other = await get('/v1/weather-stations/get-cities');
     const revalidated = await get('/v1/weather-stations/get-cities', { headers: { 'if-none-match': String(other.headers.etag) } });
     assert.equal(revalidated.status, 304);
+  });
+
+  it('writes a miss\'s and a hit\'s head in one go, CORS headers and quota included: none passes through Node\'s header map (issue 44)', async () => {
+    const { setHeader, appendHeader } = ServerResponse.prototype;
+    const through: string[] = [];
+    // The gateway's responses only (the fake risk and the test's client are Node's messages too).
+    ServerResponse.prototype.setHeader = function (this: ServerResponse, name: string, value: number | string | readonly string[]) {
+      if (this instanceof HeadResponse && this.req.url?.startsWith('/v1/') === true) through.push(name);
+      return setHeader.call(this, name, value);
+    };
+    ServerResponse.prototype.appendHeader = function (this: ServerResponse, name: string, value: string | readonly string[]) {
+      if (this instanceof HeadResponse && this.req.url?.startsWith('/v1/') === true) through.push(name);
+      return appendHeader.call(this, name, value);
+    };
+    try {
+      const origin = { origin: 'http://localhost:3000' };
+      const miss = await get(BY_ID, { headers: origin });
+      const hit = await get(BY_ID, { headers: origin });
+      assert.deepEqual([miss.headers['x-cache'], hit.headers['x-cache']], ['MISS', 'HIT']);
+      for (const answer of [miss, hit]) {
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers['access-control-allow-origin'], 'http://localhost:3000');
+        assert.equal(answer.headers.vary, 'Origin');
+        assert.match(String(answer.headers.ratelimit), /r=\d+/);
+        assert.match(String(answer.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+        assert.equal(answer.headers['x-frame-options'], 'DENY');
+        assert.equal(answer.headers['cache-control'], 'private, max-age=60');
+      }
+      assert.deepEqual(through, []);
+      // An error's answer goes through the map as before, and still carries what was kept.
+      const refused = await get(BY_ID, { headers: origin, bearer: null });
+      assert.equal(refused.status, 401);
+      assert.equal(refused.headers['x-frame-options'], 'DENY');
+      assert.equal(refused.headers['access-control-allow-origin'], 'http://localhost:3000');
+      assert.ok(through.length > 0);
+    } finally {
+      ServerResponse.prototype.setHeader = setHeader;
+      ServerResponse.prototype.appendHeader = appendHeader;
+    }
   });
 
   it('checks every request before the cache: no token, a bad signature, a replayed nonce and a spent rate limit are refused on a cached key', async () => {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
+import { keepHeader, peekHeader } from '@platform/service-kit';
 
 const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
 /**
@@ -28,20 +29,21 @@ export function corsHeaders(allowed: ReadonlySet<string>, req: IncomingMessage, 
   const origin = req.headers.origin;
   if (allowed.size > 0) {
     // As Express's res.vary: added to a Vary already there (once), not written over it.
-    const vary = res.getHeader('Vary');
-    if (vary === undefined || vary === '') res.setHeader('Vary', 'Origin');
-    else if (!/(^|,)\s*(origin|\*)\s*(,|$)/i.test(String(vary))) res.setHeader('Vary', `${String(vary)}, Origin`);
+    // Kept for the answer's head, as the envelope's are (service-kit's answer-head.ts).
+    const vary = peekHeader(res, 'Vary');
+    if (vary === undefined || vary === '') keepHeader(res, 'Vary', 'Origin');
+    else if (!/(^|,)\s*(origin|\*)\s*(,|$)/i.test(String(vary))) keepHeader(res, 'Vary', `${String(vary)}, Origin`);
   }
   const permitted = origin !== undefined && allowed.has(origin);
   if (permitted) {
-    res.setHeader('Access-Control-Allow-Origin', origin);
-    res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+    keepHeader(res, 'Access-Control-Allow-Origin', origin);
+    keepHeader(res, 'Access-Control-Expose-Headers', EXPOSED_HEADERS);
   }
   if (!isPreflight(req)) return false;
   if (permitted) {
-    res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS);
-    res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
-    res.setHeader('Access-Control-Max-Age', PREFLIGHT_MAX_AGE_S);
+    keepHeader(res, 'Access-Control-Allow-Methods', ALLOWED_METHODS);
+    keepHeader(res, 'Access-Control-Allow-Headers', ALLOWED_HEADERS);
+    keepHeader(res, 'Access-Control-Max-Age', PREFLIGHT_MAX_AGE_S);
   }
   return true;
 }

@@ -39,6 +39,12 @@ export class HeadResponse<Request extends IncomingMessage = IncomingMessage> ext
     }
   }
 
+  /** The value `name` will be sent with so far, kept or set, read without applying the kept headers. */
+  peekHeader(name: string): number | string | string[] | undefined {
+    const at = this.#keptNames?.indexOf(name.toLowerCase()) ?? -1;
+    return at === -1 ? super.getHeader(name) : this.#kept?.[2 * at + 1];
+  }
+
   /** Applies the kept headers with `setHeader`, in the order they were kept (before the headers are touched otherwise). */
   #apply(): void {
     const kept = this.#kept;
@@ -122,6 +128,11 @@ export class HeadResponse<Request extends IncomingMessage = IncomingMessage> ext
     }
     return message === undefined ? super.writeHead(statusCode, head) : super.writeHead(statusCode, message, head);
   }
+}
+
+/** `res.getHeader(name)`, which on a `HeadResponse` leaves the kept headers kept. */
+export function peekHeader(res: ServerResponse, name: string): number | string | string[] | undefined {
+  return res instanceof HeadResponse ? res.peekHeader(name) : res.getHeader(name);
 }
 
 /**

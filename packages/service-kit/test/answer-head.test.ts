@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { type IncomingMessage, type RequestListener, type Server, type ServerResponse, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { HeadResponse, type ServerHandle, keepHeader, listen } from '../src/index.ts';
+import { HeadResponse, type ServerHandle, keepHeader, listen, peekHeader } from '../src/index.ts';
 
 /** What a client sees of an answer: status line, header lines (Date aside) in the order sent, body. */
 interface Seen {
@@ -177,6 +177,9 @@ describe('the answer head written once (service-kit HeadResponse)', () => {
     const server = await listen((_req, res) => {
       seen.isHeadResponse = res instanceof HeadResponse;
       keepAll(res);
+      // Read without applying what was kept.
+      keepHeader(res, 'X-Peeked', 'kept');
+      seen.peeked = [peekHeader(res, 'x-peeked'), peekHeader(res, 'X-Request-Id'), peekHeader(res, 'x-none')];
       res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'private' });
       // After a one-write head Node's map is empty; after setHeader and a merged writeHead it holds them all.
       seen.inMap = res.getHeaderNames().length;
@@ -186,6 +189,8 @@ describe('the answer head written once (service-kit HeadResponse)', () => {
       const answer = await get(server.url, '/');
       assert.equal(seen.isHeadResponse, true);
       assert.equal(seen.inMap, 0);
+      assert.deepEqual(seen.peeked, ['kept', 'f1e2d3c4', undefined]);
+      assert.ok(answer.lines.includes('X-Peeked: kept'));
       assert.ok(answer.lines.includes('X-Request-Id: f1e2d3c4'));
       assert.ok(answer.lines.includes('cache-control: private'));
       assert.ok(!answer.lines.includes('Cache-Control: no-store'));
