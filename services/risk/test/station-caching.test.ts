@@ -36,6 +36,20 @@ describe('station answers are cacheable (CONTRACT.md part 17, risk)', () => {
     assert.equal(etags.size, answers.length, 'each request its own ETag');
   });
 
+  it('writes the validators in one head with the request id, the security headers, the type and the exact length', async () => {
+    for (const path of GETS) {
+      const res = await request(ctx.url).get(path).set('Authorization', token());
+      assert.equal(res.status, 200);
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.text), path);
+      assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+      assert.equal(res.headers['x-frame-options'], 'DENY');
+      // The answer's own Cache-Control, not the envelope's no-store.
+      assert.equal(res.headers['cache-control'], 'private, max-age=60');
+    }
+  });
+
   it('gives the same ETag for the same request with another token, and none to an error', async () => {
     const [a, b] = await Promise.all([0, 1].map(() => request(ctx.url).get(GETS[0] as string).set('Authorization', token())));
     assert.equal(a?.headers.etag, b?.headers.etag);
@@ -81,6 +95,9 @@ describe('station answers are cacheable (CONTRACT.md part 17, risk)', () => {
     const matched = await send({ 'If-None-Match': String(first.headers.etag) });
     assert.equal(matched.status, 412);
     assert.equal(matched.body.status, 412);
+    // An error is not the answer the validators describe: none of them, and not stored.
+    assert.equal(matched.headers.etag, undefined);
+    assert.equal(matched.headers['cache-control'], 'no-store');
     assert.ok(Array.isArray(matched.body.messages));
     assert.equal((await send({ 'If-Modified-Since': String(first.headers['last-modified']) })).status, 200);
   });

@@ -28,15 +28,17 @@ function notModifiedSince(header: string, lastModified: string): boolean {
   return !Number.isNaN(since) && Date.parse(lastModified) <= since;
 }
 
+/** The JSON answer's type, as Express's `res.type('application/json')` wrote it. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 /**
  * Sends `body` (JSON) as the answer to `request` from `index`, with its validators, or 304 with none when
- * the client's copy is current; throws the 412 of a POST whose If-None-Match matched.
+ * the client's copy is current; throws the 412 of a POST whose If-None-Match matched. The head is written
+ * in one `writeHead` with the headers the request envelope kept (service-kit's answer-head.ts), and Node
+ * leaves a HEAD request's body out.
  */
 export function sendStationAnswer(req: Request, res: Response, index: StationIndex, request: string, body: Buffer | string): void {
   const etag = stationETag(index, request);
-  res.setHeader('etag', etag);
-  res.setHeader('last-modified', index.lastModified);
-  res.setHeader('cache-control', STATION_CACHE_CONTROL);
   const safe = req.method === 'GET' || req.method === 'HEAD';
   const ifNoneMatch = req.headers['if-none-match'];
   const ifModifiedSince = req.headers['if-modified-since'];
@@ -44,8 +46,16 @@ export function sendStationAnswer(req: Request, res: Response, index: StationInd
   const current = ifNoneMatch !== undefined ? noneMatchHits(ifNoneMatch, etag) : safe && ifModifiedSince !== undefined && notModifiedSince(ifModifiedSince, index.lastModified);
   if (current && !safe) throw new PreconditionFailedError();
   if (current) {
-    res.status(304).end();
+    res.writeHead(304, { etag, 'last-modified': index.lastModified, 'cache-control': STATION_CACHE_CONTROL }).end();
     return;
   }
-  res.type('application/json').send(body);
+  res
+    .writeHead(200, {
+      'content-type': JSON_TYPE,
+      'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
+      etag,
+      'last-modified': index.lastModified,
+      'cache-control': STATION_CACHE_CONTROL,
+    })
+    .end(body);
 }
