@@ -54,7 +54,7 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['../gateway/*', '../services/*', '../packages/*'], message: "import the package's entry point (@platform/<name>/<entry>)" }] },
+        { patterns: [{ group: ['../gateway/*', '../services/*', '../packages/*', '../../gateway/*', '../../services/*', '../../packages/*'], message: "import the package's entry point (@platform/<name>/<entry>)" }] },
       ],
     },
   },

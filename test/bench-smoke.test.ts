@@ -80,11 +80,11 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
   this.timeout(30_000);
 
   /** Starts a limit on a free port; stopped by the test. */
-  async function startLimitServer(name: string, options: Record<string, string>) {
+  async function startLimitServer(name: string, options: Record<string, string>, env: Record<string, string> = {}) {
     const { freePort, startProcess, untilOk } = await import('@platform/stack');
     const port = await freePort();
     const args = ['--port', String(port), ...Object.entries(options).flatMap(([flag, value]) => [`--${flag}`, value])];
-    const server = startProcess({ name, entry: `bench/limits/${name}.ts`, args, env: process.env, url: `http://127.0.0.1:${port}`, output: 'capture' });
+    const server = startProcess({ name, entry: `bench/limits/${name}.ts`, args, env: { ...process.env, ...env }, url: `http://127.0.0.1:${port}`, output: 'capture' });
     return { server, ready: await untilOk(`${server.url}/health/live`, Date.now() + 15_000, server) };
   }
 
@@ -126,6 +126,42 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
+  it('limit E′ traced exports a server span per request, named by the route, and will not run untraced on OTEL_* it cannot read', async () => {
+    const { startOtlpReceiver } = await import('@platform/stack');
+    const options = {
+      target: 'http://127.0.0.1:9',
+      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      'key-secret': 'bench-smoke-secret',
+      'redis-prefix': 'bench-smoke:',
+      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
+      issuer: 'http://127.0.0.1:9',
+    };
+    const receiver = await startOtlpReceiver();
+    try {
+      const unreadable = await startLimitServer('traced-lean-checks', options, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'sometimes' });
+      assert.equal(await unreadable.server.exited, 2);
+      const traced = await startLimitServer('traced-lean-checks', options, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' });
+      try {
+        assert.ok(traced.ready, traced.server.output());
+        // Unsigned: refused by E′'s checks, and traced all the same.
+        assert.equal((await fetch(`${traced.server.url}/v1/weather-stations/by/id/17130`)).status, 401);
+        const deadline = Date.now() + 10_000;
+        let spans = receiver.spans().filter((span) => span.service === 'limit-e-traced');
+        while (!spans.some((span) => span.name === 'GET /v1/weather-stations/by/id/{stationId}') && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          spans = receiver.spans().filter((span) => span.service === 'limit-e-traced');
+        }
+        const server = spans.find((span) => span.name === 'GET /v1/weather-stations/by/id/{stationId}');
+        assert.ok(server, JSON.stringify(spans.map((span) => span.name)));
+        assert.equal(server.attributes['http.response.status_code'], 401);
+      } finally {
+        await traced.server.stop();
+      }
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('limit F′ needs the assertion key, and refuses a token it cannot verify', async () => {
     const options = {
       'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -143,6 +179,34 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
       assert.equal(forged.status, 401);
     } finally {
       await f.server.stop();
+    }
+  });
+
+  it('limit H needs the assertion key, and answers as risk does before the token: 401, its 400 of a bad id, 404, the envelope\'s headers', async () => {
+    const options = {
+      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      'redis-prefix': 'bench-smoke:',
+      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
+      issuer: 'http://127.0.0.1:9',
+    };
+    const keyless = await startLimitServer('lean-risk', options);
+    assert.equal(await keyless.server.exited, 2);
+    assert.match(keyless.server.output(), /usage: node bench\/limits\/lean-risk\.ts .*--assertion-key <assertion-key>/);
+    const h = await startLimitServer('lean-risk', { ...options, 'assertion-key': 'bench-smoke-assertion-key' });
+    try {
+      assert.ok(h.ready, h.server.output());
+      const forged = await fetch(`${h.server.url}/v1/weather-stations/by/id/17130`, { headers: { authorization: 'Bearer not.a.token' } });
+      assert.equal(forged.status, 401);
+      assert.match(forged.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      assert.equal(forged.headers.get('x-frame-options'), 'DENY');
+      const badId = await fetch(`${h.server.url}/v1/weather-stations/by/id/abc`, { headers: { authorization: 'Bearer not.a.token' } });
+      assert.equal(badId.status, 400);
+      const body = (await badId.json()) as { status: number; messages: string[] };
+      assert.equal(body.status, 400);
+      assert.ok(body.messages.length > 0);
+      assert.equal((await fetch(`${h.server.url}/v1/weather-stations/nowhere`)).status, 404);
+    } finally {
+      await h.server.stop();
     }
   });
 

@@ -10,9 +10,11 @@ import { createRevocationReader } from '@platform/auth';
 import { freshEnvironment, ledgerKey, stampKey } from '@platform/auth/testing';
 import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, measureClosedInTurns, needStack, record, signedTarget } from '../harness/context.ts';
+import { type Limit, startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
 import { type LoadResult, quantile } from '../harness/load.ts';
 import { cpuMs } from '../harness/processes.ts';
 import type { RequestShape } from '../harness/signer.ts';
+import type { Stack } from '../harness/stack.ts';
 
 const BY_ID: RequestShape = { method: 'GET', target: `/v1/weather-stations/by/id/${STATION_ID}` };
 
@@ -188,18 +190,43 @@ export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
   await measureClosed(ctx, 'gateway-rate-limited', 'gateway: by/id over its key\'s limit (429)', target, { servers: { 'gateway-limited': limited.pid } });
 }
 
+/** Limit E′ traced's three ways, in the order `tracedLimits` starts them: the scenario id's word, the label's. */
+const LIMIT_WAYS = [
+  ['off', 'tracing off'],
+  ['on', 'every span exported'],
+  ['sampled', '1 in 10 sampled'],
+] as const;
+
+/**
+ * Limit E′ traced (bench/limits/traced-lean-checks.ts) three ways, each beside the gateway of the same
+ * tracing and forwarding to the same risk: off (no endpoint: E′ continuing the trace as the gateway does
+ * without the SDK), every span exported, 1 in 10 sampled. None beside a running stack (no Redis prefix).
+ */
+async function tracedLimits(ctx: RunContext, stack: Stack, tracedRiskUrl: string, otel: Record<string, string>, oneInTen: Record<string, string>): Promise<Limit[]> {
+  if (stack.redisPrefix === undefined) return [];
+  const options = stackOptions(ctx, stack, stack.redisPrefix);
+  return await startLimits(ctx, [
+    ['traced-lean-checks', options, undefined, { as: 'limit-e-lean-untraced', env: { OTEL_EXPORTER_OTLP_ENDPOINT: '' } }],
+    ['traced-lean-checks', { ...options, target: tracedRiskUrl }, undefined, { as: 'limit-e-lean-traced', env: otel }],
+    ['traced-lean-checks', { ...options, target: tracedRiskUrl }, undefined, { as: 'limit-e-lean-sampled', env: oneInTen }],
+  ]);
+}
+
 /**
  * Tracing: the same signed lookup through the stack's gateway and risk (no exporter: what every
  * deployment without OTEL_EXPORTER_OTLP_ENDPOINT runs) and through a gateway and a risk service that
  * export every span by OTLP/HTTP (protobuf, the SDK's defaults: always sampled, batches of 512) to a
  * local receiver, then with the gateway sampling one trace in ten (`traceidratio`, the service following
- * it); then the trace-context work every request does without the SDK, timed on its own.
+ * it); beside each gateway, by turns with them, limit E′ traced doing the same tracing with nothing else
+ * around E′'s checks; then the trace-context work every request does without the SDK, timed on its own.
  */
 export async function tracingScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const receiver = await startOtlpReceiver();
+  let limits: Limit[] = [];
   try {
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
+    const oneInTen = { ...otel, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' };
     const risk = await stack.start('risk', { as: 'risk-traced', env: otel });
     const gateway = await stack.start('gateway', { as: 'gateway-traced', env: { ...otel, RISK_URL: risk.url, GATEWAY_MANAGEMENT_PORT: String(await freePort()) } });
     const shape = { ...BY_ID, bearer: session.token };
@@ -209,34 +236,48 @@ export async function tracingScenarios(ctx: RunContext): Promise<void> {
     // What an operator would run under load: the gateway records one trace in ten, the service follows it.
     const sampled = await stack.start('gateway', {
       as: 'gateway-sampled',
-      env: { ...otel, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1', RISK_URL: risk.url, GATEWAY_MANAGEMENT_PORT: String(await freePort()) },
+      env: { ...oneInTen, RISK_URL: risk.url, GATEWAY_MANAGEMENT_PORT: String(await freePort()) },
     });
+    limits = await tracedLimits(ctx, stack, risk.url, otel, oneInTen);
+    // Limit E′ traced beside each gateway: its scenarios after the gateways', in the same turns.
+    const beside = async (suffix: string, at: string) =>
+      await Promise.all(
+        limits.map(async (limit, i) => {
+          const [way, what] = LIMIT_WAYS[i] as (typeof LIMIT_WAYS)[number];
+          return { id: `tracing-${way}-limit${suffix}`, label: `limit E′ traced, ${what}: by/id${at}`, target: await signedTarget(ctx, limit.url, shape), servers: { [limit.cpuName]: limit.pid } };
+        }),
+      );
     const before = receiver.received();
     const started = Date.now();
     // By turns: on this shared machine one run of each moved the ratios by ±25 % (bench/README.md, issue 27).
-    const [, on, oneInTen] = await measureClosedInTurns(ctx, [
+    const closed = await measureClosedInTurns(ctx, [
       { id: 'tracing-off', label: 'tracing off: gateway by/id (signed)', target: await signedTarget(ctx, untraced.url, shape), servers: { 'gateway-untraced': untraced.pid, risk: stack.riskPid } },
       { id: 'tracing-on', label: 'tracing exported: gateway by/id (signed)', target: await signedTarget(ctx, gateway.url, shape), servers: { 'gateway-traced': gateway.pid, 'risk-traced': risk.pid } },
       { id: 'tracing-sampled', label: 'tracing exported, 1 in 10 sampled: gateway by/id', target: await signedTarget(ctx, sampled.url, shape), servers: { 'gateway-sampled': sampled.pid, 'risk-traced': risk.pid } },
+      ...(await beside('', ' (signed)')),
     ]);
     // And the three at one pace: under the closed loop the traced chain answers at two thirds of the untraced
     // one's rate (traced risk is the bottleneck), which by itself raises the gateway's CPU per answer.
     const pace = ctx.config.tracingRate;
-    await measureClosedInTurns(
+    const paced = await measureClosedInTurns(
       ctx,
       [
         { id: 'tracing-off-fixed', label: `tracing off: gateway by/id, at ${pace} req/s`, target: await signedTarget(ctx, untraced.url, shape), servers: { 'gateway-untraced': untraced.pid, risk: stack.riskPid } },
         { id: 'tracing-on-fixed', label: `tracing exported: gateway by/id, at ${pace} req/s`, target: await signedTarget(ctx, gateway.url, shape), servers: { 'gateway-traced': gateway.pid, 'risk-traced': risk.pid } },
         { id: 'tracing-sampled-fixed', label: `tracing 1 in 10: gateway by/id, at ${pace} req/s`, target: await signedTarget(ctx, sampled.url, shape), servers: { 'gateway-sampled': sampled.pid, 'risk-traced': risk.pid } },
+        ...(await beside('-fixed', `, at ${pace} req/s`)),
       ],
       pace,
     );
     const after = receiver.received();
     ctx.facts.otlpExportsPerSecond = (after.exports - before.exports) / ((Date.now() - started) / 1000);
-    // Per traced answer, roughly: every answer of `on`, one in ten of `oneInTen`, in each round.
-    const traced = ctx.config.rounds * ((on?.load.requests ?? 0) + (oneInTen?.load.requests ?? 0) / 10);
+    // Per traced answer, roughly (warm-ups uncounted): every answer exported, one in ten sampled, in each
+    // round, of the gateways and the limits, closed loop and at one pace.
+    const share = (id: string) => (id.startsWith('tracing-on') ? 1 : id.startsWith('tracing-sampled') ? 0.1 : 0);
+    const traced = ctx.config.rounds * [...closed, ...paced].reduce((sum, result) => sum + result.load.requests * share(result.id), 0);
     ctx.facts.otlpKbPerRequest = (after.bytes - before.bytes) / 1024 / Math.max(1, traced);
   } finally {
+    await stopAll(limits);
     await receiver.close();
   }
   // Without the SDK each process reads the caller's traceparent (or makes an id) and the gateway writes one.

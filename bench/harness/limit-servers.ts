@@ -14,9 +14,11 @@ export const LIMITS = {
   contract: { letter: 'D', deployable: 'gateway' },
   checks: { letter: 'E', deployable: 'gateway' },
   'lean-checks': { letter: 'E′', deployable: 'gateway' },
+  'traced-lean-checks': { letter: 'E′ traced', deployable: 'gateway' },
   bearer: { letter: 'F', deployable: 'risk' },
   'vouched-bearer': { letter: 'F′', deployable: 'risk' },
   'stored-checks': { letter: 'G', deployable: 'gateway' },
+  'lean-risk': { letter: 'H', deployable: 'risk' },
 } as const;
 export type LimitName = keyof typeof LIMITS;
 
@@ -26,26 +28,38 @@ export interface Limit extends StartedProcess {
   cpuName: string;
 }
 
-/** The name a limit's CPU is recorded under: `limit-c`, `limit-c-lean` for C′. */
+/** The name a limit's CPU is recorded under: `limit-c`, `limit-c-lean` for C′, `limit-e-lean-traced` for E′ traced. */
 export function cpuNameOf(name: LimitName): string {
-  const { letter } = LIMITS[name];
-  return `limit-${letter.replace('′', '').toLowerCase()}${letter.endsWith('′') ? '-lean' : ''}`;
+  const [letter = '', ...words] = LIMITS[name].letter.split(' ');
+  return `limit-${letter.replace('′', '').toLowerCase()}${letter.endsWith('′') ? '-lean' : ''}${words.map((word) => `-${word}`).join('')}`;
+}
+
+/** One more instance of a limit beside others: its own name (its CPU figure, log and profile) and environment (OTEL_*). */
+export interface LimitLaunch {
+  as?: string;
+  env?: Readonly<Record<string, string>>;
 }
 
 /**
  * Starts limit `name` with `--port` and `options` (named, without their dashes), its log in the run's
- * directory, under `--cpu-prof` when BENCH_CPU_PROF names it; resolves once `path` answers 200.
+ * directory, under `--cpu-prof` when BENCH_CPU_PROF names it (or `launch.as`); resolves once `path` answers 200.
  */
-export async function startLimit(ctx: RunContext, name: LimitName, options: Readonly<Record<string, string | undefined>> = {}, path = '/health/live'): Promise<Limit> {
+export async function startLimit(
+  ctx: RunContext,
+  name: LimitName,
+  options: Readonly<Record<string, string | undefined>> = {},
+  path = '/health/live',
+  launch: LimitLaunch = {},
+): Promise<Limit> {
   const port = await freePort();
-  const cpuName = cpuNameOf(name);
+  const cpuName = launch.as ?? cpuNameOf(name);
   const args = ['--port', String(port), ...Object.entries(options).flatMap(([flag, value]) => (value === undefined ? [] : [`--${flag}=${value}`]))];
   const { deployable } = LIMITS[name];
   const profile = ctx.config.cpuProf.has(cpuName) ? ['--cpu-prof', `--cpu-prof-dir=${ctx.logDir}`, `--cpu-prof-name=${cpuName}.cpuprofile`] : [];
   // The image's flags unless BENCH_NODE_OPTIONS replaces them, as for the stack's services (stack.ts).
   const nodeOptions = ctx.config.nodeOptions ?? imageNodeOptions(deployable);
   const imageArgs = ctx.config.nodeOptions === undefined ? imageNodeArgs(deployable) : [];
-  const env = { ...process.env, ...imageAllocatorEnv(deployable), NODE_OPTIONS: nodeOptions };
+  const env = { ...process.env, ...imageAllocatorEnv(deployable), ...launch.env, NODE_OPTIONS: nodeOptions };
   const server = startProcess({ name: cpuName, entry: `bench/limits/${name}.ts`, args, env, nodeArgs: [...imageArgs, ...profile], url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
   if (!(await untilOk(`${server.url}${path}`, Date.now() + 15_000, server))) {
     await server.stop();
@@ -54,7 +68,7 @@ export async function startLimit(ctx: RunContext, name: LimitName, options: Read
   return Object.assign(server, { cpuName });
 }
 
-/** The options of a checking limit (E, E′) or limit F on the stack: its Redis prefix, identity's keys, its issuer. */
+/** The options of a checking limit (E, E′) or limits F, F′ and H on the stack: its Redis prefix, identity's keys, its issuer. */
 export function stackOptions(ctx: RunContext, stack: Stack, redisPrefix: string): Record<string, string | undefined> {
   return {
     target: stack.riskUrl,
@@ -69,10 +83,10 @@ export function stackOptions(ctx: RunContext, stack: Stack, redisPrefix: string)
 }
 
 /** Starts several limits; stops the ones already started when one fails. */
-export async function startLimits(ctx: RunContext, specs: ReadonlyArray<readonly [LimitName, Readonly<Record<string, string | undefined>>?, string?]>): Promise<Limit[]> {
+export async function startLimits(ctx: RunContext, specs: ReadonlyArray<readonly [LimitName, Readonly<Record<string, string | undefined>>?, string?, LimitLaunch?]>): Promise<Limit[]> {
   const started: Limit[] = [];
   try {
-    for (const [name, options, path] of specs) started.push(await startLimit(ctx, name, options, path));
+    for (const [name, options, path, launch] of specs) started.push(await startLimit(ctx, name, options, path, launch));
     return started;
   } catch (err) {
     await stopAll(started);

@@ -78,7 +78,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
   // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limits F
-  // and F′ do what a direct and a vouched call to risk must do before it answers.
+  // and F′ do what a direct and a vouched call to risk must do before it answers, limit H all of risk's work
+  // for by/id (called directly and vouched) on a plain node:http server.
   for (const [suffix, figure] of [
     ['closed loop', cpu],
     ['at one pace', cpuAtPace],
@@ -99,6 +100,11 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     // Risk vouched for: limit F′ makes its checks (the assertion, the token) on limit B.
     ratio(`limit F′ CPU by-id / limit B, ${suffix}`, figure(id('limit-f-lean'), 'limit-f-lean'), figure(id('limit-b'), 'limit-b'));
     ratio(`risk vouched CPU by-id / limit F′, ${suffix}`, figure(id('risk-vouched-by-id'), 'risk'), figure(id('limit-f-lean'), 'limit-f-lean'));
+    // Risk's own work with nothing around it: limit H, called as risk is, direct and vouched.
+    ratio(`risk CPU by-id / limit H, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-h'), 'limit-h'));
+    ratio(`risk vouched CPU by-id / limit H vouched, ${suffix}`, figure(id('risk-vouched-by-id'), 'risk'), figure(id('limit-h-vouched'), 'limit-h'));
+    ratio(`limit H CPU by-id / limit B, ${suffix}`, figure(id('limit-h'), 'limit-h'), figure(id('limit-b'), 'limit-b'));
+    ratio(`limit H vouched CPU by-id / limit B, ${suffix}`, figure(id('limit-h-vouched'), 'limit-h'), figure(id('limit-b'), 'limit-b'));
   }
   // BENCH_ONLY=pipeline: each checking limit and the gateway at one pace, by turns.
   ratio('pipeline: limit E CPU / limit E′', cpuAtPace('pipeline-limit-e', 'limit-e'), cpuAtPace('pipeline-limit-e-lean', 'limit-e-lean'));
@@ -110,6 +116,15 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   ] as const) {
     judged(`${name}, at one pace`, ratio(`${name}, at one pace`, cpuAtPace(`${on}-fixed`, server), cpuAtPace('tracing-off-fixed', 'gateway-untraced')), goal);
     judged(`${name}, closed loop`, ratio(`${name}, closed loop`, cpu(on, server), cpu('tracing-off', 'gateway-untraced')), goal);
+  }
+  // No targets: the same tracing beside them on limit E′ (E′ traced, the gateway's OpenTelemetry setup and
+  // spans with nothing else around E′'s checks), each way against the same limit with tracing off.
+  for (const [name, on, server] of [
+    ['tracing 1 in 10: limit E′ traced CPU / off', 'tracing-sampled-limit', 'limit-e-lean-sampled'],
+    ['tracing every span: limit E′ traced CPU / off', 'tracing-on-limit', 'limit-e-lean-traced'],
+  ] as const) {
+    ratio(`${name}, at one pace`, cpuAtPace(`${on}-fixed`, server), cpuAtPace('tracing-off-limit-fixed', 'limit-e-lean-untraced'));
+    ratio(`${name}, closed loop`, cpu(on, server), cpu('tracing-off-limit', 'limit-e-lean-untraced'));
   }
   // What one side of a latency pair adds over the other: the medians of the rounds' when measured in rounds
   // (measureFixedPairsInTurns), else the difference of the two.
@@ -176,6 +191,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   added('tracing exported: risk CPU µs added per answer', cpu('tracing-on', 'risk-traced'), cpu('tracing-off', 'risk'));
   added('tracing 1 in 10: gateway CPU µs added per answer', cpu('tracing-sampled', 'gateway-sampled'), cpu('tracing-off', 'gateway-untraced'));
   added('tracing 1 in 10: risk CPU µs added per answer', cpu('tracing-sampled', 'risk-traced'), cpu('tracing-off', 'risk'));
+  added('tracing exported: limit E′ traced CPU µs added per answer', cpu('tracing-on-limit', 'limit-e-lean-traced'), cpu('tracing-off-limit', 'limit-e-lean-untraced'));
+  added('tracing 1 in 10: limit E′ traced CPU µs added per answer', cpu('tracing-sampled-limit', 'limit-e-lean-sampled'), cpu('tracing-off-limit', 'limit-e-lean-untraced'));
 
   const compareMs = typeof facts.bcryptCompareMs === 'number' ? facts.bcryptCompareMs : undefined;
   const logins = by('login-concurrent');

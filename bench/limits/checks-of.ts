@@ -1,7 +1,8 @@
-// The checks of limits E and E′: the SDK's signature, the bearer token as the gateway verifies it, and the
-// gateway's own admission in one Redis round trip (@platform/gateway/engine), in the stack's prefix.
+// The checks of limits E and E′ (E′ traced and G too): the SDK's signature, the bearer token as the gateway
+// verifies it, and the gateway's own admission in one Redis round trip (@platform/gateway/engine), in the
+// stack's prefix.
 import { createSecretKey, randomUUID } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type RequestListener, type Server, type ServerResponse, createServer } from 'node:http';
 import { bearerTokenOf, createRevocationReader, createTokenVerifier, jwksKeySource } from '@platform/auth';
 import { createAdmissionStore } from '@platform/gateway/engine';
 import { createLogger, createRedis } from '@platform/service-kit';
@@ -37,12 +38,15 @@ export function checksOf(options: LimitOptions): (req: IncomingMessage, body: Bu
   };
 }
 
+/** What a checking limit does with a request that passed the checks. */
+export type Pass = (req: IncomingMessage, res: ServerResponse, body: Buffer, vouch: Vouch | undefined) => void;
+
 /**
- * The server of limits E′ and G: health, the body read, the checks, then `pass` with the checked request
- * (E′ forwards it, G answers from memory); a refusal's status, or 500 when something threw.
+ * The request handler of limits E′, E′ traced and G: health, the body read, the checks, then `pass` with
+ * the checked request (E′ forwards it, G answers from memory); a refusal's status, or 500 when something threw.
  */
-export function checkedServer(check: ReturnType<typeof checksOf>, pass: (req: IncomingMessage, res: ServerResponse, body: Buffer, vouch: Vouch | undefined) => void): Server {
-  return createServer((req, res) => {
+export function checkedHandler(check: ReturnType<typeof checksOf>, pass: Pass): RequestListener {
+  return (req, res) => {
     if (answeredHealth(req, res)) return;
     bodyOf(req)
       .then(async (body) => {
@@ -51,5 +55,10 @@ export function checkedServer(check: ReturnType<typeof checksOf>, pass: (req: In
         pass(req, res, body, passed);
       })
       .catch(() => refuse(res, 500));
-  });
+  };
+}
+
+/** The server of limits E′ and G: `checkedHandler` on a plain node:http server. */
+export function checkedServer(check: ReturnType<typeof checksOf>, pass: Pass): Server {
+  return createServer(checkedHandler(check, pass));
 }

@@ -5,6 +5,7 @@ import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:cr
 import { Agent, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse, createServer, request } from 'node:http';
 import { parseArgs } from 'node:util';
 import { signatureBase } from '@platform/client';
+import type { ClientSpan } from '@platform/service-kit';
 import express from 'express';
 import { Pool } from 'undici';
 import { vouchedHeaders } from '../harness/vouch.ts';
@@ -218,11 +219,15 @@ export function passedHeaders(headers: IncomingHttpHeaders): Record<string, stri
 
 /**
  * The lean limits' forwarding (C′, E′): undici's pool dispatch, the answer's head written once when it
- * arrives, its chunks written as they come, the client's hang-up aborting the exchange.
+ * arrives, its chunks written as they come, the client's hang-up aborting the exchange. `span` (limit E′
+ * traced's client span), when given, is ended once: at the answer's head, or with the error when none came.
  */
-export function undiciForwarder(upstream: string): { forward: (req: IncomingMessage, res: ServerResponse, headers: Record<string, string | string[]>, body: Buffer | null) => void; pool: Pool } {
+export function undiciForwarder(upstream: string): {
+  forward: (req: IncomingMessage, res: ServerResponse, headers: Record<string, string | string[]>, body: Buffer | null, span?: ClientSpan) => void;
+  pool: Pool;
+} {
   const pool = new Pool(upstream, { connections: 64, pipelining: 1, keepAliveTimeout: 4000 });
-  const forward = (req: IncomingMessage, res: ServerResponse, headers: Record<string, string | string[]>, body: Buffer | null) => {
+  const forward = (req: IncomingMessage, res: ServerResponse, headers: Record<string, string | string[]>, body: Buffer | null, span?: ClientSpan) => {
     let aborter: ((reason: Error) => void) | undefined;
     const hangUp = () => aborter?.(new Error('the client went away'));
     res.once('close', hangUp);
@@ -233,6 +238,7 @@ export function undiciForwarder(upstream: string): { forward: (req: IncomingMess
           aborter = (reason) => controller.abort(reason);
         },
         onResponseStart(_controller, status, answerHeaders) {
+          span?.end(status);
           const out: Record<string, string | string[]> = {};
           for (const name in answerHeaders) if (!HOP.has(name)) out[name] = answerHeaders[name] as string | string[];
           res.writeHead(status, out);
@@ -244,10 +250,14 @@ export function undiciForwarder(upstream: string): { forward: (req: IncomingMess
           res.off('close', hangUp);
           res.end();
         },
-        onResponseError() {
+        onResponseError(_controller, err) {
           res.off('close', hangUp);
-          if (!res.headersSent) refuse(res, 502);
-          else res.destroy();
+          if (res.headersSent) {
+            res.destroy();
+            return;
+          }
+          span?.end(err);
+          refuse(res, 502);
         },
       },
     );
