@@ -1,7 +1,7 @@
 // Group `gateway`: both lookups through the gateway (every request freshly signed), each beside the limits
 // of the same request: limit C (Express + http-proxy-middleware, the libraries' forwarding), limit C′ (a
-// plain node:http server on undici's pool: forwarding alone) and, for by/id, limit E′ (the contract's
-// checks, the gateway's own admission included, on C′); and by/id through a second gateway whose station
+// plain node:http server on undici's pool: forwarding alone) and limit E′ (the contract's checks, the
+// gateway's own admission included, on C′); and by/id through a second gateway whose station
 // cache answers it (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks, then the
 // answer from memory). By turns, closed loop, then at one pace
 // (without C′ for city-district); then 50 signed answers checked for `Connection: close`.
@@ -33,8 +33,8 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
           const name = limit === limitC ? 'limit C: Express + http-proxy-middleware' : 'limit C′: node:http + undici, no checks';
           list.push({ id: `${limit.cpuName}-${lookup}${suffix}`, label: `${name} → risk ${lookup}`, target: directTarget(limit.url, request), servers: { [limit.cpuName]: limit.pid } });
         }
-        if (lookup === 'by-id' && limitELean !== undefined) {
-          list.push({ id: `limit-e-lean-by-id${suffix}`, label: 'limit E′: the contract\'s checks on C′ → risk by-id (signed)', target: await signedTarget(ctx, limitELean.url, request), servers: { 'limit-e-lean': limitELean.pid } });
+        if (limitELean !== undefined) {
+          list.push({ id: `limit-e-lean-${lookup}${suffix}`, label: `limit E′: the contract's checks on C′ → risk ${lookup} (signed)`, target: await signedTarget(ctx, limitELean.url, request), servers: { 'limit-e-lean': limitELean.pid } });
         }
         list.push({ id: `gateway-${lookup}${suffix}`, label: `gateway: ${lookup} (signed)`, target: await signedTarget(ctx, stack.gatewayUrl, request), servers: { gateway: stack.gatewayPid } });
         if (lookup === 'by-id') {

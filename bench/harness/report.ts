@@ -89,9 +89,11 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
       ratio(`limit C′ CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-c-lean-${lookup}`), 'limit-c-lean'), figure(id(`limit-c-${lookup}`), 'limit-c'));
       ratio(`gateway CPU ${lookup} / limit C′, ${suffix}`, figure(id(`gateway-${lookup}`), 'gateway'), figure(id(`limit-c-lean-${lookup}`), 'limit-c-lean'));
     }
-    ratio(`limit E′ CPU by-id / limit C′, ${suffix}`, figure(id('limit-e-lean-by-id'), 'limit-e-lean'), figure(id('limit-c-lean-by-id'), 'limit-c-lean'));
-    ratio(`limit E′ CPU by-id / limit C, ${suffix}`, figure(id('limit-e-lean-by-id'), 'limit-e-lean'), figure(id('limit-c-by-id'), 'limit-c'));
-    ratio(`gateway CPU by-id / limit E′, ${suffix}`, figure(id('gateway-by-id'), 'gateway'), figure(id('limit-e-lean-by-id'), 'limit-e-lean'));
+    for (const lookup of ['by-id', 'city-district']) {
+      ratio(`limit E′ CPU ${lookup} / limit C′, ${suffix}`, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'), figure(id(`limit-c-lean-${lookup}`), 'limit-c-lean'));
+      ratio(`limit E′ CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'), figure(id(`limit-c-${lookup}`), 'limit-c'));
+      ratio(`gateway CPU ${lookup} / limit E′, ${suffix}`, figure(id(`gateway-${lookup}`), 'gateway'), figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'));
+    }
     // A cached hit's floor: limit G makes E′'s checks and answers from memory.
     ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
     ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
@@ -140,11 +142,14 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     ['limit C', addedOver('latency-direct-beside-limit-c', 'latency-limit-c')],
     ['limit C′', addedOver('latency-direct-beside-limit-c-lean', 'latency-limit-c-lean')],
     ['limit E′', addedOver('latency-direct-beside-limit-e-lean', 'latency-limit-e-lean')],
+    ['limit G', addedOver('latency-direct-beside-limit-g', 'latency-limit-g')],
     ['direct beside direct', control],
   ] as const) {
     if (limit === undefined) continue;
     ratios[`${name} added p50 ms, by-id`] = limit.p50;
     ratios[`${name} added p99 ms, by-id`] = limit.p99;
+    // The floors beside the gateway's targets, on the same footing: beyond the control.
+    if (control !== undefined && (name === 'limit E′' || name === 'limit G')) ratios[`${name} added p50 ms beyond the control, by-id`] = limit.p50 - control.p50;
   }
   for (const lookup of ['by-id', 'city-district']) {
     const added = addedOver(`latency-direct-${lookup}`, `latency-gateway-${lookup}`);
