@@ -1,8 +1,7 @@
 // Group `risk`: risk's by/id called directly (it reads the token's revocations) and as the gateway calls
-// it (its assertion vouches for the token, CONTRACT.md part 10), by turns with limit B, the floor of its
-// answer, limit F, limit B behind what a direct call must do first, limit F′, limit B behind what a
-// vouched call must do first, and limit H, risk's own work for this operation with nothing around it, called
-// directly and vouched as risk is; closed loop, then at one pace.
+// it (its assertion vouches for the token, CONTRACT.md part 10), by turns with limit B, the bare answer,
+// and limit H, risk's own work for this operation with nothing around it, called directly and vouched as
+// risk is; closed loop, then at one pace.
 import { type RunContext, directTarget, measureClosedInTurns, needStack, vouchedTarget } from '../harness/context.ts';
 import { type Limit, startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
 import type { LoadTarget } from '../harness/load.ts';
@@ -15,11 +14,9 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
   const prefix = stack.redisPrefix;
   const limits: Limit[] = await startLimits(ctx, [
     ['bare-express', {}, BY_ID],
-    ...(prefix === undefined ? [] : ([['bearer', stackOptions(ctx, stack, prefix)]] as const)),
-    ...(prefix === undefined || stack.assertionKey === undefined ? [] : ([['vouched-bearer', stackOptions(ctx, stack, prefix)]] as const)),
     ...(prefix === undefined || stack.assertionKey === undefined ? [] : ([['lean-risk', stackOptions(ctx, stack, prefix)]] as const)),
   ]);
-  const [limitB, limitF, limitFVouched, limitH] = limits;
+  const [limitB, limitH] = limits;
   const { assertionKey } = stack;
   try {
     const riskDirect = directTarget(stack.riskUrl, byId(session.token));
@@ -31,10 +28,6 @@ export async function riskScenarios(ctx: RunContext): Promise<void> {
       limit === undefined ? [] : [{ id: `${limit.cpuName}${suffix}`, label, target: target(limit.url), servers: { [limit.cpuName]: limit.pid } }];
     const scenarios = (suffix: string) => [
       ...limitScenario(limitB, 'limit B: bare Express 5', (url) => directTarget(url, byId(undefined)), suffix),
-      ...limitScenario(limitF, 'limit F: limit B behind risk\'s bearer check (token, revocations in Redis)', (url) => directTarget(url, byId(session.token)), suffix),
-      ...(assertionKey === undefined
-        ? []
-        : limitScenario(limitFVouched, 'limit F′: limit B behind risk\'s vouched check (the assertion, the token; no Redis)', (url) => vouchedTarget(url, byId(session.token), assertionKey), suffix)),
       ...limitScenario(limitH, 'limit H: risk\'s work leanly, direct (the token, revocations in Redis)', (url) => directTarget(url, byId(session.token)), suffix),
       ...(assertionKey === undefined
         ? []

@@ -106,7 +106,7 @@ function externalOf(env: NodeJS.ProcessEnv): ExternalStack | undefined {
 /** Reads the `BENCH_*` variables (bench/README.md lists them); throws naming a bad one. */
 export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
   return {
-    durationS: number(env, 'BENCH_DURATION_S', 4, 1),
+    durationS: number(env, 'BENCH_DURATION_S', 2.5, 1),
     warmupS: number(env, 'BENCH_WARMUP_S', 2, 0),
     rounds: number(env, 'BENCH_ROUNDS', 3, 1),
     connections: number(env, 'BENCH_CONNECTIONS', 50, 1),

@@ -145,10 +145,10 @@ export async function measureClosed(
 
 /**
  * The warm-up before a measurement by turns: the whole BENCH_WARMUP_S in the first round (the JIT, the
- * pools); one second at most in the later ones, which only bring the target's connections back.
+ * pools); half a second at most in the later ones, which only bring the target's connections back.
  */
 function warmupOf(ctx: RunContext, round: number): number {
-  return round === 1 ? ctx.config.warmupS : Math.min(1, ctx.config.warmupS);
+  return round === 1 ? ctx.config.warmupS : Math.min(0.5, ctx.config.warmupS);
 }
 
 /**

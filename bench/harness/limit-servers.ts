@@ -15,8 +15,6 @@ export const LIMITS = {
   checks: { letter: 'E', deployable: 'gateway' },
   'lean-checks': { letter: 'E′', deployable: 'gateway' },
   'traced-lean-checks': { letter: 'E′ traced', deployable: 'gateway' },
-  bearer: { letter: 'F', deployable: 'risk' },
-  'vouched-bearer': { letter: 'F′', deployable: 'risk' },
   'stored-checks': { letter: 'G', deployable: 'gateway' },
   'lean-risk': { letter: 'H', deployable: 'risk' },
 } as const;
@@ -68,7 +66,7 @@ export async function startLimit(
   return Object.assign(server, { cpuName });
 }
 
-/** The options of a checking limit (E, E′) or limits F, F′ and H on the stack: its Redis prefix, identity's keys, its issuer. */
+/** The options of a checking limit (E, E′) or limit H on the stack: its Redis prefix, identity's keys, its issuer. */
 export function stackOptions(ctx: RunContext, stack: Stack, redisPrefix: string): Record<string, string | undefined> {
   return {
     target: stack.riskUrl,

@@ -77,9 +77,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // CONTRACT.md part 17: a by/id answered from the gateway's station cache, every check made.
   bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
-  // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limits F
-  // and F′ do what a direct and a vouched call to risk must do before it answers, limit H all of risk's work
-  // for by/id (called directly and vouched) on a plain node:http server.
+  // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limit H
+  // all of risk's work for by/id (called directly and vouched) on a plain node:http server.
   for (const [suffix, figure] of [
     ['closed loop', cpu],
     ['at one pace', cpuAtPace],
@@ -97,11 +96,6 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     // A cached hit's floor: limit G makes E′'s checks and answers from memory.
     ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
     ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
-    ratio(`limit F CPU by-id / limit B, ${suffix}`, figure(id('limit-f'), 'limit-f'), figure(id('limit-b'), 'limit-b'));
-    ratio(`risk CPU by-id / limit F, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-f'), 'limit-f'));
-    // Risk vouched for: limit F′ makes its checks (the assertion, the token) on limit B.
-    ratio(`limit F′ CPU by-id / limit B, ${suffix}`, figure(id('limit-f-lean'), 'limit-f-lean'), figure(id('limit-b'), 'limit-b'));
-    ratio(`risk vouched CPU by-id / limit F′, ${suffix}`, figure(id('risk-vouched-by-id'), 'risk'), figure(id('limit-f-lean'), 'limit-f-lean'));
     // Risk's own work with nothing around it: limit H, called as risk is, direct and vouched.
     ratio(`risk CPU by-id / limit H, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-h'), 'limit-h'));
     ratio(`risk vouched CPU by-id / limit H vouched, ${suffix}`, figure(id('risk-vouched-by-id'), 'risk'), figure(id('limit-h-vouched'), 'limit-h'));
