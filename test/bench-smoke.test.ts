@@ -162,6 +162,30 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
+  it('limit E′ enveloped writes the gateway\'s envelope around E′\'s checks: a refusal carries a request id and the security headers', async () => {
+    const e = await startLimitServer('enveloped-checks', {
+      target: 'http://127.0.0.1:9',
+      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      'key-secret': 'bench-smoke-secret',
+      'redis-prefix': 'bench-smoke:',
+      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
+      issuer: 'http://127.0.0.1:9',
+    });
+    try {
+      assert.ok(e.ready, e.server.output());
+      const unsigned = await fetch(`${e.server.url}/v1/weather-stations/by/id/17130`);
+      assert.equal(unsigned.status, 401);
+      assert.match(unsigned.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      assert.equal(unsigned.headers.get('x-frame-options'), 'DENY');
+      // Its access line, as the gateway writes one per request.
+      const deadline = Date.now() + 5000;
+      while (!e.server.output().includes('"url":"/v1/weather-stations/by/id/17130"') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(e.server.output(), /"url":"\/v1\/weather-stations\/by\/id\/17130"/);
+    } finally {
+      await e.server.stop();
+    }
+  });
+
   it('limit H needs the assertion key, and answers as risk does before the token: 401, its 400 of a bad id, 404, the envelope\'s headers', async () => {
     const options = {
       'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',

@@ -1,10 +1,10 @@
 // Group `gateway`: both lookups through the gateway (every request freshly signed), each beside the limits
 // of the same request: limit C (Express + http-proxy-middleware, the libraries' forwarding), limit C′ (a
-// plain node:http server on undici's pool: forwarding alone) and limit E′ (the contract's checks, the
-// gateway's own admission included, on C′); and by/id through a second gateway whose station
+// plain node:http server on undici's pool: forwarding alone; by/id only), limit E′ (the contract's checks,
+// the gateway's own admission included, on C′) and limit E′ enveloped (E′ writing what the gateway writes
+// for every request: its envelope, the quota headers, the trace context); and by/id through a second gateway whose station
 // cache answers it (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks, then the
-// answer from memory). By turns, closed loop, then at one pace
-// (without C′ for city-district); then 50 signed answers checked for `Connection: close`.
+// answer from memory). By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
 import { freePort } from '@platform/stack';
@@ -14,8 +14,8 @@ import { LOOKUPS, byId } from './requests.ts';
 
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  const started = await startForwardingLimits(ctx, stack, true);
-  const [limitC, limitCLean, limitELean, limitG] = started;
+  const started = await startForwardingLimits(ctx, stack);
+  const [limitC, limitCLean, limitELean, limitG, limitEnveloped] = started;
   // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request: by/id answered from
   // memory after every check. The stack's own gateway runs without one.
   const cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } }).catch(async (err: unknown) => {
@@ -28,13 +28,17 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
       for (const [lookup, shape] of Object.entries(LOOKUPS)) {
         const request = shape(session.token);
         for (const limit of [limitC, limitCLean]) {
-          // C′ is a floor beside the targets, not one of their divisors: at one pace by/id is enough of it.
-          if (limit === undefined || (limit === limitCLean && lookup !== 'by-id' && suffix !== '')) continue;
+          // C′ is a floor beside the targets, not one of their divisors: by/id is enough of it (E′ forwards city-district).
+          if (limit === undefined || (limit === limitCLean && lookup !== 'by-id')) continue;
           const name = limit === limitC ? 'limit C: Express + http-proxy-middleware' : 'limit C′: node:http + undici, no checks';
           list.push({ id: `${limit.cpuName}-${lookup}${suffix}`, label: `${name} → risk ${lookup}`, target: directTarget(limit.url, request), servers: { [limit.cpuName]: limit.pid } });
         }
         if (limitELean !== undefined) {
           list.push({ id: `limit-e-lean-${lookup}${suffix}`, label: `limit E′: the contract's checks on C′ → risk ${lookup} (signed)`, target: await signedTarget(ctx, limitELean.url, request), servers: { 'limit-e-lean': limitELean.pid } });
+        }
+        if (limitEnveloped !== undefined) {
+          const label = `limit E′ enveloped: E′ and the gateway's per-request output → risk ${lookup} (signed)`;
+          list.push({ id: `${limitEnveloped.cpuName}-${lookup}${suffix}`, label, target: await signedTarget(ctx, limitEnveloped.url, request), servers: { [limitEnveloped.cpuName]: limitEnveloped.pid } });
         }
         list.push({ id: `gateway-${lookup}${suffix}`, label: `gateway: ${lookup} (signed)`, target: await signedTarget(ctx, stack.gatewayUrl, request), servers: { gateway: stack.gatewayPid } });
         if (lookup === 'by-id') {

@@ -1,6 +1,6 @@
 // Group `latency`: p50/p99 at the light fixed rate (BENCH_RATE), each pair side by side, the pairs by
 // turns (BENCH_ROUNDS, medians of what the second of a pair adds): by/id direct and through the gateway;
-// direct and through limit C, C′ and E′ (one more hop of forwarding, and the contract's checks on it) and
+// direct and through limit C′ and E′ (one more hop of forwarding, and the contract's checks on it) and
 // limit G (those checks, then the answer from memory);
 // by/id direct and through a gateway answering from its station cache; city-district direct and through the
 // gateway; and the control, by/id direct beside itself.
@@ -12,8 +12,8 @@ import { byId, cityDistrict } from './requests.ts';
 
 export async function latencyScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
-  const limits = await startForwardingLimits(ctx, stack, true);
-  const [limitC, limitCLean, limitELean, limitG] = limits;
+  const limits = await startForwardingLimits(ctx, stack);
+  const [, limitCLean, limitELean, limitG] = limits;
   let cached: StartedProcess | undefined;
   try {
     const direct = (id: string, name: string, shape: RequestShape): PairSide => ({ id: `latency-direct-${id}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) });
@@ -22,7 +22,6 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
       [direct('by-id', 'by/id', byIdShape), { id: 'latency-gateway-by-id', label: 'latency gateway: by/id', target: await signedTarget(ctx, stack.gatewayUrl, byIdShape) }],
     ];
     for (const [limit, label, signed] of [
-      [limitC, 'limit C: Express + http-proxy-middleware', false],
       [limitCLean, 'limit C′: node:http + undici', false],
       [limitELean, 'limit E′: the contract\'s checks on C′', true],
       // A cached hit's floor: E′'s checks, then the answer from memory.

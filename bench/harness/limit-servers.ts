@@ -15,6 +15,7 @@ export const LIMITS = {
   checks: { letter: 'E', deployable: 'gateway' },
   'lean-checks': { letter: 'E′', deployable: 'gateway' },
   'traced-lean-checks': { letter: 'E′ traced', deployable: 'gateway' },
+  'enveloped-checks': { letter: 'E′ enveloped', deployable: 'gateway' },
   'stored-checks': { letter: 'G', deployable: 'gateway' },
   'lean-risk': { letter: 'H', deployable: 'risk' },
 } as const;
@@ -99,15 +100,11 @@ export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>)
 
 /**
  * The forwarding limits beside the stack's risk: C, C′ and (with the stack's own Redis prefix, which a
- * running stack does not give) E′, and G when `withG` (E′'s checks answered from memory, beside a cached
- * hit); stopped by the caller.
+ * running stack does not give) E′, G (E′'s checks answered from memory, beside a cached hit) and E′
+ * enveloped (E′ writing the gateway's per-request output); stopped by the caller.
  */
-export async function startForwardingLimits(ctx: RunContext, stack: Stack, withG = false): Promise<Limit[]> {
+export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
   const prefix = stack.redisPrefix;
-  return await startLimits(ctx, [
-    ['express-proxy', { target: stack.riskUrl }],
-    ['lean-proxy', { target: stack.riskUrl }],
-    ...(prefix === undefined ? [] : ([['lean-checks', stackOptions(ctx, stack, prefix)]] as const)),
-    ...(prefix === undefined || !withG ? [] : ([['stored-checks', stackOptions(ctx, stack, prefix)]] as const)),
-  ]);
+  const checking = (['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix ?? '')] as const);
+  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...(prefix === undefined ? [] : checking)]);
 }

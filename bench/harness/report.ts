@@ -92,6 +92,11 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
       ratio(`limit E′ CPU ${lookup} / limit C′, ${suffix}`, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'), figure(id(`limit-c-lean-${lookup}`), 'limit-c-lean'));
       ratio(`limit E′ CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'), figure(id(`limit-c-${lookup}`), 'limit-c'));
       ratio(`gateway CPU ${lookup} / limit E′, ${suffix}`, figure(id(`gateway-${lookup}`), 'gateway'), figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'));
+      // E′ enveloped: E′ and the gateway's per-request output (envelope, quota headers, trace context).
+      const enveloped = figure(id(`limit-e-lean-enveloped-${lookup}`), 'limit-e-lean-enveloped');
+      ratio(`limit E′ enveloped CPU ${lookup} / limit C, ${suffix}`, enveloped, figure(id(`limit-c-${lookup}`), 'limit-c'));
+      ratio(`limit E′ enveloped CPU ${lookup} / limit E′, ${suffix}`, enveloped, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'));
+      ratio(`gateway CPU ${lookup} / limit E′ enveloped, ${suffix}`, figure(id(`gateway-${lookup}`), 'gateway'), enveloped);
     }
     // A cached hit's floor: limit G makes E′'s checks and answers from memory.
     ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
@@ -133,7 +138,6 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // The control: the same target beside itself, the measure's own noise, which every other pair carries too.
   const control = addedOver('latency-direct-beside-direct', 'latency-direct-again');
   for (const [name, limit] of [
-    ['limit C', addedOver('latency-direct-beside-limit-c', 'latency-limit-c')],
     ['limit C′', addedOver('latency-direct-beside-limit-c-lean', 'latency-limit-c-lean')],
     ['limit E′', addedOver('latency-direct-beside-limit-e-lean', 'latency-limit-e-lean')],
     ['limit G', addedOver('latency-direct-beside-limit-g', 'latency-limit-g')],

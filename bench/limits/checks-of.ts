@@ -34,7 +34,7 @@ export function checksOf(options: LimitOptions): (req: IncomingMessage, body: Bu
       rate: RATE,
     });
     if (admission.outcome !== 'claimed') return admission.outcome === 'rate-limited' ? 429 : admission.outcome === 'token-revoked' ? 401 : 409;
-    return assertionKey === undefined ? undefined : { assertionKey, keyId: signed.keyId, requestId: owner };
+    return assertionKey === undefined ? undefined : { assertionKey, keyId: signed.keyId, requestId: owner, quota: admission.quota };
   };
 }
 

@@ -162,6 +162,8 @@ export interface Vouch {
   assertionKey: string;
   keyId: string;
   requestId: string;
+  /** What the admission left of the key's quota (its RateLimit headers, limit E′ enveloped). */
+  quota?: { remaining: number; resetMs: number };
 }
 
 /** The headers a checking limit sends upstream: the ones the service reads, and the vouch when given. */
