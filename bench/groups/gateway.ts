@@ -3,8 +3,8 @@
 // plain node:http server on undici's pool: forwarding alone; by/id only), limit E′ (the contract's checks,
 // the gateway's own admission included, on C′) and limit E′ enveloped (E′ writing what the gateway writes
 // for every request: its envelope, the quota headers, the trace context); and by/id through a second gateway whose station
-// cache answers it (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks, then the
-// answer from memory). By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
+// cache answers it (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks and the
+// gateway's output, then the answer from memory). By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
 import { freePort } from '@platform/stack';
@@ -43,7 +43,7 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
         list.push({ id: `gateway-${lookup}${suffix}`, label: `gateway: ${lookup} (signed)`, target: await signedTarget(ctx, stack.gatewayUrl, request), servers: { gateway: stack.gatewayPid } });
         if (lookup === 'by-id') {
           if (limitG !== undefined) {
-            list.push({ id: `limit-g-by-id${suffix}`, label: 'limit G: E′\'s checks, then the answer from memory: by-id (signed)', target: await signedTarget(ctx, limitG.url, request), servers: { 'limit-g': limitG.pid } });
+            list.push({ id: `limit-g-by-id${suffix}`, label: 'limit G: E′\'s checks and the gateway\'s output, the answer from memory: by-id (signed)', target: await signedTarget(ctx, limitG.url, request), servers: { 'limit-g': limitG.pid } });
           }
           list.push({ id: `gateway-cached-by-id${suffix}`, label: 'gateway, cached hits: by-id (signed)', target: await signedTarget(ctx, cached.url, request), servers: { 'gateway-cached': cached.pid } });
         }

@@ -25,7 +25,7 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
       [limitCLean, 'limit C′: node:http + undici', false],
       [limitELean, 'limit E′: the contract\'s checks on C′', true],
       // A cached hit's floor: E′'s checks, then the answer from memory.
-      [limitG, 'limit G: E′\'s checks, the answer from memory', true],
+      [limitG, 'limit G: E′\'s checks and the gateway\'s output, the answer from memory', true],
     ] as const) {
       if (limit === undefined) continue;
       const target = signed ? await signedTarget(ctx, limit.url, byIdShape) : directTarget(limit.url, byIdShape);

@@ -77,7 +77,7 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // CONTRACT.md part 17: a by/id answered from the gateway's station cache, every check made.
   bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
-  // does the contract's checks on C′, limit G those checks and an answer from memory (a cached hit), limit H
+  // does the contract's checks on C′, limit G those checks and an answer from memory with the gateway's output (a cached hit), limit H
   // all of risk's work for by/id (called directly and vouched) on a plain node:http server.
   for (const [suffix, figure] of [
     ['closed loop', cpu],
@@ -98,7 +98,7 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
       ratio(`limit E′ enveloped CPU ${lookup} / limit E′, ${suffix}`, enveloped, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'));
       ratio(`gateway CPU ${lookup} / limit E′ enveloped, ${suffix}`, figure(id(`gateway-${lookup}`), 'gateway'), enveloped);
     }
-    // A cached hit's floor: limit G makes E′'s checks and answers from memory.
+    // A cached hit's floor: limit G makes E′'s checks and answers from memory, with the gateway's per-request output.
     ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
     ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
     // Risk's own work with nothing around it: limit H, called as risk is, direct and vouched.
