@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
 import { ConflictError, ServiceUnavailableError, errorHandler } from '@platform/errors';
-import { ADMISSION_ARGS, ADMISSION_KEYS } from '../src/admission/admission.ts';
+import { createRevocationReader } from '@platform/auth';
+import { createLogger } from '@platform/service-kit';
+import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { ADMISSION_ARGS, ADMISSION_KEYS, clientKeyTag, createAdmissionStore, idempotencyRedisKey, nonceKey, rateKey, replayBornKey } from '../src/admission/admission.ts';
 import { type Forward, type Step, chain, keepsIdempotencyKey } from '../src/pipeline/chain.ts';
 import type { GatewayRequest } from '../src/pipeline/gateway-request.ts';
 import type { GatewayOperation } from '../src/proxy/operation-table.ts';
@@ -138,6 +141,76 @@ describe('the gateway chain (pipeline/chain.ts)', () => {
       assert.deepEqual(released, ['k']);
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('the admission store\'s calls of the script (admission.ts, arguments encoded once per client key)', () => {
+  let testRedis: TestRedis;
+  before(async () => {
+    testRedis = await createTestRedis('gw-admission-calls');
+  });
+  after(async () => {
+    await testRedis.close();
+  });
+
+  it('sends every request its own nonce, key, owner, time and stamp, with the key\'s and the policy\'s own values, whatever the templates reused', async () => {
+    const { redis } = testRedis;
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    const keyIds = ['k:1', 'k{2}'];
+    const store = createAdmissionStore(redis, { nonceTtlS: 300, safeTtlS: 60, unsafeTtlS: 86_400, revocations: createRevocationReader(redis, { logger }), keyIds: () => keyIds });
+    await store.dateKeys();
+    // Signed after the keys' ledgers were dated (a request signed in or before their second is a loss's, part 13).
+    const created = Math.floor(Date.now() / 1000) + 2;
+    const sent: string[][] = [];
+    type Admit = (this: unknown, ...call: string[]) => Promise<unknown>;
+    const scripts = redis as unknown as { gatewayAdmit: Admit };
+    const admit = scripts.gatewayAdmit;
+    // The store's call only: ioredis's auto-pipeline calls the command again on its pipeline.
+    scripts.gatewayAdmit = function (this: unknown, ...call: string[]) {
+      if (this === redis) sent.push(call);
+      return admit.apply(this, call);
+    };
+    try {
+      const slow = { limit: 5, windowS: 60 };
+      const fast = { limit: 100, windowS: 1 };
+      const requests = [
+        { keyId: 'k:1', method: 'GET', rate: slow },
+        { keyId: 'k:1', method: 'GET', rate: slow },
+        { keyId: 'k:1', method: 'POST', rate: slow },
+        { keyId: 'k:1', method: 'GET', rate: fast },
+        { keyId: 'k{2}', method: 'GET', rate: slow },
+        { keyId: 'k{2}', method: 'DELETE', rate: undefined },
+      ];
+      for (const [i, r] of requests.entries()) {
+        const admission = await store.admit({ ...r, nonce: `n${i}`, idempotencyKey: `i${i}`, token: undefined, bearing: false, created: created + i, owner: `o${i}` });
+        assert.equal(admission.outcome, 'claimed', `request ${i}`);
+      }
+      assert.equal(sent.length, requests.length);
+      for (const [i, r] of requests.entries()) {
+        const call = sent[i] as string[];
+        const keys = Object.fromEntries(ADMISSION_KEYS.map((name, at) => [name, call[at]]));
+        const args = Object.fromEntries(ADMISSION_ARGS.map((name, at) => [name, call[ADMISSION_KEYS.length + at]]));
+        assert.equal(keys.rate, rateKey(r.keyId, r.rate?.windowS ?? 0));
+        assert.equal(keys.nonce, nonceKey(r.keyId, `n${i}`));
+        assert.equal(keys.idempotency, idempotencyRedisKey(r.keyId, `i${i}`));
+        assert.equal(keys.born, replayBornKey(r.keyId));
+        assert.match(String(keys.stamp), new RegExp(`^${clientKeyTag(r.keyId).replace(/[{}]/g, '\\$&')}stamp:gateway:`));
+        assert.deepEqual(
+          [args.nonce_ttl_ms, args.key_ttl_ms, args.owner, args.limit, args.width_ms, args.created],
+          ['300000', r.method === 'GET' ? '60000' : '86400000', `o${i}`, String(r.rate?.limit ?? 0), String(r.rate === undefined ? 0 : (r.rate.windowS * 1000) / 10), String(created + i)],
+        );
+        assert.ok(Math.abs(Number(args.now) - Date.now()) < 5000);
+        assert.match(String(args.stamp_seen), /^\d+$/);
+      }
+      // Each client key its own stamp; the stamp's count goes up with the key's writes, never back.
+      const at = ADMISSION_KEYS.indexOf('stamp');
+      assert.notEqual(sent[0]?.[at], sent[4]?.[at]);
+      const seen = ADMISSION_KEYS.length + ADMISSION_ARGS.indexOf('stamp_seen');
+      assert.ok(Number(sent[3]?.[seen]) >= Number(sent[0]?.[seen]));
+    } finally {
+      scripts.gatewayAdmit = admit;
+      await store.stop();
     }
   });
 });

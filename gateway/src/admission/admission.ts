@@ -168,12 +168,14 @@ const scope = (keyId: string): string =>
 
 /** The common start (below REDIS_KEY_PREFIX) of a client key's keys: its hash tag, one slot (CONTRACT.md part 14). */
 export const clientKeyTag = (keyId: string): string => `gateway:{ck:${scope(keyId)}}:`;
+const nonceKeyIn = (tag: string, nonce: string): string => `${tag}nonce:${nonce}`;
+const idempotencyKeyIn = (tag: string, key: string): string => `${tag}idem:${key}`;
 /** The Redis key (below REDIS_KEY_PREFIX) remembering a nonce. */
-export const nonceKey = (keyId: string, nonce: string): string => `${clientKeyTag(keyId)}nonce:${nonce}`;
+export const nonceKey = (keyId: string, nonce: string): string => nonceKeyIn(clientKeyTag(keyId), nonce);
 /** The Redis key (below REDIS_KEY_PREFIX) counting a key's requests; the window is in it, so a new window starts afresh. */
 export const rateKey = (keyId: string, windowS: number): string => `${clientKeyTag(keyId)}rate:${windowS}`;
 /** The Redis key (below REDIS_KEY_PREFIX) remembering an idempotency key. */
-export const idempotencyRedisKey = (keyId: string, key: string): string => `${clientKeyTag(keyId)}idem:${key}`;
+export const idempotencyRedisKey = (keyId: string, key: string): string => idempotencyKeyIn(clientKeyTag(keyId), key);
 /** The client key's ledger (below REDIS_KEY_PREFIX): its `born` (ms) says since when the key's slot holds its nonces. */
 export const replayBornKey = (keyId: string): string => `${clientKeyTag(keyId)}born`;
 /** This gateway's write stamp (below REDIS_KEY_PREFIX) in a client key's slot. */
@@ -182,11 +184,42 @@ const stampKey = (keyId: string, gatewayId: string): string => `${clientKeyTag(k
 /** A bearer request without a verified token (missing, bad, or not read on this route) is held by this bucket's state. */
 const UNVERIFIED_TOKEN = { tokenId: '-', sessionId: '' };
 
-function scriptArgs(args: AdmissionArgs): string[] {
-  return ADMISSION_ARGS.map((name) => {
-    const value = args[name];
-    return typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
-  });
+/** Where each value that changes with every request goes in the script's call: its keys, then its arguments. */
+const SLOT = {
+  nonce: ADMISSION_KEYS.indexOf('nonce'),
+  idempotency: ADMISSION_KEYS.indexOf('idempotency'),
+  owner: ADMISSION_KEYS.length + ADMISSION_ARGS.indexOf('owner'),
+  created: ADMISSION_KEYS.length + ADMISSION_ARGS.indexOf('created'),
+  now: ADMISSION_KEYS.length + ADMISSION_ARGS.indexOf('now'),
+  stampSeen: ADMISSION_KEYS.length + ADMISSION_ARGS.indexOf('stamp_seen'),
+  stampLast: ADMISSION_KEYS.length + ADMISSION_ARGS.indexOf('stamp_last'),
+} as const;
+
+/** What every admission of one client key sends alike, encoded once (issue 44: the admission's arguments pre-encoded). */
+interface ClientKeyCalls {
+  /** Its keys' common start (`clientKeyTag`). */
+  tag: string;
+  stamp: WriteStamp;
+  /** The script's call (ADMISSION_KEYS, then ADMISSION_ARGS) per rate policy and method class, its per-request slots empty. */
+  templates: Map<string, string[]>;
+}
+
+/** The script's call for `keyId` under `rate` with a key memory of `keyTtlMs`, but for its per-request values (`SLOT`). */
+function callTemplate(keyId: string, calls: ClientKeyCalls, rate: AdmissionRequest['rate'], nonceTtlMs: number, keyTtlMs: number): string[] {
+  const keys: AdmissionKeys = { rate: rateKey(keyId, rate?.windowS ?? 0), nonce: '', idempotency: '', born: replayBornKey(keyId), stamp: calls.stamp.key };
+  const args: Record<keyof AdmissionArgs, string> = {
+    nonce_ttl_ms: String(nonceTtlMs),
+    key_ttl_ms: String(keyTtlMs),
+    owner: '',
+    limit: String(rate?.limit ?? 0),
+    // Sub-windows of whole milliseconds.
+    width_ms: String(rate === undefined ? 0 : (rate.windowS * 1000) / RATE_BUCKETS),
+    created: '',
+    now: '',
+    stamp_seen: '',
+    stamp_last: '',
+  };
+  return [...ADMISSION_KEYS.map((name) => keys[name]), ...ADMISSION_ARGS.map((name) => args[name])];
 }
 
 /** Outcomes that say the client key's slot lost its data: they rank before the revocation check's verdict. */
@@ -224,16 +257,18 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const gatewayId = randomUUID();
   // The admissions of the requests that arrive together leave in one socket write, at the end of the turn.
   const holdTurnWrites = turnWrites(redis);
-  // One stamp per client key this gateway wrote nonces of (verified key ids only: a bounded set).
-  const stamps = new Map<string, WriteStamp>();
-  const stampOf = (keyId: string): WriteStamp => {
-    let stamp = stamps.get(keyId);
-    if (stamp === undefined) {
-      stamp = writeStamp(stampKey(keyId, gatewayId));
-      stamps.set(keyId, stamp);
+  // One stamp and set of call templates per client key this gateway wrote nonces of (verified key ids
+  // only: a bounded set; a key's templates, one per rate policy and method class, as bounded).
+  const clients = new Map<string, ClientKeyCalls>();
+  const callsOf = (keyId: string): ClientKeyCalls => {
+    let calls = clients.get(keyId);
+    if (calls === undefined) {
+      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map() };
+      clients.set(keyId, calls);
     }
-    return stamp;
+    return calls;
   };
+  const nonceTtlMs = options.nonceTtlS * 1000;
 
   /** A slot found gone back may have lost revocations too (its shard went back): every bucket waits for identity's re-seed. */
   const wentBack = async (): Promise<void> => {
@@ -260,7 +295,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     async () => {
       const now = String(Date.now());
       const found = await Promise.all(
-        [...stamps.entries()].map(async ([keyId, stamp]) =>
+        [...clients.entries()].map(async ([keyId, { stamp }]) =>
           Number(await commands.gatewayStampCheck(replayBornKey(keyId), stamp.key, stamp.seen(), stamp.last(), now, String(STAMP_TTL_MS))) === 1,
         ),
       );
@@ -299,32 +334,31 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   return {
     async admit(request) {
       const { rate } = request;
-      const stamp = stampOf(request.keyId);
-      const named: AdmissionKeys = {
-        rate: rateKey(request.keyId, rate?.windowS ?? 0),
-        nonce: nonceKey(request.keyId, request.nonce),
-        idempotency: idempotencyRedisKey(request.keyId, request.idempotencyKey),
-        born: replayBornKey(request.keyId),
-        stamp: stamp.key,
-      };
-      const keys = ADMISSION_KEYS.map((name) => named[name]);
-      const args = scriptArgs({
-        nonce_ttl_ms: options.nonceTtlS * 1000,
-        key_ttl_ms: (SAFE_METHODS.has(request.method) ? options.safeTtlS : options.unsafeTtlS) * 1000,
-        owner: request.owner,
-        limit: rate?.limit ?? 0,
-        // Sub-windows of whole milliseconds.
-        width_ms: rate === undefined ? 0 : (rate.windowS * 1000) / RATE_BUCKETS,
-        created: request.created,
-        now: Date.now(),
-        stamp_seen: stamp.seen(),
-        stamp_last: stamp.last(),
-      });
+      const calls = callsOf(request.keyId);
+      const { stamp } = calls;
+      const safe = SAFE_METHODS.has(request.method);
+      const kind = rate === undefined ? String(safe) : `${safe} ${rate.limit} ${rate.windowS}`;
+      let template = calls.templates.get(kind);
+      if (template === undefined) {
+        template = callTemplate(request.keyId, calls, rate, nonceTtlMs, (safe ? options.safeTtlS : options.unsafeTtlS) * 1000);
+        calls.templates.set(kind, template);
+      }
+      // The template's copy, with this request's values in their slots.
+      const call = template.slice();
+      const nonce = nonceKeyIn(calls.tag, request.nonce);
+      const idempotency = idempotencyKeyIn(calls.tag, request.idempotencyKey);
+      call[SLOT.nonce] = nonce;
+      call[SLOT.idempotency] = idempotency;
+      call[SLOT.owner] = request.owner;
+      call[SLOT.created] = String(request.created);
+      call[SLOT.now] = String(Date.now());
+      call[SLOT.stampSeen] = stamp.seen();
+      call[SLOT.stampLast] = stamp.last();
       holdTurnWrites();
       // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
       const [revocation, admitted] = await Promise.allSettled([
         request.bearing ? revocationCheck(request) : Promise.resolve('unrevoked' as const),
-        commands.gatewayAdmit(...keys, ...args),
+        commands.gatewayAdmit(...call),
       ]);
       if (admitted.status === 'rejected') throw admitted.reason;
       const [found, remaining, waitMs, count, slotWentBack] = admitted.value;
@@ -336,7 +370,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       const claimed = found === 'claimed' || found === 'key-reused';
       if (claimed && (outcome === 'revocations-restoring' || revocation.status === 'rejected')) {
         // The idempotency key too: withdraw.lua deletes only what this request owns (not another's key).
-        await commands.gatewayWithdraw(named.nonce, named.idempotency, request.owner);
+        await commands.gatewayWithdraw(nonce, idempotency, request.owner);
       }
       if (revocation.status === 'rejected') throw revocation.reason;
       if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
