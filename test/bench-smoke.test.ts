@@ -88,6 +88,15 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     return { server, ready: await untilOk(`${server.url}/health/live`, Date.now() + 15_000, server) };
   }
 
+  /** The options of a checking limit that never reaches its Redis, identity or upstream in these tests. */
+  const CHECKING = {
+    'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    'key-secret': 'bench-smoke-secret',
+    'redis-prefix': 'bench-smoke:',
+    'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
+    issuer: 'http://127.0.0.1:9',
+  };
+
   it('limit C′ relays limit A\'s answer whole, and answers 502 when its upstream is gone', async () => {
     const a = await startLimitServer('bare-node', {});
     try {
@@ -109,33 +118,9 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
-  it('limit G makes the checks before it answers from memory: an unsigned request is refused 401', async () => {
-    const g = await startLimitServer('stored-checks', {
-      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      'key-secret': 'bench-smoke-secret',
-      'redis-prefix': 'bench-smoke:',
-      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
-      issuer: 'http://127.0.0.1:9',
-    });
-    try {
-      assert.ok(g.ready, g.server.output());
-      const unsigned = await fetch(`${g.server.url}/v1/weather-stations/by/id/17130`);
-      assert.equal(unsigned.status, 401);
-    } finally {
-      await g.server.stop();
-    }
-  });
-
   it('limit E′ traced exports a server span per request, named by the route, and will not run untraced on OTEL_* it cannot read', async () => {
     const { startOtlpReceiver } = await import('@platform/stack');
-    const options = {
-      target: 'http://127.0.0.1:9',
-      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      'key-secret': 'bench-smoke-secret',
-      'redis-prefix': 'bench-smoke:',
-      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
-      issuer: 'http://127.0.0.1:9',
-    };
+    const options = { target: 'http://127.0.0.1:9', ...CHECKING };
     const receiver = await startOtlpReceiver();
     try {
       const unreadable = await startLimitServer('traced-lean-checks', options, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'sometimes' });
@@ -162,29 +147,28 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
-  it('limit E′ enveloped writes the gateway\'s envelope around E′\'s checks: a refusal carries a request id and the security headers', async () => {
-    const e = await startLimitServer('enveloped-checks', {
-      target: 'http://127.0.0.1:9',
-      'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      'key-secret': 'bench-smoke-secret',
-      'redis-prefix': 'bench-smoke:',
-      'jwks-url': 'http://127.0.0.1:9/.well-known/jwks.json',
-      issuer: 'http://127.0.0.1:9',
+
+  for (const [name, limit, options] of [
+    ['G', 'stored-checks', CHECKING],
+    ['E′ enveloped', 'enveloped-checks', { target: 'http://127.0.0.1:9', ...CHECKING }],
+  ] as const) {
+    it(`limit ${name} makes E′'s checks inside the gateway's envelope: an unsigned request is refused 401 with a request id, the security headers and an access line`, async () => {
+      const started = await startLimitServer(limit, options);
+      try {
+        assert.ok(started.ready, started.server.output());
+        const unsigned = await fetch(`${started.server.url}/v1/weather-stations/by/id/17130`);
+        assert.equal(unsigned.status, 401);
+        assert.match(unsigned.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+        assert.equal(unsigned.headers.get('x-frame-options'), 'DENY');
+        // Its access line, as the gateway writes one per request.
+        const deadline = Date.now() + 5000;
+        while (!started.server.output().includes('"url":"/v1/weather-stations/by/id/17130"') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.match(started.server.output(), /"url":"\/v1\/weather-stations\/by\/id\/17130"/);
+      } finally {
+        await started.server.stop();
+      }
     });
-    try {
-      assert.ok(e.ready, e.server.output());
-      const unsigned = await fetch(`${e.server.url}/v1/weather-stations/by/id/17130`);
-      assert.equal(unsigned.status, 401);
-      assert.match(unsigned.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
-      assert.equal(unsigned.headers.get('x-frame-options'), 'DENY');
-      // Its access line, as the gateway writes one per request.
-      const deadline = Date.now() + 5000;
-      while (!e.server.output().includes('"url":"/v1/weather-stations/by/id/17130"') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.match(e.server.output(), /"url":"\/v1\/weather-stations\/by\/id\/17130"/);
-    } finally {
-      await e.server.stop();
-    }
-  });
+  }
 
   it('limit H needs the assertion key, and answers as risk does before the token: 401, its 400 of a bad id, 404, the envelope\'s headers', async () => {
     const options = {
