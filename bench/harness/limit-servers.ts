@@ -105,6 +105,6 @@ export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>)
  */
 export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
   const prefix = stack.redisPrefix;
-  const checking = (['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix ?? '')] as const);
-  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...(prefix === undefined ? [] : checking)]);
+  const checking = prefix === undefined ? [] : (['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix)] as const);
+  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...checking]);
 }

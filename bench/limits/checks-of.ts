@@ -1,4 +1,4 @@
-// The checks of limits E and E′ (E′ traced and G too): the SDK's signature, the bearer token as the gateway
+// The checks of limits E and E′ (E′ traced, E′ enveloped and G too): the SDK's signature, the bearer token as the gateway
 // verifies it, and the gateway's own admission in one Redis round trip (@platform/gateway/engine), in the
 // stack's prefix.
 import { createSecretKey, randomUUID } from 'node:crypto';
@@ -42,7 +42,7 @@ export function checksOf(options: LimitOptions): (req: IncomingMessage, body: Bu
 export type Pass = (req: IncomingMessage, res: ServerResponse, body: Buffer, vouch: Vouch | undefined) => void;
 
 /**
- * The request handler of limits E′, E′ traced and G: health, the body read, the checks, then `pass` with
+ * The request handler of limits E′, E′ traced, E′ enveloped and G: health, the body read, the checks, then `pass` with
  * the checked request (E′ forwards it, G answers from memory); a refusal's status, or 500 when something threw.
  */
 export function checkedHandler(check: ReturnType<typeof checksOf>, pass: Pass): RequestListener {
@@ -58,7 +58,7 @@ export function checkedHandler(check: ReturnType<typeof checksOf>, pass: Pass): 
   };
 }
 
-/** The server of limits E′ and G: `checkedHandler` on a plain node:http server. */
+/** The server of limit E′: `checkedHandler` on a plain node:http server. */
 export function checkedServer(check: ReturnType<typeof checksOf>, pass: Pass): Server {
   return createServer(checkedHandler(check, pass));
 }
