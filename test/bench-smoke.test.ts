@@ -170,6 +170,35 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     });
   }
 
+  it('limit G bare makes the gateway\'s admission in Redis and answers station 17130 from memory, once per nonce', async () => {
+    const usage = await startLimitServer('round-trip', { 'redis-url': CHECKING['redis-url'] });
+    assert.equal(await usage.server.exited, 2);
+    assert.match(usage.server.output(), /usage: node bench\/limits\/round-trip\.ts --port <port> --redis-url <redis-url> --redis-prefix <redis-prefix>/);
+    const prefix = `bench-smoke-${process.pid}-${Date.now()}:`;
+    const bare = await startLimitServer('round-trip', { 'redis-url': CHECKING['redis-url'], 'redis-prefix': prefix });
+    try {
+      assert.ok(bare.ready, bare.server.output());
+      for (let i = 0; i < 3; i += 1) {
+        const answer = await fetch(`${bare.server.url}/v1/weather-stations/by/id/17130`);
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers.get('x-cache'), 'HIT');
+        assert.equal(((await answer.json()) as { stationId: number }).stationId, 17130);
+      }
+      // Each answer claimed its own nonce in the stack's prefix: the admission's round trip was made.
+      const { Redis } = await import('ioredis');
+      const redis = new Redis(CHECKING['redis-url']);
+      try {
+        const nonces = await redis.keys(`${prefix}*nonce*`);
+        assert.equal(nonces.length, 3, JSON.stringify(await redis.keys(`${prefix}*`)));
+        if (nonces.length > 0) await redis.del(...(await redis.keys(`${prefix}*`)));
+      } finally {
+        redis.disconnect();
+      }
+    } finally {
+      await bare.server.stop();
+    }
+  });
+
   it('limit H needs the assertion key, and answers as risk does before the token: 401, its 400 of a bad id, 404, the envelope\'s headers', async () => {
     const options = {
       'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',

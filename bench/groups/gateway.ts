@@ -4,7 +4,8 @@
 // the gateway's own admission included, on C′) and limit E′ enveloped (E′ writing what the gateway writes
 // for every request: its envelope, the quota headers, the trace context); and by/id through a second gateway whose station
 // cache answers it (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks and the
-// gateway's output, then the answer from memory). By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
+// gateway's output, then the answer from memory) and limit G bare (a hit's round trip alone: the request, the
+// admission, the answer). By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
 import { freePort } from '@platform/stack';
@@ -15,7 +16,7 @@ import { LOOKUPS, byId } from './requests.ts';
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const started = await startForwardingLimits(ctx, stack);
-  const [limitC, limitCLean, limitELean, limitG, limitEnveloped] = started;
+  const [limitC, limitCLean, limitELean, limitG, limitEnveloped, limitGBare] = started;
   // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request: by/id answered from
   // memory after every check. The stack's own gateway runs without one.
   const cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } }).catch(async (err: unknown) => {
@@ -44,6 +45,9 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
         if (lookup === 'by-id') {
           if (limitG !== undefined) {
             list.push({ id: `limit-g-by-id${suffix}`, label: 'limit G: E′\'s checks and the gateway\'s output, the answer from memory: by-id (signed)', target: await signedTarget(ctx, limitG.url, request), servers: { 'limit-g': limitG.pid } });
+          }
+          if (limitGBare !== undefined) {
+            list.push({ id: `limit-g-bare-by-id${suffix}`, label: 'limit G bare: a hit\'s round trip alone (the request, the admission, the answer from memory): by-id', target: directTarget(limitGBare.url, request), servers: { [limitGBare.cpuName]: limitGBare.pid } });
           }
           list.push({ id: `gateway-cached-by-id${suffix}`, label: 'gateway, cached hits: by-id (signed)', target: await signedTarget(ctx, cached.url, request), servers: { 'gateway-cached': cached.pid } });
         }

@@ -17,6 +17,7 @@ export const LIMITS = {
   'traced-lean-checks': { letter: 'E′ traced', deployable: 'gateway' },
   'enveloped-checks': { letter: 'E′ enveloped', deployable: 'gateway' },
   'stored-checks': { letter: 'G', deployable: 'gateway' },
+  'round-trip': { letter: 'G bare', deployable: 'gateway' },
   'lean-risk': { letter: 'H', deployable: 'risk' },
 } as const;
 export type LimitName = keyof typeof LIMITS;
@@ -55,11 +56,11 @@ export async function startLimit(
   const args = ['--port', String(port), ...Object.entries(options).flatMap(([flag, value]) => (value === undefined ? [] : [`--${flag}=${value}`]))];
   const { deployable } = LIMITS[name];
   const profile = ctx.config.cpuProf.has(cpuName) ? ['--cpu-prof', `--cpu-prof-dir=${ctx.logDir}`, `--cpu-prof-name=${cpuName}.cpuprofile`] : [];
-  // The image's flags unless BENCH_NODE_OPTIONS replaces them, as for the stack's services (stack.ts).
+  // The image's flags unless BENCH_NODE_OPTIONS replaces them, and BENCH_NODE_ARGS, as for the stack's services (stack.ts).
   const nodeOptions = ctx.config.nodeOptions ?? imageNodeOptions(deployable);
   const imageArgs = ctx.config.nodeOptions === undefined ? imageNodeArgs(deployable) : [];
   const env = { ...process.env, ...imageAllocatorEnv(deployable), ...launch.env, NODE_OPTIONS: nodeOptions };
-  const server = startProcess({ name: cpuName, entry: `bench/limits/${name}.ts`, args, env, nodeArgs: [...imageArgs, ...profile], url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
+  const server = startProcess({ name: cpuName, entry: `bench/limits/${name}.ts`, args, env, nodeArgs: [...imageArgs, ...ctx.config.nodeArgs, ...profile], url: `http://127.0.0.1:${port}`, output: { dir: ctx.logDir } });
   if (!(await untilOk(`${server.url}${path}`, Date.now() + 15_000, server))) {
     await server.stop();
     throw new Error(`${cpuName} never answered ${path}; see ${server.log}`);
@@ -100,11 +101,12 @@ export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>)
 
 /**
  * The forwarding limits beside the stack's risk: C, C′ and (with the stack's own Redis prefix, which a
- * running stack does not give) E′, G (E′'s checks answered from memory, beside a cached hit) and E′
- * enveloped (E′ writing the gateway's per-request output); stopped by the caller.
+ * running stack does not give) E′, G (E′'s checks answered from memory, beside a cached hit), E′
+ * enveloped (E′ writing the gateway's per-request output) and G bare (a hit's round trip alone); stopped by the caller.
  */
 export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
   const prefix = stack.redisPrefix;
   const checking = prefix === undefined ? [] : (['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix)] as const);
-  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...checking]);
+  const bare = prefix === undefined ? [] : ([['round-trip', { 'redis-url': ctx.config.redisUrl, 'redis-prefix': prefix }]] as const);
+  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...checking, ...bare]);
 }

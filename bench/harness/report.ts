@@ -100,6 +100,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     }
     // A cached hit's floor: limit G makes E′'s checks and answers from memory, with the gateway's per-request output.
     ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
+    // Under every hit: its round trip alone (limit G bare), no checks and no output but the answer.
+    ratio(`limit G bare CPU by-id / limit C, ${suffix}`, figure(id('limit-g-bare-by-id'), 'limit-g-bare'), figure(id('limit-c-by-id'), 'limit-c'));
     ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
     // Risk's own work with nothing around it: limit H, called as risk is, direct and vouched.
     ratio(`risk CPU by-id / limit H, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-h'), 'limit-h'));
