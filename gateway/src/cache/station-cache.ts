@@ -1,5 +1,6 @@
 // The gateway's cache of station answers (CONTRACT.md part 17): in memory, bounded by GATEWAY_CACHE_MB,
-// least recently used out first. An entry belongs to the station-data generation risk answered it from
+// least recently used out first (a list in use order beside the lookup Map, so that a hit moves its entry
+// by relinking it, not by deleting and setting it in the Map, which reallocates the Map's table). An entry belongs to the station-data generation risk answered it from
 // (its `X-Station-Generation`), and is served only while that generation is the current one as read from
 // Redis within the last STALE_AFTER_MS: when risk loads a new generation it writes it there before serving
 // it, so no gateway serves an old answer more than POLL_MS + STALE_AFTER_MS (< 2 s) later.
@@ -58,9 +59,20 @@ export interface StationCacheOptions {
   now?: () => number;
 }
 
+/** An entry in use order: `older` towards the next to evict, `newer` towards the last used. */
+interface Slot {
+  readonly key: string;
+  readonly entry: CachedAnswer;
+  older: Slot | undefined;
+  newer: Slot | undefined;
+}
+
 export function createStationCache(options: StationCacheOptions): StationCache {
   const now = options.now ?? Date.now;
-  const entries = new Map<string, CachedAnswer>();
+  const slots = new Map<string, Slot>();
+  // The ends of the use order: the least recently used (evicted first) and the most recently used.
+  let oldest: Slot | undefined;
+  let newest: Slot | undefined;
   const flights = new Map<string, Promise<unknown>>();
   let held = 0;
   let generation: number | undefined;
@@ -77,9 +89,24 @@ export function createStationCache(options: StationCacheOptions): StationCache {
     this.set(held);
   } });
 
-  const drop = (key: string, entry: CachedAnswer): void => {
-    entries.delete(key);
-    held -= entry.bytes;
+  const unlink = (slot: Slot): void => {
+    if (slot.older === undefined) oldest = slot.newer;
+    else slot.older.newer = slot.newer;
+    if (slot.newer === undefined) newest = slot.older;
+    else slot.newer.older = slot.older;
+    slot.older = undefined;
+    slot.newer = undefined;
+  };
+  const append = (slot: Slot): void => {
+    slot.older = newest;
+    if (newest === undefined) oldest = slot;
+    else newest.newer = slot;
+    newest = slot;
+  };
+  const drop = (slot: Slot): void => {
+    slots.delete(slot.key);
+    unlink(slot);
+    held -= slot.entry.bytes;
   };
 
   const usable = (): boolean => generation !== undefined && now() - confirmedAt < STALE_AFTER_MS;
@@ -90,7 +117,7 @@ export function createStationCache(options: StationCacheOptions): StationCache {
       const next = raw === null ? undefined : Number(raw);
       if (next !== generation) {
         // Another generation (or none: Redis lost it until risk writes it again): every entry is of the past.
-        for (const [key, entry] of entries) drop(key, entry);
+        while (oldest !== undefined) drop(oldest);
         generation = next !== undefined && Number.isSafeInteger(next) ? next : undefined;
       }
       confirmedAt = now();
@@ -104,28 +131,32 @@ export function createStationCache(options: StationCacheOptions): StationCache {
 
   return {
     get(key) {
-      const entry = entries.get(key);
-      if (entry === undefined) return undefined;
+      const slot = slots.get(key);
+      if (slot === undefined) return undefined;
+      const { entry } = slot;
       if (!usable() || entry.generation !== generation || now() - entry.storedAt >= entry.freshForMs) {
-        drop(key, entry);
+        drop(slot);
         return undefined;
       }
-      // Most recently used last: the Map's order is the eviction order.
-      entries.delete(key);
-      entries.set(key, entry);
+      // Now the most recently used.
+      if (slot !== newest) {
+        unlink(slot);
+        append(slot);
+      }
       return entry;
     },
     put(key, answer) {
       if (!usable() || answer.generation !== generation) return;
       const bytes = answer.body.length + key.length + ENTRY_OVERHEAD;
       if (bytes > options.maxBytes / LARGEST_SHARE) return;
-      const old = entries.get(key);
-      if (old !== undefined) drop(key, old);
-      entries.set(key, { ...answer, bytes, storedAt: now() });
+      const old = slots.get(key);
+      if (old !== undefined) drop(old);
+      const slot: Slot = { key, entry: { ...answer, bytes, storedAt: now() }, older: undefined, newer: undefined };
+      slots.set(key, slot);
+      append(slot);
       held += bytes;
-      for (const [oldest, entry] of entries) {
-        if (held <= options.maxBytes) break;
-        drop(oldest, entry);
+      while (held > options.maxBytes && oldest !== undefined) {
+        drop(oldest);
         evictions.inc();
       }
     },
