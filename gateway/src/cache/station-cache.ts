@@ -1,9 +1,10 @@
 // The gateway's cache of station answers (CONTRACT.md part 17): in memory, bounded by GATEWAY_CACHE_MB,
-// least recently used out first (a list in use order beside the lookup Map, so that a hit moves its entry
-// by relinking it, not by deleting and setting it in the Map, which reallocates the Map's table). An entry belongs to the station-data generation risk answered it from
-// (its `X-Station-Generation`), and is served only while that generation is the current one as read from
-// Redis within the last STALE_AFTER_MS: when risk loads a new generation it writes it there before serving
-// it, so no gateway serves an old answer more than POLL_MS + STALE_AFTER_MS (< 2 s) later.
+// least recently used out first (a list in use order beside the lookup Map: a hit moves its entry by
+// relinking it, where deleting and setting it in the Map would make V8 rehash the Map's table once the
+// holes fill it). An entry belongs to the station-data generation risk answered it from (its
+// `X-Station-Generation`), and is served only while that generation is the current one as read from Redis
+// within the last STALE_AFTER_MS: when risk loads a new generation it writes it there before serving it, so
+// no gateway serves an old answer more than POLL_MS + STALE_AFTER_MS (< 2 s) later.
 import { Counter, Gauge } from 'prom-client';
 import type { Logger, Metrics, Redis } from '@platform/service-kit';
 import { STATION_GENERATION_KEY } from '@platform/service-kit';
