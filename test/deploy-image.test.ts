@@ -8,7 +8,7 @@ import { dropDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
 import { DEPLOYABLES, type DeployableName, REPO_ROOT, imageEnv, imageNodeArgs, parseDockerfile, readDockerfile } from './deploy-support/deployables.ts';
-import { type StartedProcess, freePort, freePorts, startProcess, untilOk } from '@platform/stack';
+import { type StartedProcess, freePort, startProcess, untilOk } from '@platform/stack';
 
 // Without a Docker engine, each image is laid out as its Dockerfile's runtime stage does it: the
 // `pnpm deploy` output of its package, plus the runtime stage's other COPY lines, with the image's ENV.
@@ -67,9 +67,7 @@ describe('images, laid out without Docker (pnpm deploy + each Dockerfile runtime
   });
 
   it('started as their CMD with their image ENV, all three get ready and a signed login passes through the gateway', async () => {
-    // Distinct ports: asked for one by one, the system may hand out the same free port twice.
-    const [gateway, identity, risk] = await freePorts(3);
-    const ports = { gateway: gateway as number, identity: identity as number, risk: risk as number };
+    const ports = { gateway: await freePort(), identity: await freePort(), risk: await freePort() };
     const databases = { identity: uniqueName('image_identity'), risk: uniqueName('image_risk') };
     const url = (name: string) => Object.assign(new URL(TEST_POSTGRES_URL), { pathname: `/${name}` }).toString();
     // Only what a container would get: its image ENV, then what compose or the Deployment sets.

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { dropDatabase } from '@platform/service-kit/database';
 import { uniqueName } from '@platform/service-kit/testing';
 import { REPO_ROOT } from './deploy-support/deployables.ts';
-import { freePorts, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
+import { freePort, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
 
 /**
  * The environment of a terminal: without the variables pnpm sets for the script running this test, and
@@ -62,9 +62,7 @@ describe('a fresh clone: pnpm install, then pnpm start stopped with Ctrl-C', fun
   });
 
   it('pnpm start, stopped by Ctrl-C (SIGINT to its process group, as a terminal sends it), exits 0 and reports no failure', async () => {
-    // Distinct ports: asked for one by one, the system may hand out the same free port twice.
-    const [gateway, management, identity, risk] = await freePorts(4);
-    const ports = { GATEWAY_PORT: gateway as number, GATEWAY_MANAGEMENT_PORT: management as number, IDENTITY_PORT: identity as number, RISK_PORT: risk as number };
+    const ports = { GATEWAY_PORT: await freePort(), GATEWAY_MANAGEMENT_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
     const databases = { IDENTITY_DATABASE_URL: testDatabaseUrl(uniqueName('clone_identity')), RISK_DATABASE_URL: testDatabaseUrl(uniqueName('clone_risk')) };
     const start = pnpm(dir, ['start'], terminalEnv({ APP_ENV: 'local', EMBEDDED_FALLBACK: 'off', ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...databases }));
     try {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signedHeaders } from '../gateway/test/support/signing-client.ts';
-import { freePorts, startPnpmStart, waitUntilOk } from './support/processes.ts';
+import { freePort, startPnpmStart, waitUntilOk } from './support/processes.ts';
 
 const LOCAL_KEY = { keyId: 'local-dev', alg: 'hmac-sha256', secret: 'local-dev-secret' } as const;
 
@@ -19,9 +19,7 @@ describe('pnpm start with Postgres and Redis unreachable (embedded fallback)', f
 
   it('starts on PGlite and an in-process Redis shared by the three apps, says so first, and a signed login succeeds', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'embedded-stack-'));
-    // Distinct ports: asked for one by one, the system may hand out the same free port twice.
-    const [gateway, management, identity, risk] = await freePorts(4);
-    const ports = { GATEWAY_PORT: gateway as number, GATEWAY_MANAGEMENT_PORT: management as number, IDENTITY_PORT: identity as number, RISK_PORT: risk as number };
+    const ports = { GATEWAY_PORT: await freePort(), GATEWAY_MANAGEMENT_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
     const child = startPnpmStart({
       ...process.env,
       APP_ENV: 'local',

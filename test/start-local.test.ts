@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import { dropDatabase } from '@platform/service-kit/database';
 import { uniqueName } from '@platform/service-kit/testing';
-import { freePorts, startPnpmStart, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
+import { freePort, startPnpmStart, testDatabaseUrl, waitUntilOk } from './support/processes.ts';
 
 describe('pnpm start (scripts/start-local.ts)', function () {
   this.timeout(60_000);
 
   it('brings up gateway, identity and risk with local defaults, all ready, and stops all three on Ctrl-C with exit 0', async () => {
-    // Distinct ports: asked for one by one, the system may hand out the same free port twice.
-    const [gateway, management, identity, risk] = await freePorts(4);
-    const ports = { GATEWAY_PORT: gateway as number, GATEWAY_MANAGEMENT_PORT: management as number, IDENTITY_PORT: identity as number, RISK_PORT: risk as number };
+    const ports = { GATEWAY_PORT: await freePort(), GATEWAY_MANAGEMENT_PORT: await freePort(), IDENTITY_PORT: await freePort(), RISK_PORT: await freePort() };
     const databases = { IDENTITY_DATABASE_URL: testDatabaseUrl(uniqueName('start_identity')), RISK_DATABASE_URL: testDatabaseUrl(uniqueName('start_risk')) };
     const child = startPnpmStart({ ...process.env, APP_ENV: 'local', ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])), ...databases }, ports.GATEWAY_PORT);
     try {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { freePorts } from '@platform/stack';
+import { freePort } from '@platform/stack';
 import { signedHeaders } from '../../gateway/test/support/signing-client.ts';
 import { DEPLOYABLE_NAMES, alertRules, asPrometheusQuery, exportedNames, queriesOf, selectorsOf } from '../observability-support/promql.ts';
 import { sendRaw } from '../reliability/support/raw-http.ts';
@@ -17,9 +17,7 @@ describe('dashboards and alerts against a scrape of the running stack', function
 
   before(async () => {
     // The services' metrics ports as the cluster sets them: Prometheus scrapes those, never the API ports.
-    // Distinct ports: asked for one by one, the system may hand out the same free port twice.
-    const [identityMetrics, riskMetrics] = await freePorts(2);
-    const metricsPorts = { identity: identityMetrics as number, risk: riskMetrics as number };
+    const metricsPorts = { identity: await freePort(), risk: await freePort() };
     stack = await startStack(
       { mailUrl: 'http://127.0.0.1:9/mail', smsUrl: 'http://127.0.0.1:9/sms' },
       { IDENTITY_METRICS_PORT: String(metricsPorts.identity), RISK_METRICS_PORT: String(metricsPorts.risk) },

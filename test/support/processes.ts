@@ -1,7 +1,7 @@
 import { type StartedProcess, databaseUrl, startProcess, untilOk } from '@platform/stack';
 import { TEST_POSTGRES_URL } from '@platform/service-kit/testing';
 
-export { freePort, freePorts } from '@platform/stack';
+export { freePort } from '@platform/stack';
 
 /** The URL of database `name` on the test Postgres server. */
 export function testDatabaseUrl(name: string): string {
