@@ -11,6 +11,7 @@ import { fixedRates } from '../bench/harness/load.ts';
 import { memorySampler } from '../bench/harness/processes.ts';
 import { kindOf, parseReport, summarise } from '../bench/tools/perf-summary.ts';
 import { evaluate } from '../bench/harness/report.ts';
+import { createTestRedis } from '@platform/service-kit/testing';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -174,28 +175,26 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     const usage = await startLimitServer('round-trip', { 'redis-url': CHECKING['redis-url'] });
     assert.equal(await usage.server.exited, 2);
     assert.match(usage.server.output(), /usage: node bench\/limits\/round-trip\.ts --port <port> --redis-url <redis-url> --redis-prefix <redis-prefix>/);
-    const prefix = `bench-smoke-${process.pid}-${Date.now()}:`;
-    const bare = await startLimitServer('round-trip', { 'redis-url': CHECKING['redis-url'], 'redis-prefix': prefix });
+    // Its own prefix on the test Redis, emptied at the end.
+    const testRedis = await createTestRedis('bench-smoke-round-trip', CHECKING['redis-url']);
     try {
-      assert.ok(bare.ready, bare.server.output());
-      for (let i = 0; i < 3; i += 1) {
-        const answer = await fetch(`${bare.server.url}/v1/weather-stations/by/id/17130`);
-        assert.equal(answer.status, 200);
-        assert.equal(answer.headers.get('x-cache'), 'HIT');
-        assert.equal(((await answer.json()) as { stationId: number }).stationId, 17130);
-      }
-      // Each answer claimed its own nonce in the stack's prefix: the admission's round trip was made.
-      const { Redis } = await import('ioredis');
-      const redis = new Redis(CHECKING['redis-url']);
+      const bare = await startLimitServer('round-trip', { 'redis-url': CHECKING['redis-url'], 'redis-prefix': testRedis.keyPrefix });
       try {
-        const nonces = await redis.keys(`${prefix}*nonce*`);
-        assert.equal(nonces.length, 3, JSON.stringify(await redis.keys(`${prefix}*`)));
-        if (nonces.length > 0) await redis.del(...(await redis.keys(`${prefix}*`)));
+        assert.ok(bare.ready, bare.server.output());
+        for (let i = 0; i < 3; i += 1) {
+          const answer = await fetch(`${bare.server.url}/v1/weather-stations/by/id/17130`);
+          assert.equal(answer.status, 200);
+          assert.equal(answer.headers.get('x-cache'), 'HIT');
+          assert.equal(((await answer.json()) as { stationId: number }).stationId, 17130);
+        }
+        // Each answer claimed its own nonce in the stack's prefix: the admission's round trip was made.
+        const nonces = await testRedis.redis.keys(`${testRedis.keyPrefix}*nonce*`);
+        assert.equal(nonces.length, 3, JSON.stringify(await testRedis.redis.keys(`${testRedis.keyPrefix}*`)));
       } finally {
-        redis.disconnect();
+        await bare.server.stop();
       }
     } finally {
-      await bare.server.stop();
+      await testRedis.close();
     }
   });
 

@@ -106,7 +106,12 @@ export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>)
  */
 export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
   const prefix = stack.redisPrefix;
-  const checking = prefix === undefined ? [] : (['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix)] as const);
-  const bare = prefix === undefined ? [] : ([['round-trip', { 'redis-url': ctx.config.redisUrl, 'redis-prefix': prefix }]] as const);
-  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...checking, ...bare]);
+  const inPrefix =
+    prefix === undefined
+      ? []
+      : [
+          ...(['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix)] as const),
+          ['round-trip', { 'redis-url': ctx.config.redisUrl, 'redis-prefix': prefix }] as const,
+        ];
+  return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...inPrefix]);
 }
