@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
-import { type RunContext, type ScenarioResult, measureFixedPairsInTurns } from '../bench/harness/context.ts';
+import { type RunContext, type ScenarioResult, measureClosedInTurns, measureFixedPairsInTurns } from '../bench/harness/context.ts';
 import { fixedRates } from '../bench/harness/load.ts';
-import { memorySampler } from '../bench/harness/processes.ts';
+import { kernelCounts, memorySampler } from '../bench/harness/processes.ts';
 import { kindOf, parseReport, summarise } from '../bench/tools/perf-summary.ts';
-import { evaluate } from '../bench/harness/report.ts';
+import { evaluate, formatReport, machine } from '../bench/harness/report.ts';
+import { resultsMarkdown } from '../bench/harness/markdown.ts';
+import { loadBenchConfig } from '../bench/harness/config.ts';
 import { createTestRedis } from '@platform/service-kit/testing';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -463,6 +466,57 @@ describe('the open-loop pacer (bench/harness/load.ts fixedRates)', function () {
       assert.equal(most, 3);
       // The last of 60 requests waited behind 19 rounds of three: its latency counts that wait from its scheduled time.
       assert.ok(result.p99Ms > 500, `p99 ${result.p99Ms} ms`);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('wake-ups and system calls per answer (bench/harness/processes.ts kernelCounts)', function () {
+  this.timeout(30_000);
+
+  it('reads the main thread\'s wake-ups and the process\'s read and write calls from /proc, and nothing of a process that is gone', async () => {
+    const before = await kernelCounts(process.pid);
+    const fd = openSync('/dev/null', 'r+');
+    try {
+      const one = Buffer.alloc(1);
+      for (let i = 0; i < 300; i += 1) writeSync(fd, one);
+      for (let i = 0; i < 100; i += 1) readSync(fd, one);
+    } finally {
+      closeSync(fd);
+    }
+    // Five sleeps of the event loop, each ended by its timer.
+    for (let i = 0; i < 5; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    const after = await kernelCounts(process.pid);
+    assert.ok(before !== undefined && after !== undefined);
+    // Told apart: 300 writes, 100 reads (and the few of reading /proc and of the timers).
+    assert.ok(after.writes - before.writes >= 300, `${after.writes - before.writes} writes`);
+    assert.ok(after.reads - before.reads >= 100 && after.reads - before.reads < 300, `${after.reads - before.reads} reads`);
+    assert.ok(after.wakeUps - before.wakeUps >= 5, `${after.wakeUps - before.wakeUps} wake-ups`);
+    assert.ok(after.preempted >= before.preempted);
+    // A pid no process has (above pid_max's largest default).
+    assert.equal(await kernelCounts(2 ** 22 + 1), undefined);
+  });
+
+  it('records each server\'s counts per answer, the median of the rounds, and the report prints them beside the CPU', async () => {
+    const server = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const ctx = { config: { rounds: 3, warmupS: 0, durationS: 0.3, connections: 4 }, results: [], progress: () => undefined } as unknown as RunContext;
+      const target = { origin, shape: { method: 'GET' as const, target: '/' }, headers: () => ({}) };
+      const [measured] = await measureClosedInTurns(ctx, [{ id: 'local', label: 'local server', target, servers: { self: process.pid } }]);
+      const counts = measured?.kernelPerRequest?.self;
+      assert.ok(counts !== undefined, JSON.stringify(measured));
+      // The client and the server are this process: each answer is a request written and read, and an answer
+      // written and read, on kept-alive connections.
+      assert.ok(counts.reads >= 2 && counts.reads < 10, `${counts.reads} reads per answer`);
+      assert.ok(counts.writes >= 2 && counts.writes < 10, `${counts.writes} writes per answer`);
+      assert.ok(counts.wakeUps >= 0 && counts.wakeUps < 10 && counts.preempted >= 0, JSON.stringify(counts));
+      const report = { machine: machine(2), results: ctx.results, facts: {}, ...evaluate(ctx.results, {}, 2) };
+      const row = new RegExp(`local server, median of 3 +4 conn +self +${counts.wakeUps.toFixed(2)} +${counts.preempted.toFixed(2)} +${counts.reads.toFixed(2)} +${counts.writes.toFixed(2)}`);
+      assert.match(formatReport(report), row);
+      assert.match(resultsMarkdown(report, loadBenchConfig({}), new Date()), new RegExp(`\\| local server, median of 3 \\| 4 conn \\| self \\| ${counts.wakeUps.toFixed(2)} \\| ${counts.preempted.toFixed(2)} \\| ${counts.reads.toFixed(2)} \\| ${counts.writes.toFixed(2)} \\|`));
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

@@ -1,6 +1,6 @@
 import type { BenchConfig } from './config.ts';
 import { type LoadResult, type LoadTarget, closedLoop, fixedRate, fixedRates, quantile } from './load.ts';
-import { type MemoryPhases, cpuMs } from './processes.ts';
+import { type KernelCounts, type MemoryPhases, cpuMs, kernelCounts } from './processes.ts';
 import type { Session, Stack } from './stack.ts';
 import { type RequestShape, type createSigner, plainHeaders } from './signer.ts';
 import { vouchedHeaders } from './vouch.ts';
@@ -19,6 +19,8 @@ export interface ScenarioResult {
    * on the machine takes CPU away, so it is the figure to compare code changes by.
    */
   cpuUsPerRequest?: Record<string, number>;
+  /** Each server process's wake-ups and system calls per answer (processes.ts `KernelCounts`), where /proc tells them. */
+  kernelPerRequest?: Record<string, KernelCounts>;
   /**
    * The second of a pair measured side by side in rounds (`measureFixedPairsInTurns`): the medians of its
    * p50 and p99 minus its partner's, round by round, in milliseconds.
@@ -106,19 +108,28 @@ export async function signedTarget(ctx: RunContext, origin: string, shape: Reque
   return { origin, shape, headers: await ctx.signer.for(shape) };
 }
 
-/** Runs `load` and says how much CPU each of `servers` spent per answer. */
-async function withCpu(servers: Readonly<Record<string, number | undefined>>, load: () => Promise<LoadResult>): Promise<{ load: LoadResult; cpuUsPerRequest?: Record<string, number> }> {
+/** What `withCpu` measured: the load, and per answer each server's CPU and kernel counts. */
+type Measured = Pick<ScenarioResult, 'load' | 'cpuUsPerRequest' | 'kernelPerRequest'>;
+
+/** Runs `load` and says how much CPU each of `servers` spent per answer, and how many wake-ups and system calls. */
+async function withCpu(servers: Readonly<Record<string, number | undefined>>, load: () => Promise<LoadResult>): Promise<Measured> {
   const entries = Object.entries(servers).filter((e): e is [string, number] => e[1] !== undefined);
-  const before = await Promise.all(entries.map(([, pid]) => cpuMs(pid)));
+  const read = () => Promise.all(entries.map(async ([, pid]) => [await cpuMs(pid), await kernelCounts(pid)] as const));
+  const before = await read();
   const result = await load();
-  const after = await Promise.all(entries.map(([, pid]) => cpuMs(pid)));
+  const after = await read();
   if (entries.length === 0 || result.requests === 0) return { load: result };
   const cpuUsPerRequest: Record<string, number> = {};
+  const kernelPerRequest: Record<string, KernelCounts> = {};
   entries.forEach(([name], i) => {
-    const [a, b] = [before[i], after[i]];
-    if (a !== undefined && b !== undefined) cpuUsPerRequest[name] = ((b - a) * 1000) / result.requests;
+    const [[cpuBefore, countsBefore], [cpuAfter, countsAfter]] = [before[i] ?? [], after[i] ?? []];
+    if (cpuBefore !== undefined && cpuAfter !== undefined) cpuUsPerRequest[name] = ((cpuAfter - cpuBefore) * 1000) / result.requests;
+    if (countsBefore !== undefined && countsAfter !== undefined) {
+      const per = (field: keyof KernelCounts) => (countsAfter[field] - countsBefore[field]) / result.requests;
+      kernelPerRequest[name] = { wakeUps: per('wakeUps'), preempted: per('preempted'), reads: per('reads'), writes: per('writes') };
+    }
   });
-  return { load: result, cpuUsPerRequest };
+  return { load: result, cpuUsPerRequest, ...(Object.keys(kernelPerRequest).length > 0 ? { kernelPerRequest } : {}) };
 }
 
 /** Which server processes a scenario loads, by name, so their CPU per answer is recorded. */
@@ -166,7 +177,7 @@ export async function measureClosedInTurns(
   const connections = ctx.config.connections;
   const { rounds } = ctx.config;
   const load = (target: LoadTarget, seconds: number) => (rate === undefined ? closedLoop(target, connections, seconds) : fixedRate(target, rate, seconds, connections));
-  const measured = scenarios.map(() => [] as Array<{ load: LoadResult; cpuUsPerRequest?: Record<string, number> }>);
+  const measured = scenarios.map(() => [] as Measured[]);
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, scenario] of scenarios.entries()) {
       const pace = rate === undefined ? `${connections} connections` : `${rate} req/s`;
@@ -182,10 +193,19 @@ export async function measureClosedInTurns(
   const results = scenarios.map(({ id, label }, i): ScenarioResult => {
     const runs = measured[i] ?? [];
     const servers = Object.keys(runs[0]?.cpuUsPerRequest ?? {});
-    const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, quantile(Float64Array.from(runs, (run) => run.cpuUsPerRequest?.[name] ?? Number.NaN).sort(), 0.5)]));
+    const median = (of: (run: Measured) => number | undefined) => quantile(Float64Array.from(runs, (run) => of(run) ?? Number.NaN).sort(), 0.5);
+    const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, median((run) => run.cpuUsPerRequest?.[name])]));
+    // Each count's own median, as the CPU's: the rounds' figures, not one round's.
+    const counted = Object.keys(runs[0]?.kernelPerRequest ?? {});
+    const kernelPerRequest = Object.fromEntries(
+      counted.map((name): [string, KernelCounts] => {
+        const of = (field: keyof KernelCounts) => median((run) => run.kernelPerRequest?.[name]?.[field]);
+        return [name, { wakeUps: of('wakeUps'), preempted: of('preempted'), reads: of('reads'), writes: of('writes') }];
+      }),
+    );
     const byRate = [...runs].sort((a, b) => a.load.requests - b.load.requests);
     const mode = rate === undefined ? ({ mode: 'closed', connections } as const) : ({ mode: 'fixed', rate } as const);
-    return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, ...mode, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest };
+    return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, ...mode, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest, ...(counted.length > 0 ? { kernelPerRequest } : {}) };
   });
   record(ctx, ...results);
   return results;

@@ -1,7 +1,7 @@
 // bench/RESULTS.md, as `pnpm bench --markdown` writes it: today's status of every target, the figures it
 // was judged from and the ratios beside them, from one run. bench/README.md points here.
 import type { BenchConfig } from './config.ts';
-import type { Report } from './report.ts';
+import { KERNEL_HEAD, type Report, kernelRows } from './report.ts';
 
 const cell = (text: string) => text.replaceAll('|', '\\|');
 const fmt = (n: number, digits = 2) => (Number.isNaN(n) ? '–' : n.toFixed(digits));
@@ -55,6 +55,12 @@ export function resultsMarkdown(report: Report, config: BenchConfig, at: Date): 
           .join(', '),
       ]),
     ),
+    '',
+    '## Wake-ups and system calls per answer',
+    '',
+    'What the kernel counted of each process per answer (/proc, medians of the rounds): wake-ups and preemptions of its main thread (the event loop), read and write system calls of all its threads. A CPU profile cannot name these costs; at one pace each answer pays its own, in the closed loop the answers of one turn share them.',
+    '',
+    ...table(KERNEL_HEAD, kernelRows(report.results)),
     '',
     '## Ratios without targets',
     '',

@@ -25,6 +25,42 @@ export async function cpuMs(pid: number): Promise<number | undefined> {
   }
 }
 
+/**
+ * What the kernel counts of a process's work that a CPU profile cannot name (V8's profiler sees a system
+ * call only as the native frame that made it, and a wake-up not at all). At one pace every answer pays
+ * its own wake-ups and system calls, where a closed loop shares them out over the answers of one turn.
+ */
+export interface KernelCounts {
+  /** Times the main thread (the event loop) went to sleep and was woken: voluntary context switches. */
+  wakeUps: number;
+  /** Times the main thread was put off the CPU for another process: involuntary context switches. */
+  preempted: number;
+  /** Read-like system calls of all its threads (`syscr` of /proc/<pid>/io: read, recvmsg, readv…). */
+  reads: number;
+  /** Write-like system calls of all its threads (`syscw`: write, writev, sendmsg…). */
+  writes: number;
+}
+
+/** A process's kernel counts so far, or undefined when /proc does not tell them (it exited, or is another user's). */
+export async function kernelCounts(pid: number): Promise<KernelCounts | undefined> {
+  try {
+    const [status, io] = await Promise.all([readFile(`/proc/${pid}/status`, 'utf8'), readFile(`/proc/${pid}/io`, 'utf8')]);
+    const count = (pattern: RegExp, text: string): number => {
+      const found = pattern.exec(text)?.[1];
+      if (found === undefined) throw new Error(`/proc/${pid} does not say ${String(pattern)}`);
+      return Number(found);
+    };
+    return {
+      wakeUps: count(/^voluntary_ctxt_switches:\s+(\d+)$/m, status),
+      preempted: count(/^nonvoluntary_ctxt_switches:\s+(\d+)$/m, status),
+      reads: count(/^syscr:\s+(\d+)$/m, io),
+      writes: count(/^syscw:\s+(\d+)$/m, io),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 /** What a memory sampler offers the scenarios: the scenario (result ids) its samples count for until `end` is called. */
 export interface MemoryPhases {
   during(ids: readonly string[]): { end(): void };

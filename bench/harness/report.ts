@@ -228,6 +228,27 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   return { ratios, targets };
 }
 
+/** The head of the kernel counts' table (`kernelRows`). */
+export const KERNEL_HEAD = ['scenario', 'load', 'process', 'wake-ups', 'preempted', 'reads', 'writes'] as const;
+
+/**
+ * Per answer, each measured process's wake-ups of its event loop, times put off the CPU, and read and write
+ * system calls (processes.ts `KernelCounts`): the costs a CPU profile cannot name, one row per process.
+ */
+export function kernelRows(results: readonly ScenarioResult[]): string[][] {
+  return results.flatMap((r) =>
+    Object.entries(r.kernelPerRequest ?? {}).map(([name, k]) => [
+      r.label,
+      r.mode === 'closed' ? `${r.connections} conn` : `${r.rate}/s`,
+      name,
+      fmt(k.wakeUps),
+      fmt(k.preempted),
+      fmt(k.reads),
+      fmt(k.writes),
+    ]),
+  );
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
@@ -257,6 +278,7 @@ export function formatReport(report: Report): string {
     .filter(([k]) => !k.startsWith(HARDENING_FACT))
     .map(([k, v]) => `  ${k}: ${typeof v === 'number' ? fmt(v, 1) : String(v)}`);
   const hardening = hardeningRows(report.facts);
+  const kernel = kernelRows(report.results);
   const ratios = Object.entries(report.ratios).map(([k, v]) => `  ${k}: ${k.includes(' µs') ? fmt(v, 1) : k.includes(' ms') ? fmt(v) : pct(v)}`);
   const targets = table([
     ['target', 'reached', 'goal', 'met'],
@@ -276,5 +298,6 @@ export function formatReport(report: Report): string {
     targets,
     '',
     ...(hardening === undefined ? [] : [table(hardening), '']),
+    ...(kernel.length === 0 ? [] : ['per answer, from /proc (wake-ups and preemptions of the main thread, system calls of all threads):', table([[...KERNEL_HEAD], ...kernel]), '']),
   ].join('\n');
 }
