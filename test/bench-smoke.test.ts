@@ -517,6 +517,10 @@ describe('wake-ups and system calls per answer (bench/harness/processes.ts kerne
       const row = new RegExp(`local server, median of 3 +4 conn +self +${counts.wakeUps.toFixed(2)} +${counts.preempted.toFixed(2)} +${counts.reads.toFixed(2)} +${counts.writes.toFixed(2)}`);
       assert.match(formatReport(report), row);
       assert.match(resultsMarkdown(report, loadBenchConfig({}), new Date()), new RegExp(`\\| local server, median of 3 \\| 4 conn \\| self \\| ${counts.wakeUps.toFixed(2)} \\| ${counts.preempted.toFixed(2)} \\| ${counts.reads.toFixed(2)} \\| ${counts.writes.toFixed(2)} \\|`));
+      // Without counts (a stack the bench did not start gives no pids), neither prints the table.
+      const uncounted = { ...report, results: report.results.map(({ kernelPerRequest: _, ...rest }) => rest) };
+      assert.doesNotMatch(resultsMarkdown(uncounted, loadBenchConfig({}), new Date()), /Wake-ups and system calls/);
+      assert.doesNotMatch(formatReport(uncounted), /from \/proc/);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

@@ -1,6 +1,6 @@
 import type { BenchConfig } from './config.ts';
 import { type LoadResult, type LoadTarget, closedLoop, fixedRate, fixedRates, quantile } from './load.ts';
-import { type KernelCounts, type MemoryPhases, cpuMs, kernelCounts } from './processes.ts';
+import { type KernelCounts, type MemoryPhases, cpuMs, kernelCounts, kernelCountsOf } from './processes.ts';
 import type { Session, Stack } from './stack.ts';
 import { type RequestShape, type createSigner, plainHeaders } from './signer.ts';
 import { vouchedHeaders } from './vouch.ts';
@@ -124,10 +124,7 @@ async function withCpu(servers: Readonly<Record<string, number | undefined>>, lo
   entries.forEach(([name], i) => {
     const [[cpuBefore, countsBefore], [cpuAfter, countsAfter]] = [before[i] ?? [], after[i] ?? []];
     if (cpuBefore !== undefined && cpuAfter !== undefined) cpuUsPerRequest[name] = ((cpuAfter - cpuBefore) * 1000) / result.requests;
-    if (countsBefore !== undefined && countsAfter !== undefined) {
-      const per = (field: keyof KernelCounts) => (countsAfter[field] - countsBefore[field]) / result.requests;
-      kernelPerRequest[name] = { wakeUps: per('wakeUps'), preempted: per('preempted'), reads: per('reads'), writes: per('writes') };
-    }
+    if (countsBefore !== undefined && countsAfter !== undefined) kernelPerRequest[name] = kernelCountsOf((field) => (countsAfter[field] - countsBefore[field]) / result.requests);
   });
   return { load: result, cpuUsPerRequest, ...(Object.keys(kernelPerRequest).length > 0 ? { kernelPerRequest } : {}) };
 }
@@ -197,12 +194,7 @@ export async function measureClosedInTurns(
     const cpuUsPerRequest = Object.fromEntries(servers.map((name) => [name, median((run) => run.cpuUsPerRequest?.[name])]));
     // Each count's own median, as the CPU's: the rounds' figures, not one round's.
     const counted = Object.keys(runs[0]?.kernelPerRequest ?? {});
-    const kernelPerRequest = Object.fromEntries(
-      counted.map((name): [string, KernelCounts] => {
-        const of = (field: keyof KernelCounts) => median((run) => run.kernelPerRequest?.[name]?.[field]);
-        return [name, { wakeUps: of('wakeUps'), preempted: of('preempted'), reads: of('reads'), writes: of('writes') }];
-      }),
-    );
+    const kernelPerRequest = Object.fromEntries(counted.map((name) => [name, kernelCountsOf((field) => median((run) => run.kernelPerRequest?.[name]?.[field]))]));
     const byRate = [...runs].sort((a, b) => a.load.requests - b.load.requests);
     const mode = rate === undefined ? ({ mode: 'closed', connections } as const) : ({ mode: 'fixed', rate } as const);
     return { id, label: rounds > 1 ? `${label}, median of ${rounds}` : label, ...mode, load: (byRate[Math.floor((byRate.length - 1) / 2)] as (typeof runs)[number]).load, cpuUsPerRequest, ...(counted.length > 0 ? { kernelPerRequest } : {}) };

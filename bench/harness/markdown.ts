@@ -19,6 +19,7 @@ export function resultsMarkdown(report: Report, config: BenchConfig, at: Date): 
   const load = [facts.loadAverageBefore, facts.loadAverageAfter].map((v) => (typeof v === 'number' ? v.toFixed(1) : '?')).join(' → ');
   const met = (v: boolean | undefined) => (v === undefined ? (slow ? 'no verdict (machine slow)' : 'not run') : v ? 'yes' : '**no**');
   const ratioValue = (name: string, v: number) => (name.includes(' ms') ? `${fmt(v)} ms` : name.includes(' µs') ? `${fmt(v, 1)} µs` : `${fmt(v)}×`);
+  const kernel = kernelRows(report.results);
   return [
     '# Bench results',
     '',
@@ -56,12 +57,16 @@ export function resultsMarkdown(report: Report, config: BenchConfig, at: Date): 
       ]),
     ),
     '',
-    '## Wake-ups and system calls per answer',
-    '',
-    'What the kernel counted of each process per answer (/proc, medians of the rounds): wake-ups and preemptions of its main thread (the event loop), read and write system calls of all its threads. A CPU profile cannot name these costs; at one pace each answer pays its own, in the closed loop the answers of one turn share them.',
-    '',
-    ...table(KERNEL_HEAD, kernelRows(report.results)),
-    '',
+    ...(kernel.length === 0
+      ? []
+      : [
+          '## Wake-ups and system calls per answer',
+          '',
+          'What the kernel counted of each process per answer (/proc, medians of the rounds): wake-ups and preemptions of its main thread (the event loop), read and write system calls of all its threads. A CPU profile cannot name these costs; at one pace each answer pays its own, in the closed loop the answers of one turn share them.',
+          '',
+          ...table(KERNEL_HEAD, kernel),
+          '',
+        ]),
     '## Ratios without targets',
     '',
     ...Object.entries(report.ratios)

@@ -41,6 +41,11 @@ export interface KernelCounts {
   writes: number;
 }
 
+/** Kernel counts made field by field (a difference per answer, a median of rounds). */
+export function kernelCountsOf(value: (field: keyof KernelCounts) => number): KernelCounts {
+  return { wakeUps: value('wakeUps'), preempted: value('preempted'), reads: value('reads'), writes: value('writes') };
+}
+
 /** A process's kernel counts so far, or undefined when /proc does not tell them (it exited, or is another user's). */
 export async function kernelCounts(pid: number): Promise<KernelCounts | undefined> {
   try {
