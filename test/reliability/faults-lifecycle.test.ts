@@ -22,26 +22,28 @@ const signedLogin = (gatewayUrl: string, idempotencyKey = newIdempotencyKey()) =
   send(gatewayUrl, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: KEY, body: loginBody, idempotencyKey }), loginBody);
 
 /**
- * A login on a connection of its own: `sent` once the whole request is in the socket, `status` with the
- * answer. (fetch sends when the test process gets to it, which on a busy machine may be after the SIGTERM
- * the test means to send once the logins are in flight.)
+ * A login on a connection of its own, with `Expect: 100-continue`: `inFlight` once identity has read its
+ * head (Node's server answers 100 Continue only then) and the body is in the socket, `status` with the
+ * answer. Only then is it in flight at identity: written by the test is not enough, since a busy machine may
+ * leave a connection unaccepted until after the SIGTERM the test sends.
  */
-function loginInFlight(url: string): { sent: Promise<void>; status: Promise<number> } {
-  let sent!: () => void;
-  const written = new Promise<void>((resolve) => {
-    sent = resolve;
+function loginInFlight(url: string): { inFlight: Promise<void>; status: Promise<number> } {
+  let inFlight!: () => void;
+  const read = new Promise<void>((resolve) => {
+    inFlight = resolve;
   });
   const status = new Promise<number>((resolve, reject) => {
-    const req = request(`${url}/v1/auth/login`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': loginBody.length } }, (res) => {
+    const headers = { 'content-type': 'application/json', 'content-length': loginBody.length, expect: '100-continue' };
+    const req = request(`${url}/v1/auth/login`, { method: 'POST', agent: false, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.on('finish', sent);
-    req.end(loginBody);
+    req.once('continue', () => req.end(loginBody, inFlight));
+    req.flushHeaders();
   });
-  return { sent: written, status };
+  return { inFlight: read, status };
 }
 
 /** True once a new connection to `url` is refused: the process stopped accepting. */
@@ -161,9 +163,8 @@ describe('processes under faults of their own (real processes)', function () {
     // A realistic hash cost on one worker thread keeps the logins queued for about a second.
     const identity = await startIdentity({ BCRYPT_COST: '11' }, undefined);
     const logins = Array.from({ length: 8 }, () => loginInFlight(identity.url));
-    // Every request written, and identity given a moment to read them: in flight, not still on their way.
-    await Promise.all(logins.map((login) => login.sent));
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    // Every request read by identity (its head answered 100 Continue) and its body sent: in flight, not on its way.
+    await Promise.all(logins.map((login) => login.inFlight));
     identity.child.kill('SIGTERM');
     assert.ok(await refusesConnections(identity.url), 'still accepting connections after SIGTERM');
     const statuses = await Promise.all(logins.map((login) => login.status));

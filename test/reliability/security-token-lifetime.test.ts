@@ -25,13 +25,21 @@ async function answersTo(stack: Stack, token: string): Promise<{ gateway: number
 
 /**
  * Asks every verifier about `token` twice a second until its `exp` plus the clock tolerance plus two
- * seconds has passed, and returns every answer that was not 401.
+ * seconds has passed, and returns every answer that was not 401. A 503 (the verifier failed closed: a Redis
+ * command that timed out on a machine loaded by the tests running beside this one) refuses the token too,
+ * but says nothing of it: that verifier is asked again, up to three times 200 ms apart, and its last answer
+ * counts (one that stays 503 is returned).
  */
 async function acceptedUntilPastExpiry(stack: Stack, token: string): Promise<string[]> {
   const accepted: string[] = [];
   const end = (expOf(token) + TOKEN_CLOCK_TOLERANCE_S + 2) * 1000;
   while (Date.now() < end) {
     const answers = await answersTo(stack, token);
+    for (let again = 0; again < 3 && Object.values(answers).includes(503); again += 1) {
+      await sleep(200);
+      const next = await answersTo(stack, token);
+      for (const verifier of ['gateway', 'identity', 'risk'] as const) if (answers[verifier] === 503) answers[verifier] = next[verifier];
+    }
     for (const [verifier, status] of Object.entries(answers)) {
       if (status !== 401) accepted.push(`${verifier} ${status} at exp${Date.now() / 1000 - expOf(token) >= 0 ? '+' : ''}${(Date.now() / 1000 - expOf(token)).toFixed(1)}s`);
     }
