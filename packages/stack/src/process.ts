@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
+import { getCompileCacheDir } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -59,14 +60,18 @@ function stdio(name: string, output: Output): { stdio: ['ignore', 'inherit' | 'p
   return { stdio: ['ignore', fd, fd], log, fd };
 }
 
-/** Starts `node <entry>` on the Node running this module (the workspace's Node 24). */
+/**
+ * Starts `node <entry>` on the Node running this module (the workspace's Node 24), with the module compile
+ * cache of this process when it has one (NODE_COMPILE_CACHE: the test runs turn it on, test/setup/compile-cache.ts).
+ */
 export function startProcess(options: ProcessOptions): StartedProcess {
   const io = stdio(options.name, options.output);
+  const compileCache = getCompileCacheDir();
   const conditions = (options.conditions ?? ['development']).map((c) => `--conditions=${c}`);
   const sources = options.entry.endsWith('.ts') ? [...conditions, '--disable-warning=ExperimentalWarning'] : [];
   const child = spawn(process.execPath, [...sources, ...(options.nodeArgs ?? []), options.entry, ...(options.args ?? [])], {
     cwd: options.cwd ?? REPO_ROOT,
-    env: options.env,
+    env: compileCache === undefined ? options.env : { ...options.env, NODE_COMPILE_CACHE: compileCache },
     stdio: io.stdio,
     detached: options.detached === true,
   });
