@@ -24,8 +24,11 @@ const LOWEST = 10_000;
  */
 const CLAIM_MS = 2 * 60 * 1000;
 
-/** Where the claims are: one empty file per port, named by it. */
-const CLAIMS_DIR = join(tmpdir(), 'platform-port-claims');
+/**
+ * Where the claims are: one empty file per port, named by it. One directory per user: another user's would
+ * refuse this one's files (its processes are not coordinated with, but keep out of the ephemeral range too).
+ */
+const CLAIMS_DIR = join(tmpdir(), `platform-port-claims-${process.getuid?.() ?? 'user'}`);
 
 /** The first port of the system's ephemeral range (Linux's ip_local_port_range; IANA's 49152 elsewhere). */
 function ephemeralStart(): number {
