@@ -180,7 +180,7 @@ async function dropDatabases(urls: readonly string[]): Promise<void> {
 export async function startStack(options: StackOptions): Promise<Stack> {
   const host = options.host ?? '127.0.0.1';
   const sources = options.sources ?? 'ts';
-  // Four distinct ports, whichever are not given (freePorts: asked one by one, two could coincide).
+  // Four distinct ports, whichever are not given, from one freePorts call.
   const spare = await freePorts(4);
   const ports: Record<Deployable, number> = {
     identity: options.ports?.identity ?? (spare[0] as number),
