@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,23 +10,25 @@ import { join } from 'node:path';
 //   the system offered a port it gave a moment before again, about once in a thousand calls within eight:
 //   a CI run gave a local stack's gateway and risk one port.)
 // - claimed across processes: the test run's parallel workers and a bench beside them each create the
-//   port's file in one directory of the system's temporary directory, exclusively (O_EXCL), before they use
-//   it. A claim is kept for CLAIM_MS; after that the port may be chosen again.
+//   port's file in the system's temporary directory, exclusively (O_EXCL), before they use it. A claim is
+//   kept for CLAIM_MS to twice that; after that the port may be chosen again.
 // - free when chosen: a server listens on it for a moment (a service of the machine may have it).
 
 /** The lowest port handed out: above the well-known and most registered services' ports. */
 const LOWEST = 10_000;
 /**
- * How long a claim keeps a port from being chosen again, by any process. A claim matters only while nothing
- * listens on the port (a listening port is never chosen): between its choice and its process's bind, and
- * while a test has stopped a service to start it again on its port; minutes are ample. Longer, a run's
- * claims (about 2,000 ports) and the next runs' would use up the range.
+ * How long a claim keeps a port from being chosen again, by any process: at least CLAIM_MS and less than
+ * twice that. A claim matters only while nothing listens on the port (a listening port is never chosen):
+ * between its choice and its process's bind, and while a test has stopped a service to start it again on
+ * its port; minutes are ample. Longer, a run's claims (about 2,000 ports) and the next runs' would use up the
+ * range.
  */
 const CLAIM_MS = 2 * 60 * 1000;
 
 /**
- * Where the claims are: one empty file per port, named by it. One directory per user: another user's would
- * refuse this one's files (its processes are not coordinated with, but keep out of the ephemeral range too).
+ * Where the claims are: a directory per CLAIM_MS window of time, and in it one empty file per port claimed
+ * then. One tree per user: another user's would refuse this one's files (its processes are not coordinated
+ * with, but keep out of the ephemeral range too).
  */
 const CLAIMS_DIR = join(tmpdir(), `platform-port-claims-${process.getuid?.() ?? 'user'}`);
 
@@ -50,23 +52,30 @@ const SIZE = RANGE.high - RANGE.low;
  */
 let cursor = 0;
 
-/** Claims `port` for this process: true when no other process holds a claim younger than CLAIM_MS. */
-function claim(port: number): boolean {
-  const file = join(CLAIMS_DIR, String(port));
+/** The window of time a claim made now belongs to. */
+const windowNow = (): number => Math.floor(Date.now() / CLAIM_MS);
+
+/**
+ * Claims `port` for this process: true when no process claimed it in this window or the one before. A claim
+ * is only ever created (O_EXCL), never taken over, so of two processes claiming one port at once exactly one
+ * gets it; a window's directory is removed once it is two windows old (`freePorts`).
+ */
+function claim(port: number, window: number): boolean {
+  if (existsSync(join(CLAIMS_DIR, String(window - 1), String(port)))) return false;
   try {
-    closeSync(openSync(file, 'wx'));
+    closeSync(openSync(join(CLAIMS_DIR, String(window), String(port)), 'wx'));
     return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
   }
-  // An old claim: removed, then claimed like a new one (of two processes doing so at once, one creates it).
-  try {
-    if (Date.now() - statSync(file).mtimeMs < CLAIM_MS) return false;
-    unlinkSync(file);
-    closeSync(openSync(file, 'wx'));
-    return true;
-  } catch {
-    return false;
+}
+
+/** Makes this window's directory and removes those no claim is read from any more. */
+function prepareClaims(window: number): void {
+  mkdirSync(join(CLAIMS_DIR, String(window)), { recursive: true });
+  for (const name of readdirSync(CLAIMS_DIR)) {
+    if (Number(name) < window - 1) rmSync(join(CLAIMS_DIR, name), { recursive: true, force: true });
   }
 }
 
@@ -89,16 +98,17 @@ export async function freePort(): Promise<number> {
 /**
  * `count` distinct TCP ports free on 127.0.0.1 right now, for processes about to be started on them: below
  * the system's ephemeral range, claimed for this process (no process of this module hands one out again
- * within CLAIM_MS), and listenable when chosen.
+ * for CLAIM_MS at least), and listenable when chosen.
  */
 export async function freePorts(count: number): Promise<number[]> {
-  mkdirSync(CLAIMS_DIR, { recursive: true });
+  const window = windowNow();
+  prepareClaims(window);
   const chosen: number[] = [];
   for (let tried = 0; chosen.length < count; tried += 1) {
-    if (tried >= SIZE) throw new Error(`no free port left in ${RANGE.low}–${RANGE.high - 1}: every one listened on or claimed in the last ${CLAIM_MS / 60_000} minutes (${CLAIMS_DIR})`);
+    if (tried >= SIZE) throw new Error(`no free port left in ${RANGE.low}–${RANGE.high - 1}: every one listened on or claimed in the last ${CLAIM_MS / 60_000} to ${(2 * CLAIM_MS) / 60_000} minutes (${CLAIMS_DIR})`);
     const port = RANGE.low + cursor;
     cursor = (cursor + 1) % SIZE;
-    if (claim(port) && (await listenable(port))) chosen.push(port);
+    if (claim(port, window) && (await listenable(port))) chosen.push(port);
   }
   return chosen;
 }
