@@ -147,7 +147,7 @@ describe('security: the second factor through the stack (ADMIN outside local)', 
     assert.equal((await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer: withFactor.accessToken, body: { factorId: enrolment.factorId, code: await codeOf(enrolment.otpauthUri) } })).status, 200);
     const without = await stack.userWith(['STANDARD_USER']);
     const bodies = new Set<string>();
-    const { answer } = await abba(12, async (which) => {
+    const { answer } = await abba(24, async (which) => {
       const user = which === 'a' ? withFactor : without;
       // A session of its own each time (five wrong codes end one); the login is not timed.
       const login = await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
