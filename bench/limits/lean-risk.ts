@@ -26,13 +26,13 @@ import { BadRequestError, MethodNotAllowedError, NotFoundError, errorHandler } f
 import {
   HeadResponse,
   STATION_GENERATION_HEADER,
+  clientCopyCurrent,
   createLogger,
   createMetrics,
   createRedis,
   gatewayCheckedBearer,
   gatewayRequestId,
   inSequence,
-  noneMatchHits,
   rejectMalformedText,
   requestEnvelope,
   setRouteLabel,
@@ -97,7 +97,6 @@ const answers = stationAnswers();
 const rules = documentRules();
 const GENERATION = '1';
 const LAST_MODIFIED = new Date().toUTCString();
-const LAST_MODIFIED_MS = Date.parse(LAST_MODIFIED);
 /** conditional-answer.ts: any client may keep a station answer for a minute, shared caches may not. */
 const CACHE_CONTROL = 'private, max-age=60';
 const PLAIN_INTEGER = /^-?[0-9]+$/;
@@ -154,10 +153,7 @@ function answer(req: Request, res: Response, id: number, next: NextFunction): vo
   const etag = `"${GENERATION}-${createHash('sha256').update(`by-id\n${id}`).digest('base64url').slice(0, 27)}"`;
   const head = { etag, 'last-modified': LAST_MODIFIED, 'cache-control': CACHE_CONTROL, [STATION_GENERATION_HEADER]: GENERATION };
   // If-None-Match wins; If-Modified-Since counts only without it (a date that does not parse is ignored).
-  const ifNoneMatch = req.headers['if-none-match'];
-  const since = req.headers['if-modified-since'];
-  const current = ifNoneMatch !== undefined ? noneMatchHits(ifNoneMatch, etag) : since !== undefined && Date.parse(since) >= LAST_MODIFIED_MS;
-  if (current) {
+  if (clientCopyCurrent(req, { etag, lastModified: LAST_MODIFIED })) {
     res.writeHead(304, head).end();
     return;
   }

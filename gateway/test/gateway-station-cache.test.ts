@@ -14,17 +14,20 @@ const CITY_DISTRICT = '/v1/weather-stations/by/city-district';
 /**
  * A risk stand-in answering as risk does (CONTRACT.md part 17): its answers name the generation they come
  * from, 200s carry a strong ETag and Cache-Control; the body names the generation and the request, so a
- * test sees which answer it got. `status` overrides the status of the next answers; `delayMs` holds them.
+ * test sees which answer it got. `status` overrides the status of the next answers, `nextStatus` of the
+ * next one only; `delayMs` holds them.
  */
 function stationUpstream() {
-  const state = { generation: 1, status: 200, delayMs: 0, notFoundBody: undefined as string | undefined };
+  const state = { generation: 1, status: 200, delayMs: 0, notFoundBody: undefined as string | undefined, nextStatus: undefined as number | undefined };
   const handler = (req: ReceivedRequest, res: ServerResponse) => {
+    const status = state.nextStatus ?? state.status;
+    state.nextStatus = undefined;
     const answer = () => {
       const body = JSON.stringify({ generation: state.generation, url: req.url, body: req.body.toString('utf8'), padding: 'x'.repeat(Number(new URL(req.url, 'http://x').searchParams.get('pad') ?? 0)) });
       const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', [STATION_GENERATION_HEADER]: String(state.generation) };
-      if (state.status === 200) Object.assign(headers, { etag: `"${state.generation}-${Buffer.from(req.url).toString('base64url')}"`, 'cache-control': 'private, max-age=60', 'last-modified': new Date(0).toUTCString() });
-      if (state.status >= 400) headers['cache-control'] = 'no-store';
-      res.writeHead(state.status, headers).end(state.status === 404 ? state.notFoundBody ?? JSON.stringify({ timestamp: new Date(0).toISOString(), status: 404, error: 'Not Found', message: 'no such station', messages: ['no such station'], path: req.url }) : body);
+      if (status === 200) Object.assign(headers, { etag: `"${state.generation}-${Buffer.from(req.url).toString('base64url')}"`, 'cache-control': 'private, max-age=60', 'last-modified': new Date(0).toUTCString() });
+      if (status >= 400) headers['cache-control'] = 'no-store';
+      res.writeHead(status, headers).end(status === 404 ? state.notFoundBody ?? JSON.stringify({ timestamp: new Date(0).toISOString(), status: 404, error: 'Not Found', message: 'no such station', messages: ['no such station'], path: req.url }) : body);
     };
     if (state.delayMs > 0) setTimeout(answer, state.delayMs);
     else answer();
@@ -215,6 +218,98 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
       // What the client gets is the answer to its own request: on a miss, risk saw that very target.
       if (expected === 'MISS') assert.equal(again.json().url, second);
     }
+  });
+
+  it('keys a body by its media type too: the same bytes in another charset are another request, the same type spelled otherwise the same', async () => {
+    const bytes = Buffer.from(JSON.stringify({ city: 'İstanbul', district: 'Kadıköy' }));
+    const postAs = (type: string) =>
+      send(gw.url, 'POST', CITY_DISTRICT, signedHeaders('POST', CITY_DISTRICT, { key: gw.keys.hmac, bearer: gw.issuer.sign(), body: bytes, headers: { 'content-type': type } }), bytes);
+    // The bytes read as UTF-7 name another city: that answer must not be the UTF-8 request's.
+    upstream.state.nextStatus = 404;
+    const odd = await postAs('application/json; charset=utf-7');
+    assert.equal(odd.status, 404);
+    const plain = await postAs('application/json');
+    assert.equal(plain.status, 200);
+    assert.equal(plain.headers['x-cache'], 'MISS');
+    assert.equal((await postAs('application/json; charset=utf-7')).headers['x-cache'], 'HIT');
+    for (const type of ['text/plain', 'application/json; charset=utf-16le']) {
+      const other = await postAs(type);
+      assert.equal(other.headers['x-cache'], 'MISS', type);
+    }
+    // Case and spaces do not change a media type or its charset.
+    assert.equal((await postAs('Application/JSON')).headers['x-cache'], 'HIT');
+    assert.equal((await postAs('application/json;charset=UTF-8')).headers['x-cache'], 'MISS');
+    assert.equal((await postAs('application/json; charset=utf-8')).headers['x-cache'], 'HIT');
+    assert.deepEqual(
+      risk.received.map((r) => r.headers['content-type']),
+      ['application/json; charset=utf-7', 'application/json', 'text/plain', 'application/json; charset=utf-16le', 'application/json;charset=UTF-8'],
+    );
+  });
+
+  it('sends a query of more than 64 pairs upstream as it is: a parser reading the first 1000 would see another request than a key of its sorted pairs', async () => {
+    const NEAREST = '/v1/weather-stations/nearest?latitude=40.5&longitude=30';
+    assert.equal((await get(`${NEAREST}&limit=1`)).headers['x-cache'], 'MISS');
+    const padded = `${NEAREST}${'&'.repeat(1000)}&limit=1`;
+    for (let i = 0; i < 2; i += 1) {
+      const answer = await get(padded);
+      assert.equal(answer.headers['x-cache'], 'MISS');
+      assert.equal(answer.json().url, padded, 'risk saw the request as sent');
+    }
+    // A few empty pairs are nothing to any parser: the same entry.
+    assert.equal((await get(`${NEAREST}&&limit=1&`)).headers['x-cache'], 'HIT');
+    assert.equal(risk.received.length, 3);
+  });
+
+  it('hands a waiting request only what was stored: after an error, each waiting request asks upstream itself', async () => {
+    upstream.state.delayMs = 150;
+    upstream.state.nextStatus = 503;
+    const answers = await Promise.all(Array.from({ length: 4 }, () => get(BY_ID)));
+    const statuses = answers.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [200, 200, 200, 503]);
+    assert.ok(answers.every((a) => a.headers['x-cache'] === 'MISS'));
+    assert.equal(risk.received.length, 4);
+  });
+
+  it('gives a request that waited for another\'s 404 its own path and time', async () => {
+    upstream.state.status = 404;
+    upstream.state.delayMs = 150;
+    const targets = ['/v1/weather-stations/by/id/99', '/v1/weather-stations/by/id/%39%39', '/v1/weather-stations/by/id/9%39'];
+    const answers = await Promise.all(targets.map((target) => get(target)));
+    assert.equal(risk.received.length, 1, 'one upstream request for the one key');
+    answers.forEach((answer, i) => {
+      assert.equal(answer.status, 404);
+      assert.equal(answer.headers['x-cache'], 'MISS');
+      assert.equal(answer.json().path, targets[i]);
+    });
+    // The one that went upstream relays risk's answer (the stand-in's time); the others get their own.
+    assert.equal(answers.filter((answer) => answer.json().timestamp === new Date(0).toISOString()).length, 1);
+  });
+
+  it('answers If-Modified-Since as risk does, on a hit and on a miss: 304 when the data is no newer, If-None-Match first', async () => {
+    const lastModified = new Date(0).toUTCString();
+    const later = new Date(5000).toUTCString();
+    const earlier = new Date(-5000).toUTCString();
+    const miss = await get(BY_ID, { headers: { 'if-modified-since': later } });
+    assert.equal(miss.status, 304);
+    assert.equal(miss.headers['x-cache'], 'MISS');
+    assert.equal(miss.headers['last-modified'], lastModified);
+    assert.equal(risk.received[0]?.headers['if-modified-since'], undefined, 'the cache asks risk for the whole answer');
+    const hit = await get(BY_ID, { headers: { 'if-modified-since': lastModified } });
+    assert.equal(hit.status, 304);
+    assert.equal(hit.headers['x-cache'], 'HIT');
+    assert.equal(hit.body.length, 0);
+    assert.equal((await get(BY_ID, { headers: { 'if-modified-since': earlier } })).status, 200);
+    assert.equal((await get(BY_ID, { headers: { 'if-modified-since': 'not a date' } })).status, 200);
+    // If-None-Match decides when both are sent.
+    assert.equal((await get(BY_ID, { headers: { 'if-modified-since': later, 'if-none-match': '"other"' } })).status, 200);
+    assert.equal(risk.received.length, 1);
+  });
+
+  it('says MISS on the gateway\'s own answer to a miss whose upstream is gone (502)', async () => {
+    await risk.close();
+    const answer = await get(BY_ID);
+    assert.equal(answer.status, 502);
+    assert.equal(answer.headers['x-cache'], 'MISS');
   });
 
   it('stores a 404, with this request\'s time on each hit, and never a 5xx', async () => {

@@ -1,13 +1,13 @@
 // The last step of a station request when the gateway's cache is on (CONTRACT.md part 17): after every
 // check (signature, nonce, idempotency key, rate limit, bearer token), a fresh entry answers at once
-// (`X-Cache: HIT`, `Age`, a 304 when the client's If-None-Match names it); a miss makes one upstream
-// request per key however many wait for it, stores a 200 or 404 of the current generation, and answers
-// (`X-Cache: MISS`). Nothing else is stored: the gateway's own refusals never get here, and an upstream
-// 5xx or 401 is answered, not kept.
+// (`X-Cache: HIT`, `Age`, a 304 when the client's copy is current); a miss makes one upstream request per
+// key however many wait for it, stores a 200 or 404 of the current generation, and answers (`X-Cache:
+// MISS`). Nothing else is stored: the gateway's own refusals never get here, and an upstream 5xx or 401 is
+// answered, not kept, and not handed to the requests that waited for it (each asks upstream itself).
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { isErrorBody } from '@platform/errors';
-import { STATION_GENERATION_HEADER, keepHeader, noneMatchHits } from '@platform/service-kit';
+import { type ConditionalRequest, STATION_GENERATION_HEADER, clientCopyCurrent, keepHeader } from '@platform/service-kit';
 import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import { clientResponseHeaders } from '../proxy/forwarded-headers.ts';
 import { pathOf } from '../proxy/operation-table.ts';
@@ -36,26 +36,38 @@ function normalised(text: string): string {
 }
 
 /**
- * The cache key: the operation, the normalised path, the query's normalised pairs ordered by name (pairs of
- * one name keep their order, which a server may read), and the body's digest.
+ * More query pairs than this (empty ones included) and the request is not cacheable: a parser that reads only
+ * the first so many (Node's querystring, risk's: 1000) would see another request than the one the key names
+ * once the pairs are sorted or the empty ones dropped.
  */
-export function cacheKey(request: GatewayRequest): string {
+const MAX_QUERY_PAIRS = 64;
+
+/**
+ * The cache key: the operation, the normalised path, the query's normalised pairs ordered by name (pairs of
+ * one name keep their order, which a server may read), and for a body its digest and its media type (case
+ * and spaces aside: the charset changes what the same bytes say). Undefined when the request is not
+ * cacheable (more than MAX_QUERY_PAIRS query pairs): it goes upstream as it is.
+ */
+export function cacheKey(request: GatewayRequest): string | undefined {
   const { req, operation, body } = request;
   const target = req.originalUrl;
   const path = normalised(pathOf(target));
   const q = target.indexOf('?');
-  const query =
-    q === -1
-      ? ''
-      : normalised(target.slice(q + 1))
-          .split('&')
-          .filter((pair) => pair !== '')
-          .map((pair) => [pair.split('=', 1)[0] ?? '', pair] as const)
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([, pair]) => pair)
-          .join('&');
-  const digest = body.length === 0 ? '' : createHash('sha256').update(body).digest('base64url');
-  return `${operation.method} ${operation.template}\n${path}\n${query}\n${digest}`;
+  let query = '';
+  if (q !== -1) {
+    const pairs = normalised(target.slice(q + 1)).split('&');
+    if (pairs.length > MAX_QUERY_PAIRS) return undefined;
+    query = pairs
+      .filter((pair) => pair !== '')
+      .map((pair) => [pair.split('=', 1)[0] ?? '', pair] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, pair]) => pair)
+      .join('&');
+  }
+  if (body.length === 0) return `${operation.method} ${operation.template}\n${path}\n${query}\n`;
+  const digest = createHash('sha256').update(body).digest('base64url');
+  const type = String(req.headers['content-type'] ?? '').toLowerCase().replaceAll(/[ \t]/g, '');
+  return `${operation.method} ${operation.template}\n${path}\n${query}\n${digest}\n${type}`;
 }
 
 /** A 404's error body (SPEC.md's shape, else undefined), parsed once when stored: each hit writes it with its own time and path. */
@@ -81,17 +93,24 @@ function notModifiedHeaders(headers: Readonly<Record<string, string>>): Record<s
   return out;
 }
 
-/** Writes a stored answer (or its 304) with `X-Cache: HIT` and its `Age`; a stored 404 gets this request's time and path. */
-function writeHit(request: GatewayRequest, entry: CachedAnswer, res: ServerResponse, now: number): number {
+/** Whether the client already holds `entry` (a 200; RFC 9110 section 13.2.2, as risk judges it): a 304 then. */
+function clientHolds(req: ConditionalRequest, entry: CachedAnswer): boolean {
+  return entry.status === 200 && clientCopyCurrent(req, { etag: entry.etag, lastModified: entry.headers['last-modified'] });
+}
+
+/**
+ * Writes a stored answer (or its 304) with `xCache` (HIT, or MISS for a request that waited for another's
+ * upstream request) and its `Age`; a stored 404 gets this request's time and path, as risk would give it.
+ */
+function writeEntry(request: GatewayRequest, entry: CachedAnswer, res: ServerResponse, now: number, xCache: 'HIT' | 'MISS'): number {
   const age = String(Math.max(0, Math.floor((now - entry.storedAt) / 1000)));
-  const ifNoneMatch = request.req.headers['if-none-match'];
-  if (entry.status === 200 && entry.etag !== undefined && noneMatchHits(ifNoneMatch, entry.etag)) {
-    res.writeHead(304, { ...notModifiedHeaders(entry.headers), 'x-cache': 'HIT', age }).end();
+  if (clientHolds(request.req, entry)) {
+    res.writeHead(304, { ...notModifiedHeaders(entry.headers), 'x-cache': xCache, age }).end();
     return 304;
   }
   let body = entry.body;
   if (entry.error !== undefined) body = Buffer.from(JSON.stringify({ ...entry.error, timestamp: new Date(now).toISOString(), path: pathOf(request.req.originalUrl) }));
-  res.writeHead(entry.status, { ...entry.headers, 'content-length': String(body.length), 'x-cache': 'HIT', age }).end(body);
+  res.writeHead(entry.status, { ...entry.headers, 'content-length': String(body.length), 'x-cache': xCache, age }).end(body);
   return entry.status;
 }
 
@@ -106,38 +125,46 @@ export interface CachedForwardOptions {
 /**
  * Answers `request` from the cache or through it; resolves with the status the client got. `exchangeOf`
  * builds the upstream request (its headers, the assertion's HMAC), called only when one is sent. Without
- * a generation confirmed in Redis, and for a POST that carries If-None-Match (its answer is risk's 412),
- * the request goes upstream as it is, conditional headers and all.
+ * a generation confirmed in Redis, for a request that is not cacheable (`cacheKey`), and for a POST that
+ * carries If-None-Match (its answer is risk's 412), the request goes upstream as it is, conditional headers
+ * and all. A request that waited for another's upstream request of the same key gets what that one stored;
+ * when it stored nothing (an error, an answer of no generation), it asks upstream itself: an answer is
+ * handed on only in the form any request of the key may be given.
  */
 export async function forwardThroughCache(options: CachedForwardOptions, request: GatewayRequest, exchangeOf: () => UpstreamExchange): Promise<number> {
   const { cache, upstream } = options;
   const now = options.now ?? Date.now;
   const { req, res } = request;
-  if (!cache.usable() || (req.method === 'POST' && req.headers['if-none-match'] !== undefined)) {
+  const key = !cache.usable() || (req.method === 'POST' && req.headers['if-none-match'] !== undefined) ? undefined : cacheKey(request);
+  if (key === undefined) {
     cache.miss();
     keepHeader(res, 'x-cache', 'MISS');
-    const timer = options.timer();
-    return await upstream.send(exchangeOf(), res, (outcome) => timer(outcome));
+    return await sendAsItIs(options, res, exchangeOf);
   }
-  const key = cacheKey(request);
   const entry = cache.get(key);
   if (entry !== undefined) {
     cache.hit();
-    return writeHit(request, entry, res, now());
+    return writeEntry(request, entry, res, now(), 'HIT');
   }
   cache.miss();
-  const exchange = exchangeOf();
-  // The whole answer is wanted, whatever the client holds: the conditional headers stay here.
-  const headers = Object.fromEntries(Object.entries(exchange.headers).filter(([name]) => !CONDITIONAL.has(name)));
-  const answer = await cache.once(key, async () => {
+  // Kept before the wait: a miss says so on whatever answers it, the gateway's 502 or 504 included.
+  keepHeader(res, 'x-cache', 'MISS');
+  let led = false;
+  let exchange: UpstreamExchange | undefined;
+  const flight = await cache.once(key, async () => {
+    led = true;
+    exchange = exchangeOf();
+    // The whole answer is wanted, whatever the client holds: the conditional headers stay here.
+    const headers = Object.fromEntries(Object.entries(exchange.headers).filter(([name]) => !CONDITIONAL.has(name)));
     const timer = options.timer();
     const read = await upstream.read({ ...exchange, headers }, (outcome) => timer(outcome));
     const generation = Number(read.headers[STATION_GENERATION_HEADER]);
     // A 404 is kept only as the error shape it must be, since every hit rewrites its time and path.
     const error = read.status === 404 ? errorFields(read.body) : undefined;
+    let stored: CachedAnswer | undefined;
     if ((read.status === 200 || error !== undefined) && Number.isSafeInteger(generation)) {
       const etag = read.headers.etag;
-      cache.put(key, {
+      stored = cache.put(key, {
         status: read.status === 200 ? 200 : 404,
         headers: clientResponseHeaders(read.headers) as Record<string, string>,
         body: read.body,
@@ -147,16 +174,27 @@ export async function forwardThroughCache(options: CachedForwardOptions, request
         freshForMs: freshFor(read),
       });
     }
-    return read;
+    return { read, stored };
   });
   // The request deadline answered first: the client has that.
   if (res.headersSent) return res.statusCode;
-  keepHeader(res, 'x-cache', 'MISS');
-  const etag = answer.headers.etag;
-  if (answer.status === 200 && req.method !== 'POST' && typeof etag === 'string' && noneMatchHits(req.headers['if-none-match'], etag)) {
-    res.writeHead(304, notModifiedHeaders(clientResponseHeaders(answer.headers) as Record<string, string>)).end();
+  if (!led) return flight.stored === undefined ? await sendAsItIs(options, res, exchangeOf) : writeEntry(request, flight.stored, res, now(), 'MISS');
+  const { read } = flight;
+  if (read.status === 200 && clientCopyCurrent(req, { etag: stringOf(read.headers.etag), lastModified: stringOf(read.headers['last-modified']) })) {
+    res.writeHead(304, notModifiedHeaders(clientResponseHeaders(read.headers) as Record<string, string>)).end();
     return 304;
   }
-  upstream.answer(exchange, answer, res);
-  return answer.status;
+  upstream.answer(exchange as UpstreamExchange, read, res);
+  return read.status;
+}
+
+/** The request upstream as it is, conditional headers and all, its answer relayed to the client. */
+async function sendAsItIs(options: CachedForwardOptions, res: ServerResponse, exchangeOf: () => UpstreamExchange): Promise<number> {
+  const timer = options.timer();
+  return await options.upstream.send(exchangeOf(), res, (outcome) => timer(outcome));
+}
+
+/** A header's value when it is one string. */
+function stringOf(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }

@@ -28,8 +28,8 @@ export interface CachedAnswer {
 export interface StationCache {
   /** The fresh entry of `key` from the current generation, or undefined (a miss). */
   get(key: string): CachedAnswer | undefined;
-  /** Stores an answer of the current generation (an older one, or one too big, is not stored). */
-  put(key: string, answer: Omit<CachedAnswer, 'bytes' | 'storedAt'>): void;
+  /** Stores an answer of the current generation and returns the entry; an older one, or one too big, is not stored (undefined). */
+  put(key: string, answer: Omit<CachedAnswer, 'bytes' | 'storedAt'>): CachedAnswer | undefined;
   /** Whether answers may be served and stored now: the current generation is known and recently confirmed. */
   usable(): boolean;
   /** One upstream request per key at a time: `load` runs for the first caller; the others share its result. */
@@ -147,9 +147,9 @@ export function createStationCache(options: StationCacheOptions): StationCache {
       return entry;
     },
     put(key, answer) {
-      if (!usable() || answer.generation !== generation) return;
+      if (!usable() || answer.generation !== generation) return undefined;
       const bytes = answer.body.length + key.length + ENTRY_OVERHEAD;
-      if (bytes > options.maxBytes / LARGEST_SHARE) return;
+      if (bytes > options.maxBytes / LARGEST_SHARE) return undefined;
       const old = slots.get(key);
       if (old !== undefined) drop(old);
       const slot: Slot = { key, entry: { ...answer, bytes, storedAt: now() }, older: undefined, newer: undefined };
@@ -160,6 +160,7 @@ export function createStationCache(options: StationCacheOptions): StationCache {
         drop(oldest);
         evictions.inc();
       }
+      return slot.entry;
     },
     usable,
     once(key, load) {

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { HttpError } from '@platform/errors';
-import { noneMatchHits } from '@platform/service-kit';
+import { clientCopyCurrent } from '@platform/service-kit';
 import type { StationIndex } from './station-index.ts';
 
 /** Any client may keep a station answer for a minute; shared caches may not (the answer needs a token). */
@@ -22,12 +22,6 @@ export function stationETag(index: StationIndex, request: string): string {
   return `"${index.version}-${createHash('sha256').update(request).digest('base64url').slice(0, 27)}"`;
 }
 
-/** Whether the data changed no later than `header` (If-Modified-Since); a date that does not parse is ignored. */
-function notModifiedSince(header: string, lastModified: string): boolean {
-  const since = Date.parse(header);
-  return !Number.isNaN(since) && Date.parse(lastModified) <= since;
-}
-
 /** The JSON answer's type, as Express's `res.type('application/json')` wrote it. */
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -40,10 +34,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export function sendStationAnswer(req: Request, res: Response, index: StationIndex, request: string, body: Buffer | string): void {
   const etag = stationETag(index, request);
   const safe = req.method === 'GET' || req.method === 'HEAD';
-  const ifNoneMatch = req.headers['if-none-match'];
-  const ifModifiedSince = req.headers['if-modified-since'];
   // If-None-Match wins: If-Modified-Since counts only without it, and only on GET and HEAD.
-  const current = ifNoneMatch !== undefined ? noneMatchHits(ifNoneMatch, etag) : safe && ifModifiedSince !== undefined && notModifiedSince(ifModifiedSince, index.lastModified);
+  const current = clientCopyCurrent(req, { etag, lastModified: index.lastModified });
   if (current && !safe) throw new PreconditionFailedError();
   if (current) {
     res.writeHead(304, { etag, 'last-modified': index.lastModified, 'cache-control': STATION_CACHE_CONTROL }).end();
