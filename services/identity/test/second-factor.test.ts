@@ -151,6 +151,46 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.deepEqual(shape(noFactor), shape(reused));
     });
 
+    it('codes sent at once are tried one at a time: 20 wrong codes in parallel try five, end the session and count five failed logins', async () => {
+      const { user } = await enrolled();
+      const login = await identity.login(user);
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post('/v1/auth/second-factor', login.accessToken, { code: String(100000 + i) })));
+      assert.ok(answers.every((res) => res.status === 401 && res.body.message === 'Invalid code'), JSON.stringify(answers.map((res) => res.status)));
+      const failures = (await identity.db('audit_events').where({ subject_user_id: user.id, type: 'second_factor.failed' }).pluck('details')) as Array<{ failures: number }>;
+      assert.deepEqual(failures.map((details) => details.failures).sort((a, b) => a - b), [1, 2, 3, 4, 5]);
+      const row = (await identity.db('users').where({ id: user.id }).first('failed_login_count')) as { failed_login_count: number };
+      assert.equal(row.failed_login_count, 5);
+      assert.equal((await get('/v1/auth/sessions', login.accessToken)).status, 401, 'the session ended');
+    });
+
+    it('an ADMIN\'s aal 1 token lists its own sessions but not another user\'s (an ADMIN power: 403 Second factor required)', async () => {
+      const admin = await identity.createUser({ roles: ['ADMIN'] });
+      const other = await identity.createUser();
+      const { user: withFactor } = await enrolled({ roles: ['ADMIN'] });
+      const login = await identity.login(withFactor);
+      assert.equal((await get('/v1/auth/sessions', login.accessToken)).status, 200);
+      assert.equal((await get(`/v1/auth/sessions?userId=${withFactor.id}`, login.accessToken)).status, 200, 'its own, named');
+      const refused = await get(`/v1/auth/sessions?userId=${other.id}`, login.accessToken);
+      assert.deepEqual([refused.status, refused.body.message], [403, 'Second factor required']);
+      // An ADMIN without a factor, where none is required, keeps the power.
+      assert.equal((await get(`/v1/auth/sessions?userId=${other.id}`, (await identity.login(admin)).accessToken)).status, 200);
+    });
+
+    it('a confirmation drops the enrolments started beside it: none stays pending next to the active factor', async () => {
+      const user = await identity.createUser();
+      const first = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', first.accessToken);
+      assert.equal(enrolment.status, 201);
+      // What two more enrolments sent at once leave: each found no pending factor to replace before it committed.
+      const pending = () => ({ id: crypto.randomUUID(), user_id: user.id, type: 'TOTP', status: 'PENDING', secret: Buffer.alloc(48) });
+      await identity.db('second_factors').insert([pending(), pending()]);
+      await midStep();
+      const confirmed = await post('/v1/auth/factors/totp/confirm', first.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      const factors = await get('/v1/auth/factors', first.accessToken);
+      assert.deepEqual(factors.body.items.map((f: { factorId: string; status: string }) => [f.factorId, f.status]), [[enrolment.body.factorId, 'ACTIVE']]);
+    });
+
     it('five wrong codes end the session, each counted as a failed login of the user, which a password login alone does not clear', async () => {
       const { user } = await enrolled();
       const login = await identity.login(user);

@@ -78,6 +78,11 @@ export async function useRecoveryCode(db: Knex, factorId: string, hash: Buffer):
   return used === 1;
 }
 
+/** Deletes the pending factors of `userId` but `keptId` (enrolments started beside the one confirmed); returns how many. */
+export async function deletePendingFactorsBut(trx: Knex.Transaction, userId: string, keptId: string): Promise<number> {
+  return await trx('second_factors').where({ user_id: userId, status: 'PENDING' }).whereNot({ id: keptId }).delete();
+}
+
 /** Deletes factors of `userId` (one, or all): their recovery codes go with them; returns the ids deleted. */
 export async function deleteFactors(trx: Knex.Transaction, userId: string, id?: string): Promise<string[]> {
   const query = trx('second_factors').where({ user_id: userId });

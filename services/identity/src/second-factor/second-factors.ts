@@ -16,6 +16,7 @@ import {
   type FactorRecord,
   activateFactor,
   deleteFactors,
+  deletePendingFactorsBut,
   findActiveFactor,
   insertPendingFactor,
   insertRecoveryCodes,
@@ -50,38 +51,45 @@ export type FactorProof = { code: string } | { recoveryCode: string };
 const invalidCode = (reason: string): UnauthorizedError => new UnauthorizedError('Invalid code', { cause: new Error(reason) });
 
 /**
- * Whether `proof` proves `factor` now, spending what it used: a TOTP step (once, and no earlier one after
- * it) or a recovery code (once). A factor that is undefined (the user has none) is compared against a
- * secret of no one, so that the answer and its time are those of a wrong code.
+ * Whether `proof` proves `factor` now, spending what it used (in `db`, the caller's transaction): a TOTP
+ * step (once, and no earlier one after it) or a recovery code (once). A factor that is undefined (the user
+ * has none) is compared against a secret of no one, so that the answer and its time are those of a wrong code.
  */
-async function proves(services: SecondFactorServices, factor: FactorRecord | undefined, proof: FactorProof): Promise<boolean> {
+async function proves(db: Knex, box: SecretBox, factor: FactorRecord | undefined, proof: FactorProof): Promise<boolean> {
   if ('recoveryCode' in proof) {
     const hash = recoveryCodeHash(proof.recoveryCode);
-    return factor !== undefined && (await useRecoveryCode(services.db, factor.id, hash));
+    return factor !== undefined && (await useRecoveryCode(db, factor.id, hash));
   }
-  const secret = factor === undefined ? randomBytes(SECRET_BYTES) : services.box.open(factor.secret, factor.id);
+  const secret = factor === undefined ? randomBytes(SECRET_BYTES) : box.open(factor.secret, factor.id);
   const step = matchingStep(secret, proof.code, Date.now());
   if (factor === undefined || step === undefined) return false;
-  return useStep(services.db, factor.id, step);
+  return useStep(db, factor.id, step);
 }
 
 /**
- * A code that did not prove the factor: counted against the session (the fifth ends it) and as a failed
- * login of the user (part 4's permanent block), recorded; then the one 401.
+ * Proves the second factor with `proof`, or refuses with the one 401. The check runs on the session's
+ * locked row: the codes of one session are tried one at a time, and none once the session has ended, so
+ * codes sent in parallel cannot try more than MAX_SECOND_FACTOR_FAILURES. A proof that fails (none given
+ * included) is counted against the session (the fifth ends it) and as a failed login of the user (part 4's
+ * permanent block), and recorded.
  */
-async function failed(services: SecondFactorServices, principal: Principal, audit: AuditContext, why: string): Promise<never> {
-  services.countVerification('failed');
-  const user = await findUserById(services.db, principal.userId);
-  const failures = await services.sessions.transaction(async (trx, ending) => {
-    const row = (await trx('sessions').where({ id: principal.sessionId }).increment('second_factor_failures', 1).returning('second_factor_failures')) as Array<{
-      second_factor_failures: number;
-    }>;
-    const count = row[0]?.second_factor_failures ?? 0;
-    await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures: count } });
-    if (count >= MAX_SECOND_FACTOR_FAILURES) await ending.one(audit, { id: principal.sessionId, userId: principal.userId }, 'second-factor-failures');
-    return count;
+async function proveOrRefuse(services: SecondFactorServices, principal: Principal, audit: AuditContext, factor: FactorRecord | undefined, proof: FactorProof | undefined, why: string): Promise<void> {
+  const outcome = await services.sessions.transaction(async (trx, ending) => {
+    const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forUpdate().first('second_factor_failures as failures')) as { failures: number } | undefined;
+    // Ended while this request waited (its fifth failure, a logout): its code is not tried.
+    if (session === undefined || session.failures >= MAX_SECOND_FACTOR_FAILURES) return 'ended' as const;
+    if (proof !== undefined && (await proves(trx, services.box, factor, proof))) return 'proved' as const;
+    const failures = session.failures + 1;
+    await trx('sessions').where({ id: principal.sessionId }).update({ second_factor_failures: failures });
+    await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures } });
+    if (failures >= MAX_SECOND_FACTOR_FAILURES) await ending.one(audit, { id: principal.sessionId, userId: principal.userId }, 'second-factor-failures');
+    return failures;
   });
-  if (failures >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures }, 'session ended after repeated wrong second-factor codes');
+  if (outcome === 'proved') return;
+  if (outcome === 'ended') throw invalidCode(`${why}: the session ended before its code was tried`);
+  services.countVerification('failed');
+  if (outcome >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures: outcome }, 'session ended after repeated wrong second-factor codes');
+  const user = await findUserById(services.db, principal.userId);
   if (user !== undefined) await countFailedLogin(services, user, audit, { username: user.username, reason: 'wrong-second-factor' });
   throw invalidCode(why);
 }
@@ -110,12 +118,14 @@ export async function confirmTotp(
   const factorId = canonicalUuid(input.factorId);
   const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
   if (found === undefined || found.status !== 'PENDING') throw new NotFoundError('Factor not found');
-  if (!(await proves(services, found, { code: input.code }))) return failed(services, principal, audit, 'wrong code at confirmation');
+  await proveOrRefuse(services, principal, audit, found, { code: input.code }, 'wrong code at confirmation');
   const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const outcome = await services.sessions.transaction(async (trx, ending) => {
     const factor = await lockFactor(trx, principal.userId, factorId);
     if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
     if (!(await activateFactor(trx, factorId))) return 'taken' as const;
+    // Enrolments started beside this one (at once, from two devices) can no longer be confirmed: they go.
+    await deletePendingFactorsBut(trx, principal.userId, factorId);
     await insertRecoveryCodes(trx, factorId, recoveryCodes.map(recoveryCodeHash));
     await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2 });
     await insertAuditEvent(trx, audit, { type: 'factor.enrolled', subjectUserId: principal.userId, details: { factorId, type: 'TOTP' } });
@@ -156,7 +166,7 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
   const factorId = canonicalUuid(givenFactorId);
   const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
   if (found === undefined) throw new NotFoundError('Factor not found');
-  if (found.status === 'ACTIVE' && (proof === undefined || !(await proves(services, found, proof)))) return failed(services, principal, audit, 'wrong code at removal');
+  if (found.status === 'ACTIVE') await proveOrRefuse(services, principal, audit, found, proof, 'wrong code at removal');
   const removed = await services.sessions.transaction(async (trx, ending) => {
     const ids = await deleteFactors(trx, principal.userId, factorId);
     if (ids.length === 0) return false;
@@ -186,7 +196,7 @@ export async function resetUserFactors(services: SecondFactorServices, audit: Au
  */
 export async function verifySecondFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, proof: FactorProof): Promise<AuthenticationResult> {
   const factor = await findActiveFactor(services.db, principal.userId);
-  if (!(await proves(services, factor, proof))) return failed(services, principal, audit, factor === undefined ? 'no active factor' : 'wrong code');
+  await proveOrRefuse(services, principal, audit, factor, proof, factor === undefined ? 'no active factor' : 'wrong code');
   services.countVerification('verified');
   const refreshToken = newRefreshToken();
   const lifted = await services.db.transaction(async (trx) => {
