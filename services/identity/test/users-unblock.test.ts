@@ -46,8 +46,8 @@ describe('GET /v1/users/unblock/{userId}', () => {
     assert.equal((await request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password })).status, 200);
   });
 
-  it('when the user is not BLOCKED (ACTIVE, INACTIVE, EXPIRED, DELETED), answers 409 User is not blocked and changes and records nothing', async () => {
-    for (const status of ['ACTIVE', 'INACTIVE', 'EXPIRED', 'DELETED'] as const) {
+  it('when the user is neither BLOCKED nor ACTIVE (INACTIVE, EXPIRED, DELETED), answers 409 User is not blocked and changes and records nothing', async () => {
+    for (const status of ['INACTIVE', 'EXPIRED', 'DELETED'] as const) {
       const user = await identity.createUser();
       await identity.db('users').where({ id: user.id }).update({ status, failed_login_count: 2 });
       const events = async () => (await identity.db('audit_events').where({ subject_user_id: user.id }).count<[{ count: string }]>('* as count'))[0]!.count;
@@ -58,6 +58,21 @@ describe('GET /v1/users/unblock/{userId}', () => {
       assert.deepEqual([after?.status, after?.failedLoginCount], [status, 2], `${status} is left as it was`);
       assert.equal(await events(), eventsBefore, `${status}: nothing recorded`);
     }
+  });
+
+  it('when the user is ACTIVE (a retried unblock), answers 200 with the user as it is, and changes and records nothing (CONTRACT.md part 4, amended)', async () => {
+    const user = await identity.createUser();
+    await identity.db('users').where({ id: user.id }).update({ failed_login_count: 2 });
+    const events = async () => (await identity.db('audit_events').where({ subject_user_id: user.id }).count<[{ count: string }]>('* as count'))[0]!.count;
+    const eventsBefore = await events();
+    for (let i = 0; i < 2; i += 1) {
+      const res = await unblock(user.id);
+      assert.equal(res.status, 200);
+      assert.deepEqual([res.body.userId, res.body.status], [user.id, 'ACTIVE']);
+    }
+    const after = await findUserById(identity.db, user.id);
+    assert.deepEqual([after?.status, after?.failedLoginCount], ['ACTIVE', 2], 'left as it was, its failure count included');
+    assert.equal(await events(), eventsBefore, 'nothing recorded');
   });
 
   it('when a blocked user is unblocked, records the status change and the unblock in the audit trail', async () => {

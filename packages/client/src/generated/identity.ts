@@ -436,9 +436,10 @@ export interface paths {
         /**
          * Remove the brute-force block from a user
          * @description ADMIN only. Lifts a block: a `BLOCKED` user's status becomes `ACTIVE` and the failed-login count
-         *     0 (audit events `user.status_changed` and `user.unblocked`). A user in any other status is left
-         *     as it is and answers 409 `User is not blocked` (reactivating an `INACTIVE`, `EXPIRED` or `DELETED`
-         *     user is an update of its `status`). The answer embeds the full account (including `type` and
+         *     0 (audit events `user.status_changed` and `user.unblocked`). An `ACTIVE` user answers 200 as it
+         *     is, with nothing changed or recorded (a retried unblock is not an error). A user in any other status
+         *     is left as it is and answers 409 `User is not blocked` (reactivating an `INACTIVE`, `EXPIRED` or
+         *     `DELETED` user is an update of its `status`). The answer embeds the full account (including `type` and
          *     `subscriptionPlan`) when the user has one.
          */
         get: operations["unblockUser"];

@@ -12,14 +12,15 @@ export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
 /**
  * GET /v1/users/unblock/{userId}: lifts a block, and only a block (the caller is an ADMIN): a BLOCKED user
  * becomes ACTIVE with the failure count back to 0, recorded as a status change and as `user.unblocked`,
- * with what it was before, in one transaction on the locked row. A user in any other status (ACTIVE,
- * INACTIVE, EXPIRED, DELETED) answers 409 and is left as it is: an unblock never revives a deleted user;
- * an ADMIN who means to reactivate one says so with `PATCH /v1/users/update` `status`.
+ * with what it was before, in one transaction on the locked row. An ACTIVE user is answered as it is, with
+ * nothing changed or recorded (CONTRACT.md part 4, amended: a retried unblock is not an error). A user in
+ * any other status (INACTIVE, EXPIRED, DELETED) answers 409 and is left as it is: an unblock never revives a
+ * deleted user; an ADMIN who means to reactivate one says so with `PATCH /v1/users/update` `status`.
  */
 export async function unblockUser(db: Knex, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
   const user = await db.transaction(async (trx) => {
     const before = await lockUserById(trx, userId);
-    if (before === undefined) return undefined;
+    if (before === undefined || before.status === 'ACTIVE') return before;
     if (before.status !== 'BLOCKED') throw new ConflictError(NOT_BLOCKED_MESSAGE, { cause: new Error(`the user is ${before.status}`) });
     const after = await unblockUserRow(trx, userId);
     const details = { previousStatus: before.status, previousFailedLoginCount: before.failedLoginCount };
