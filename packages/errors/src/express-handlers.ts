@@ -5,6 +5,9 @@ import { MethodNotAllowedError, NotFoundError } from './http-errors.ts';
 import { oauthErrorBody } from './oauth-error.ts';
 import { toHttpError } from './to-http-error.ts';
 
+/** The 415 of a token endpoint (`oauth`), whose requests are form-encoded. */
+const FORM_ONLY_MESSAGE = 'Unsupported Content-Type; send application/x-www-form-urlencoded';
+
 /** How an error handler fills `messages`. */
 export interface ErrorHandlerOptions {
   /**
@@ -15,7 +18,8 @@ export interface ErrorHandlerOptions {
   messages?: 'always' | 'when-present' | ((req: Request) => boolean);
   /**
    * True for the requests whose 400 is answered in RFC 6749 §5.2's shape instead of SPEC.md's: the token
-   * endpoints' (CONTRACT.md part 16). Their other errors keep SPEC.md's, as the gateway's own answers there do.
+   * endpoints' (CONTRACT.md part 16). Their other errors keep SPEC.md's, as the gateway's own answers there do;
+   * their 415 tells the media type they take (RFC 7662 and 7009: form-encoded), not JSON.
    */
   oauth?: (req: Request) => boolean;
 }
@@ -66,8 +70,9 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       sendJson(req, res, 400, oauthErrorBody(httpError.message));
       return;
     }
-    const messages = httpError.messages ?? (always(req) ? [httpError.message] : undefined);
-    sendJson(req, res, httpError.status, errorBody(httpError.status, httpError.message, req.originalUrl, messages));
+    const message = httpError.status === 415 && options.oauth?.(req) === true ? FORM_ONLY_MESSAGE : httpError.message;
+    const messages = httpError.messages ?? (always(req) ? [message] : undefined);
+    sendJson(req, res, httpError.status, errorBody(httpError.status, message, req.originalUrl, messages));
   };
 }
 

@@ -202,6 +202,7 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
         const asJson = await request(identity.app).post(path).set(identity.viaGateway('POST', path, origin('client-a'))).send({ token: 'a' });
         assert.equal(asJson.status, 415);
         assert.equal(asJson.body.error, 'Unsupported Media Type');
+        assert.equal(asJson.body.message, 'Unsupported Content-Type; send application/x-www-form-urlencoded', 'the type these endpoints take');
       }
       // Every other operation keeps SPEC.md's shape.
       const login = await request(identity.app).post('/v1/auth/login').send({});
