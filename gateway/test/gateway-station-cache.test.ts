@@ -270,6 +270,21 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
     assert.equal(risk.received.length, 4);
   });
 
+  it('hands waiting requests an answer too big to keep: one upstream request, every request its answer, nothing stored', async () => {
+    upstream.state.delayMs = 150;
+    // GATEWAY_CACHE_MB 1: no entry over 64 kB.
+    const big = '/v1/weather-stations/nearest?latitude=39&longitude=32&pad=70000';
+    const answers = await Promise.all(Array.from({ length: 4 }, () => get(big)));
+    assert.equal(risk.received.length, 1);
+    for (const answer of answers) {
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers['x-cache'], 'MISS');
+      assert.equal(answer.json().url, big);
+    }
+    assert.equal((await get(big)).headers['x-cache'], 'MISS', 'not kept');
+    assert.equal(risk.received.length, 2);
+  });
+
   it('gives a request that waited for another\'s 404 its own path and time', async () => {
     upstream.state.status = 404;
     upstream.state.delayMs = 150;

@@ -127,9 +127,10 @@ export interface CachedForwardOptions {
  * builds the upstream request (its headers, the assertion's HMAC), called only when one is sent. Without
  * a generation confirmed in Redis, for a request that is not cacheable (`cacheKey`), and for a POST that
  * carries If-None-Match (its answer is risk's 412), the request goes upstream as it is, conditional headers
- * and all. A request that waited for another's upstream request of the same key gets what that one stored;
- * when it stored nothing (an error, an answer of no generation), it asks upstream itself: an answer is
- * handed on only in the form any request of the key may be given.
+ * and all. A request that waited for another's upstream request of the same key gets its answer in the form
+ * a hit would (a 200, or a 404 with its own time and path), stored or not; when that answer is of no kind the
+ * cache keeps (an error, an answer of no generation), it asks upstream itself: an answer is handed on only
+ * in the form any request of the key may be given.
  */
 export async function forwardThroughCache(options: CachedForwardOptions, request: GatewayRequest, exchangeOf: () => UpstreamExchange): Promise<number> {
   const { cache, upstream } = options;
@@ -161,24 +162,27 @@ export async function forwardThroughCache(options: CachedForwardOptions, request
     const generation = Number(read.headers[STATION_GENERATION_HEADER]);
     // A 404 is kept only as the error shape it must be, since every hit rewrites its time and path.
     const error = read.status === 404 ? errorFields(read.body) : undefined;
-    let stored: CachedAnswer | undefined;
+    // The answer as an entry, whether or not the cache keeps it (too big, or of another generation than the
+    // current one): the form any request of the key may be given.
+    let shared: CachedAnswer | undefined;
     if ((read.status === 200 || error !== undefined) && Number.isSafeInteger(generation)) {
       const etag = read.headers.etag;
-      stored = cache.put(key, {
-        status: read.status === 200 ? 200 : 404,
+      const answer = {
+        status: read.status === 200 ? (200 as const) : (404 as const),
         headers: clientResponseHeaders(read.headers) as Record<string, string>,
         body: read.body,
         error,
         etag: typeof etag === 'string' ? etag : undefined,
         generation,
         freshForMs: freshFor(read),
-      });
+      };
+      shared = cache.put(key, answer) ?? { ...answer, storedAt: now(), bytes: 0 };
     }
-    return { read, stored };
+    return { read, shared };
   });
   // The request deadline answered first: the client has that.
   if (res.headersSent) return res.statusCode;
-  if (!led) return flight.stored === undefined ? await sendAsItIs(options, res, exchangeOf) : writeEntry(request, flight.stored, res, now(), 'MISS');
+  if (!led) return flight.shared === undefined ? await sendAsItIs(options, res, exchangeOf) : writeEntry(request, flight.shared, res, now(), 'MISS');
   const { read } = flight;
   if (read.status === 200 && clientCopyCurrent(req, { etag: stringOf(read.headers.etag), lastModified: stringOf(read.headers['last-modified']) })) {
     res.writeHead(304, notModifiedHeaders(clientResponseHeaders(read.headers) as Record<string, string>)).end();
