@@ -13,9 +13,16 @@ import { join } from 'node:path';
 //   port's file in the system's temporary directory, exclusively (O_EXCL), before they use it. A claim is
 //   kept for CLAIM_MS to twice that; after that the port may be chosen again.
 // - free when chosen: a server listens on it for a moment (a service of the machine may have it).
+// - reachable by fetch: the Fetch standard's blocked ports (its "bad port" list) are never handed out, since
+//   undici's fetch, with which the tests and the stack ask whether a process is ready, refuses them.
 
 /** The lowest port handed out: above the well-known and most registered services' ports. */
 const LOWEST = 10_000;
+/**
+ * The ports of the Fetch standard's bad-port list (fetch.spec.whatwg.org, "port blocking") at or above
+ * LOWEST: `fetch` fails on them at once ("bad port"), so a process listening there never looks ready.
+ */
+const FETCH_BLOCKED: ReadonlySet<number> = new Set([10_080]);
 /**
  * How long a claim keeps a port from being chosen again, by any process: at least CLAIM_MS and less than
  * twice that. A claim matters only while nothing listens on the port (a listening port is never chosen):
@@ -108,7 +115,7 @@ export async function freePorts(count: number): Promise<number[]> {
     if (tried >= SIZE) throw new Error(`no free port left in ${RANGE.low}–${RANGE.high - 1}: every one listened on or claimed in the last ${CLAIM_MS / 60_000} to ${(2 * CLAIM_MS) / 60_000} minutes (${CLAIMS_DIR})`);
     const port = RANGE.low + cursor;
     cursor = (cursor + 1) % SIZE;
-    if (claim(port, window) && (await listenable(port))) chosen.push(port);
+    if (!FETCH_BLOCKED.has(port) && claim(port, window) && (await listenable(port))) chosen.push(port);
   }
   return chosen;
 }
