@@ -6,7 +6,7 @@ import { ALL_BUCKETS, freshEnvironment, ledgerKey } from '@platform/auth/testing
 import { startPrivateRedis } from '@platform/stack';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
-import { SIGNED_IN_LOSS_SECOND_MESSAGE } from '../src/admission/admit.step.ts';
+import { SIGNED_NEAR_LOSS_MESSAGE } from '../src/admission/admit.step.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { type TestSigningKey, newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
 
@@ -125,14 +125,14 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     }
     assert.equal(proxied(), before);
     assert.equal(await rejections('signature'), signatureRejections + 2);
-    // The second before the loss's is over before it: refused; the one after it is accepted.
+    // Two seconds before the loss's: refused; the second after it is accepted.
     const bornMs = Number((await mirror()).born);
-    assert.equal((await stationsCall({ created: Math.floor(bornMs / 1000) - 1 })).status, 401);
+    assert.equal((await stationsCall({ created: Math.floor(bornMs / 1000) - 2 })).status, 401);
     assert.equal((await stationsCall({ created: Math.ceil(bornMs / 1000) })).status, 200);
     assert.equal((await loginCall({ created: afterLoss() })).status, 200);
   });
 
-  it('answers a signature created in the very second of the loss 503 with Retry-After: 1, never 401; it claims nothing, and the request signed again a second later passes', async () => {
+  it('answers a signature created in the second the loss was found, or the one before, 503 with Retry-After: 1, never 401; it claims nothing, and the request signed again a second later passes', async () => {
     await loseData();
     // The loss within the current second, as the first script after it would have marked it: after the
     // gateway's last nonce write (an earlier mark would read as a loss found before that write, which the
@@ -143,7 +143,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     await lostAt(bornMs);
     await reseeded();
     const before = proxied();
-    const asked = await rejections('signed-in-loss-second');
+    const asked = await rejections('signed-near-loss');
     const nonce = newNonce();
     const idempotencyKey = newIdempotencyKey();
     const res = await loginCall({ created: second, nonce, idempotencyKey });
@@ -151,18 +151,24 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(res.headers['retry-after'], '1');
     assert.deepEqual(
       { status: res.json().status, error: res.json().error, message: res.json().message, path: res.json().path },
-      { status: 503, error: 'Service Unavailable', message: SIGNED_IN_LOSS_SECOND_MESSAGE, path: login },
+      { status: 503, error: 'Service Unavailable', message: SIGNED_NEAR_LOSS_MESSAGE, path: login },
     );
     assert.equal(proxied(), before);
-    assert.equal(await rejections('signed-in-loss-second'), asked + 1);
+    assert.equal(await rejections('signed-near-loss'), asked + 1);
     assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'its nonce was spent');
     assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0, 'its idempotency key was claimed');
     // A bearer request of that second too: the 503 of the signature, not of the (whole) mirror.
     const bearing = await stationsCall({ created: second });
     assert.equal(bearing.status, 503);
-    assert.equal(bearing.json().message, SIGNED_IN_LOSS_SECOND_MESSAGE);
-    // The second before: signed before the loss, 401. The next one: the same request signed again passes.
-    assert.equal((await loginCall({ created: second - 1 })).status, 401);
+    assert.equal(bearing.json().message, SIGNED_NEAR_LOSS_MESSAGE);
+    // The second before: maybe signed after a loss found late (by a reconnect), asked to sign again too; the
+    // one before that is over before the loss, 401. The next one: the same request signed again passes.
+    const previous = await loginCall({ created: second - 1 });
+    assert.equal(previous.status, 503, previous.body.toString());
+    assert.equal(previous.json().message, SIGNED_NEAR_LOSS_MESSAGE);
+    assert.equal(previous.headers['retry-after'], '1');
+    assert.equal((await loginCall({ created: second - 2 })).status, 401);
+    assert.equal(await rejections('signed-near-loss'), asked + 3);
     const again = await loginCall({ created: second + 1, idempotencyKey });
     assert.equal(again.status, 200, again.body.toString());
     assert.equal(proxied(), before + 1);
@@ -316,12 +322,13 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
 
   describe('when Redis went back in time (a replica that lagged was promoted: the mirror intact, later nonces gone)', () => {
     /**
-     * A request answered after the snapshot, so that its nonce is lost with the rollback. Signed in the second
-     * before (within the skew): one of the loss's own second would be answered 503, not 401 (a test above).
+     * A request answered after the snapshot, so that its nonce is lost with the rollback. Signed two seconds
+     * before (within the skew): one of the loss's own second or the one before would be answered 503, not 401
+     * (a test above).
      */
     async function answeredThenRolledBack(): Promise<Record<string, string>> {
       const rollBack = await testRedis.snapshot();
-      const headers = signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, created: nowS() - 1 });
+      const headers = signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, created: nowS() - 2 });
       assert.equal((await send(gw.url, 'POST', login, headers, loginBody)).status, 200);
       await rollBack();
       assert.equal((await mirror()).ready, '1', 'the rollback lost the mirror itself');

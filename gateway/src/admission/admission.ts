@@ -49,7 +49,7 @@ export const ADMISSION_OUTCOMES = [
   'rate-limited',
   'signed-before-loss',
   'revocations-restoring',
-  'signed-in-loss-second',
+  'signed-near-loss',
 ] as const;
 export type AdmissionOutcome = (typeof ADMISSION_OUTCOMES)[number];
 
@@ -223,7 +223,7 @@ function callTemplate(keyId: string, calls: ClientKeyCalls, rate: AdmissionReque
 }
 
 /** Outcomes that say the client key's slot lost its data: they rank before the revocation check's verdict. */
-const SLOT_PAST: ReadonlySet<AdmissionOutcome> = new Set(['signed-before-loss', 'signed-in-loss-second']);
+const SLOT_PAST: ReadonlySet<AdmissionOutcome> = new Set(['signed-before-loss', 'signed-near-loss']);
 
 /**
  * The request's outcome from the script's and the revocation check's (run side by side), in CONTRACT.md's

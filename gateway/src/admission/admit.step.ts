@@ -7,8 +7,11 @@ import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import { rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
 import type { Admission, AdmissionStore } from './admission.ts';
 
-/** The 503 of a signature created in the second Redis lost its data: sign again after Retry-After. */
-export const SIGNED_IN_LOSS_SECOND_MESSAGE = 'Replay protection was reset in the second this request was signed; sign it again and retry';
+/**
+ * The 503 of a signature created in the second its client key's slot was found to have lost its data, or in
+ * the second before (replay-store-loss.lua says why): sign again after Retry-After.
+ */
+export const SIGNED_NEAR_LOSS_MESSAGE = 'Replay protection was reset about when this request was signed; sign it again and retry';
 
 /** While Redis cannot count, nothing is admitted: no quota left, ask again in a second. */
 const NO_QUOTA = { remaining: 0, resetMs: 1000 };
@@ -60,12 +63,13 @@ export function admit(store: AdmissionStore, metrics: GatewayMetrics, logger: Lo
         metrics.rejected('signature');
         requestLog(req, logger).warn({ reason: 'created before the replay store lost its data' }, 'request signature rejected');
         throw new UnauthorizedError('Invalid request signature');
-      case 'signed-in-loss-second':
-        // Maybe signed after the loss, maybe before (seconds against milliseconds): not accepted, but an honest
-        // client that signs again a second later is (CONTRACT.md part 13), so no 401 for it to misread.
-        metrics.rejected('signed-in-loss-second');
-        requestLog(req, logger).info({ reason: 'created in the second the replay store lost its data' }, 'request asked to sign again');
-        throw new ServiceUnavailableError(SIGNED_IN_LOSS_SECOND_MESSAGE, { retryAfterSeconds: 1 });
+      case 'signed-near-loss':
+        // Maybe signed after the loss, maybe before (seconds against milliseconds, and a loss found a little after
+        // it came): not accepted, but an honest client that signs again a second later is (CONTRACT.md part 13,
+        // amended), so no 401 for it to misread.
+        metrics.rejected('signed-near-loss');
+        requestLog(req, logger).info({ reason: 'created near the time the replay store lost its data' }, 'request asked to sign again');
+        throw new ServiceUnavailableError(SIGNED_NEAR_LOSS_MESSAGE, { retryAfterSeconds: 1 });
       case 'revocations-restoring':
         metrics.rejected('revocations-restoring');
         throw new ServiceUnavailableError(REVOCATIONS_RESTORING_MESSAGE);

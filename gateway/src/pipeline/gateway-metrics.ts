@@ -18,7 +18,7 @@ export type RejectionReason =
   | 'introspection-key'
   | 'redis-unavailable'
   | 'revocations-restoring'
-  | 'signed-in-loss-second';
+  | 'signed-near-loss';
 
 /** The gateway's own series, beside the request metrics every process has. */
 export interface GatewayMetrics {
