@@ -50,6 +50,8 @@ export const tracingSpec = {
     },
     { default: 1 },
   ),
+  // The trace SDK of the 3.x line reads no OTEL_BSP_* variable itself: this one is passed on here.
+  OTEL_BSP_SCHEDULE_DELAY: env.integer('Milliseconds between two exports of the spans batched meanwhile', { min: 1, max: 3_600_000 }, { default: 5000 }),
 };
 
 export type TracingConfig = ConfigOf<typeof tracingSpec>;
@@ -125,7 +127,11 @@ export function startTracing(service: string, source: Readonly<Record<string, st
 
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over the deployable's name.
   const resource = resources.resourceFromAttributes({ 'service.name': service }).merge(resources.detectResources({ detectors: [resources.envDetector] }));
-  const provider = new sdk.TracerProvider({ resource, sampler: samplerOf(config), spanProcessors: [new sdk.BatchSpanProcessor({ exporter })] });
+  const provider = new sdk.TracerProvider({
+    resource,
+    sampler: samplerOf(config),
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: config.OTEL_BSP_SCHEDULE_DELAY })],
+  });
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   // Sampling 1 in 10, nine requests in ten make their spans under an unsampled one: none of those is built.

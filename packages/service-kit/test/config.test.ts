@@ -268,6 +268,13 @@ describe('loadConfig', () => {
       assert.deepEqual(problemsOf(gatewayConfigSpec, { RISK_URL: 'not a url' }), ['RISK_URL must be an absolute URL']);
     });
 
+    it('the export delay of the spans (OTEL_BSP_SCHEDULE_DELAY, which the trace SDK no longer reads itself): a positive integer of ms, 5000 unset', () => {
+      assert.equal(loadConfig(gatewayConfigSpec, {}).OTEL_BSP_SCHEDULE_DELAY, 5000);
+      assert.equal(loadConfig(identityConfigSpec, { OTEL_BSP_SCHEDULE_DELAY: '200' }).OTEL_BSP_SCHEDULE_DELAY, 200);
+      assert.deepEqual(problemsOf(gatewayConfigSpec, { OTEL_BSP_SCHEDULE_DELAY: 'soon' }), ['OTEL_BSP_SCHEDULE_DELAY must be an integer, got "soon"']);
+      assert.deepEqual(problemsOf(gatewayConfigSpec, { OTEL_BSP_SCHEDULE_DELAY: '0' }), ['OTEL_BSP_SCHEDULE_DELAY must be between 1 and 3600000, got 0']);
+    });
+
     it('when several keys are bad, reports every one of them at once', () => {
       const problems = problemsOf(gatewayConfigSpec, { GATEWAY_PORT: 'x', LOG_LEVEL: 'loud', IDENTITY_URL: 'ftp://a', DRAIN_TIMEOUT_MS: '-1' });
       assert.deepEqual(problems.map(keyOf).sort(), ['DRAIN_TIMEOUT_MS', 'GATEWAY_PORT', 'IDENTITY_URL', 'LOG_LEVEL']);
