@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { createLogger, createMetrics, publishStationGeneration } from '@platform/service-kit';
-import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
-import { type StationCache, createStationCache } from '../src/cache/station-cache.ts';
+import { closeRedis, createLogger, createMetrics, createRedis, publishStationGeneration } from '@platform/service-kit';
+import { TEST_REDIS_URL, type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { POLL_MS, type StationCache, createStationCache } from '../src/cache/station-cache.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Every entry's bytes: its 100-byte body, its key of 3 characters and the estimate of its overhead (512). */
@@ -64,5 +64,41 @@ describe('station cache: least recently used out first, within GATEWAY_CACHE_MB 
     assert.equal(cache.get(keyOf(0)), undefined);
     assert.ok(cache.get(keyOf(1)));
     assert.equal(cache.bytes(), 16 * ENTRY_BYTES);
+  });
+});
+
+describe('station cache: what it logs of the generation it cannot read', () => {
+  it('says nothing above debug while the process starts (its first poll runs before Redis is connected); warns once when it cannot read after having read, and says when it can again', async () => {
+    const testRedis = await createTestRedis('gw-station-cache-log');
+    const lines: Array<{ level: string; msg: string }> = [];
+    const logger = createLogger({ service: 'gateway', level: 'debug', destination: { write: (line: string) => void lines.push(JSON.parse(line) as { level: string; msg: string }) } });
+    const said = (level: string) => lines.filter((l) => l.level === level && l.msg.startsWith('station cache')).map((l) => l.msg);
+    // As the gateway's start makes it: a client not connected yet, and the cache started at once.
+    const redis = createRedis({ url: TEST_REDIS_URL, keyPrefix: testRedis.keyPrefix, logger: createLogger({ service: 'test', level: 'silent' }) });
+    const cache = createStationCache({ maxBytes: 16 * ENTRY_BYTES, redis, metrics: createMetrics('gateway', { collectDefault: false }), logger });
+    try {
+      await publishStationGeneration(testRedis.redis, 1);
+      cache.start();
+      const until = async (done: () => boolean, what: string) => {
+        const deadline = Date.now() + 5000;
+        while (!done() && Date.now() < deadline) await sleep(20);
+        assert.ok(done(), what);
+      };
+      await until(() => cache.usable(), 'the generation was never read');
+      assert.deepEqual(said('debug'), ['station cache: the station generation cannot be read yet'], 'the first poll did not meet a client still connecting');
+      assert.deepEqual([...said('info'), ...said('warn')], []);
+      // Read once, then lost: a warning, once however many polls fail, and a line when it reads again.
+      redis.disconnect();
+      await until(() => said('warn').length > 0 && !cache.usable(), 'no warning when the generation could no longer be read');
+      await sleep(3 * POLL_MS);
+      assert.deepEqual(said('warn'), ['station cache: cannot read the station generation; answers go upstream until it can']);
+      await redis.connect();
+      await until(() => said('info').length > 0 && cache.usable(), 'not read again after the reconnect');
+      assert.deepEqual(said('info'), ['station cache: the generation can be read again']);
+    } finally {
+      await cache.stop();
+      await closeRedis(redis);
+      await testRedis.close();
+    }
   });
 });

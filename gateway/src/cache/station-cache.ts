@@ -81,6 +81,8 @@ export function createStationCache(options: StationCacheOptions): StationCache {
   let timer: NodeJS.Timeout | undefined;
   let reading: Promise<void> | undefined;
   let failing = false;
+  // Whether the generation was ever read: the failures before that are of a process still starting.
+  let everRead = false;
 
   const registers = [options.metrics.registry];
   const hits = new Counter({ name: 'gateway_cache_hits_total', help: 'Station answers served from the gateway\'s cache', registers });
@@ -124,9 +126,13 @@ export function createStationCache(options: StationCacheOptions): StationCache {
       confirmedAt = now();
       if (failing) options.logger.info('station cache: the generation can be read again');
       failing = false;
+      everRead = true;
     } catch (err) {
-      if (!failing) options.logger.warn({ err }, 'station cache: cannot read the station generation; answers go upstream until it can');
-      failing = true;
+      // Before its first read the process is starting and Redis's own readiness check speaks for it (the
+      // first poll runs before the connection is up): not a warning at every start.
+      if (!everRead) options.logger.debug({ err }, 'station cache: the station generation cannot be read yet');
+      else if (!failing) options.logger.warn({ err }, 'station cache: cannot read the station generation; answers go upstream until it can');
+      failing = everRead;
     }
   };
 
