@@ -203,6 +203,28 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     }
   });
 
+  it('a request pipelined behind a 413 (its whole body sent) neither runs nor is answered: the 413 closes the connection (RFC 9112 section 9.6)', async () => {
+    const big = Buffer.alloc(102_401, 'a');
+    const small = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
+    const wire = (body: Buffer) => {
+      const head = Object.entries({ ...signedHeaders('POST', '/v1/auth/login', { key: gw.keys.hmac, body }), 'content-length': String(body.length), host: 'x' });
+      return Buffer.concat([Buffer.from(`POST /v1/auth/login HTTP/1.1\r\n${head.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`), body]);
+    };
+    const before = gw.identity.received.length;
+    const { port } = new URL(gw.url);
+    const text = await new Promise<string>((resolve) => {
+      let read = '';
+      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => socket.write(Buffer.concat([wire(big), wire(small)])));
+      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(read));
+    });
+    assert.deepEqual(text.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 413 '], text);
+    // Time for a request that did run to reach the upstream (its admission, its forwarding).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(gw.identity.received.length, before, 'the request behind the 413 was proxied');
+  });
+
   it('when the client hangs up in the middle of its body, proxies nothing, holds no key, and serves on', async () => {
     const body = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
     const idempotencyKey = 'abandoned-body-1';

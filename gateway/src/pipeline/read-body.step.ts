@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '@platform/errors';
+import { closeAfterAnswer } from '@platform/service-kit';
 import type { Step } from './chain.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 
@@ -15,7 +16,7 @@ function announcesBody(req: IncomingMessage): boolean {
  */
 function tooLarge(req: IncomingMessage, res: ServerResponse, limitBytes: number, metrics: GatewayMetrics): PayloadTooLargeError {
   metrics.rejected('body-too-large');
-  res.setHeader('Connection', 'close');
+  closeAfterAnswer(res, req);
   lingerOnClose(req);
   return new PayloadTooLargeError(`Request body is larger than ${limitBytes} bytes`);
 }

@@ -2,6 +2,7 @@
 // API app (`./api-app`: express-openapi-validator) are entries of their own, so that the gateway, which
 // needs neither, does not load them (their modules were ~6 MB of its live heap).
 export * from './answer-head.ts';
+export { closeAfterAnswer } from './connection.ts';
 export * from './bootstrap.ts';
 export * from './config.ts';
 export * from './crash.ts';

@@ -3,6 +3,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import pino from 'pino';
 import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody, sendJson } from '@platform/errors';
 import { keepHeader } from './answer-head.ts';
+import { closeAfterAnswer } from './connection.ts';
 import type { Lifecycle } from './health.ts';
 import { type RequestFields, type RequestIdSource, enterRequest, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
@@ -85,6 +86,9 @@ export function refusalOf(req: IncomingMessage): readonly [number, string] | und
   return unmetExpectation(req) ? [417, EXPECTATION_MESSAGE] : undefined;
 }
 
+/** The 408 of a request whose body had not all arrived by the deadline. */
+export const BODY_LATE_MESSAGE = 'Request not received in time';
+
 /** Paths polled by orchestrators and scrapers: not worth a line each. */
 const QUIET_PATHS = /^\/(health\/(live|ready)|metrics)(\?|$)/;
 
@@ -139,7 +143,7 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       keepHeader(res, 'X-Request-Id', id);
       for (const [name, value] of SECURITY_HEADERS) keepHeader(res, name, value);
     }
-    if (lifecycle?.draining === true) keepHeader(res, 'Connection', 'close');
+    if (lifecycle?.draining === true) closeAfterAnswer(res, req);
     const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
     const timer = deadlineMs === undefined ? undefined : setTimeout(answerLate, deadlineMs, req, res, deadlineMs, logger);
     const quiet = QUIET_PATHS.test(req.url);
@@ -163,7 +167,7 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
     if (refusal !== undefined) {
       // Nothing further runs for it; the connection is not kept (its body, if any, was not invited).
       const [status, message] = refusal;
-      res.setHeader('Connection', 'close');
+      closeAfterAnswer(res, req);
       enterRequest(req, logger, fields, () => sendJson(req, res, status, errorBody(status, message, fields.url, [message])));
       return;
     }
@@ -172,11 +176,19 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
 }
 
 /**
- * The deadline passed: a 503 unless an answer started already (a handler finishing later finds it sent).
+ * The deadline passed: a 503 unless an answer started already (a handler finishing later finds it sent), or
+ * a 408 while the request itself has not all arrived (its body comes too slowly, or never: the client's
+ * doing, not a fault of this server; the connection is not kept, its stream not at a message boundary).
  * Plain `node:http` (`sendJson`), as the whole envelope is: it also runs in front of Express (the gateway).
  */
 function answerLate(req: Request, res: Response, deadlineMs: number, logger: Logger): void {
   if (res.headersSent) return;
+  if (!req.complete) {
+    requestLog(req, logger).info({ deadlineMs }, 'request body not received by the deadline; answered 408');
+    closeAfterAnswer(res, req);
+    sendJson(req, res, 408, errorBody(408, BODY_LATE_MESSAGE, req.originalUrl, [BODY_LATE_MESSAGE]));
+    return;
+  }
   requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
   // `messages` always: the station operations require it, and it is optional everywhere else.
   // A retry may well be served (whatever was slow recovers), so the answer says when, as every 503 does.

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorBody, reasonPhrase } from '@platform/errors';
 import { HeadResponse } from './answer-head.ts';
+import { endAfterAnswers, lastRequestOf, orderedRequests } from './connection.ts';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { refusalOf } from './request-envelope.ts';
@@ -39,21 +40,30 @@ const REQUEST_LINE_MAX_BYTES = 16_384;
  * SPEC.md's body instead of Node's bare status line.
  */
 function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
-  // A reset peer hears nothing; a socket whose answer has begun cannot take another status line.
-  const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-  if (err.code === 'ECONNRESET' || !socket.writable || answering) {
+  // A reset peer hears nothing.
+  if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
   const status =
     err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? 408 : 400;
-  // The whole request line, however long the parser let it be (a target up to its 16 kB header limit): the
-  // body's `path` is the target, never `/` for a long one.
-  const target = /^[A-Z]+ (\S+) HTTP\//.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, REQUEST_LINE_MAX_BYTES) : '')?.[1];
+  // The request at fault: the last one read on the connection while its body is not all in (the fault is
+  // its own), else one not read yet. Its target, when the packet starts with its request line, however long
+  // the parser let it be (up to its 16 kB header limit): the body's `path` is the target, never `/` for a
+  // long one. A request pipelined behind others has no line of its own known here: `/`.
+  const last = lastRequestOf(socket);
+  const target =
+    last === undefined
+      ? /^[A-Z]+ (\S+) HTTP\//.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, REQUEST_LINE_MAX_BYTES) : '')?.[1]
+      : last.complete
+        ? undefined
+        : last.url;
   const message = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request not received in time' : 'Malformed HTTP request';
   // `messages` always: Node refuses these before any route is known, and station paths require it.
   const body = JSON.stringify(errorBody(status, message, target ?? '/', [message]));
-  socket.end(
+  // After the answers of the requests read before it (pipelined), never in place of one (connection.ts).
+  endAfterAnswers(
+    socket,
     `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
   );
@@ -76,7 +86,8 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
       // The headers every answer carries are written with its own in one go (answer-head.ts).
       ServerResponse: HeadResponse,
     },
-    app,
+    // A request behind one answered with `Connection: close` does not run (RFC 9112 section 9.6).
+    orderedRequests(app),
   );
   server.on('clientError', answerClientError);
   const { maxBodyBytes } = limits;

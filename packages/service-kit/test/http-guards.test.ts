@@ -38,6 +38,8 @@ function raw(url: string, bytes: string, keepWriting?: () => string): Promise<st
 describe('request guards of every process (service-kit)', () => {
   let server: ServerHandle;
   let lateErrors = 0;
+  /** How many requests reached POST /effect (a request that must not run must not count here). */
+  let effects = 0;
 
   before(async () => {
     const log = captureLogger('test');
@@ -56,6 +58,20 @@ describe('request guards of every process (service-kit)', () => {
         lateErrors += 1;
         throw err;
       }
+    });
+    app.post('/effect', (_req, res) => {
+      effects += 1;
+      res.json({ effects });
+    });
+    app.get('/slow', async (_req, res) => {
+      await sleep(60);
+      res.json({ slow: true });
+    });
+    // Reads its body whole before answering, as every body parser does.
+    app.post('/body', (req, res) => {
+      let bytes = 0;
+      req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      req.on('end', () => res.json({ bytes }));
     });
     finishApp(app);
     server = await listen(app, 0, '127.0.0.1', { headersTimeoutMs: 300, requestTimeoutMs: 600 });
@@ -189,5 +205,52 @@ describe('request guards of every process (service-kit)', () => {
     assert.ok(performance.now() - started < 5000);
     assert.match(text, /^HTTP\/1\.1 408 /);
     assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+  });
+
+  describe('one connection\'s requests, in order (RFC 9112 section 9.6)', () => {
+    const statusLines = (text: string) => text.match(/HTTP\/1\.1 \d{3} /g) ?? [];
+    const effect = 'POST /effect HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n';
+
+    it('a request pipelined behind one answered with Connection: close neither runs nor is answered', async () => {
+      const before = effects;
+      for (const refused of ['GET /fast HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n', 'GET /fast HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n', 'GET /fast HTTP/1.1\r\nHost: x y\r\n\r\n']) {
+        const text = await raw(server.url, refused + effect);
+        assert.deepEqual(statusLines(text).length, 1, text);
+        assert.match(text, /^HTTP\/1\.1 (417|400) /);
+        assert.match(text, /\r\nConnection: close\r\n/i);
+      }
+      // Nothing of them ran: the same request alone does.
+      assert.equal(effects, before);
+      assert.match(await raw(server.url, effect.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')), /^HTTP\/1\.1 200 /);
+      assert.equal(effects, before + 1);
+    });
+
+    it('a malformed request behind one still being answered gets its 400 after that answer, never in its place', async () => {
+      const before = effects;
+      for (const malformed of ['GET / HTTP/1.1\r\nHost: a\r\nbroken header line\r\n\r\n', 'X']) {
+        const text = await raw(server.url, `GET /slow HTTP/1.1\r\nHost: x\r\n\r\n${effect}${malformed}`);
+        assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 200 ', 'HTTP/1.1 400 '], text);
+        assert.match(text, /\{"slow":true\}/);
+        // Not the path of a request that was answered: it has none of its own.
+        assert.match(text, /"path":"\/"/);
+      }
+      // Each pipelined request that ran was answered.
+      assert.equal(effects, before + 2);
+    });
+
+    it('a body that has not all arrived by the request deadline is answered 408 in the error shape, not 503, and the connection closes', async () => {
+      const text = await raw(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab');
+      assert.match(text, /^HTTP\/1\.1 408 /, text);
+      assert.match(text, /\r\nConnection: close\r\n/i);
+      const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { message: string; path: string };
+      assert.deepEqual([body.message, body.path], ['Request not received in time', '/body']);
+      // A whole body is read and answered as before.
+      assert.match(await raw(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nabcde'), /\{"bytes":5\}/);
+    });
+
+    it('a body malformed in itself is that request\'s own 400, at once', async () => {
+      const text = await raw(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n');
+      assert.deepEqual(statusLines(text), ['HTTP/1.1 400 '], text);
+    });
   });
 });
