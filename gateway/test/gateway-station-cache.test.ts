@@ -337,6 +337,10 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
     assert.equal(again.headers['x-cache'], 'HIT');
     assert.equal(again.json().path, '/v1/weather-stations/by/id/1');
     assert.notEqual(again.json().timestamp, new Date(0).toISOString());
+    // The same key spelled with an empty query pair: its own target, query and all, as risk gives it.
+    const spelled = await get('/v1/weather-stations/by/id/1?&');
+    assert.equal(spelled.headers['x-cache'], 'HIT');
+    assert.equal(spelled.json().path, '/v1/weather-stations/by/id/1?&');
     upstream.state.status = 503;
     for (let i = 0; i < 2; i += 1) {
       const failed = await get('/v1/weather-stations/by/id/2');

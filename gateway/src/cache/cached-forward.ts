@@ -100,7 +100,7 @@ function clientHolds(req: ConditionalRequest, entry: CachedAnswer): boolean {
 
 /**
  * Writes a stored answer (or its 304) with `xCache` (HIT, or MISS for a request that waited for another's
- * upstream request) and its `Age`; a stored 404 gets this request's time and path, as risk would give it.
+ * upstream request) and its `Age`; a stored 404 gets this request's time and target (query and all), as risk would give it.
  */
 function writeEntry(request: GatewayRequest, entry: CachedAnswer, res: ServerResponse, now: number, xCache: 'HIT' | 'MISS'): number {
   const age = String(Math.max(0, Math.floor((now - entry.storedAt) / 1000)));
@@ -109,7 +109,8 @@ function writeEntry(request: GatewayRequest, entry: CachedAnswer, res: ServerRes
     return 304;
   }
   let body = entry.body;
-  if (entry.error !== undefined) body = Buffer.from(JSON.stringify({ ...entry.error, timestamp: new Date(now).toISOString(), path: pathOf(request.req.originalUrl) }));
+  // The path as received, query and all, as every error body gives it (SPEC.md's shape).
+  if (entry.error !== undefined) body = Buffer.from(JSON.stringify({ ...entry.error, timestamp: new Date(now).toISOString(), path: request.req.originalUrl }));
   res.writeHead(entry.status, { ...entry.headers, 'content-length': String(body.length), 'x-cache': xCache, age }).end(body);
   return entry.status;
 }
