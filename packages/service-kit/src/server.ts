@@ -59,15 +59,24 @@ function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, 
         ? undefined
         : last.url;
   const message = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request not received in time' : 'Malformed HTTP request';
-  // `messages` always: Node refuses these before any route is known, and station paths require it.
-  const body = JSON.stringify(errorBody(status, message, target ?? '/', [message]));
   // After the answers of the requests read before it (pipelined), never in place of one (connection.ts).
-  endAfterAnswers(
-    socket,
+  endAfterAnswers(socket, rawAnswer(status, message, target ?? '/'));
+}
+
+/**
+ * A whole answer in the error shape, as bytes for a socket no ServerResponse serves, closing the connection.
+ * `messages` always: these come before any route is known, and station paths require it.
+ */
+function rawAnswer(status: number, message: string, target: string): string {
+  const body = JSON.stringify(errorBody(status, message, target, [message]));
+  return (
     `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`
   );
 }
+
+/** The 400 of a CONNECT: no process tunnels. */
+export const CONNECT_MESSAGE = 'CONNECT is not supported';
 
 /** Starts an HTTP server for `app` on `host:port` (port 0 picks a free one). */
 export async function listen(app: RequestListener, port: number, host = '127.0.0.1', limits: ServerLimits = {}): Promise<ServerHandle> {
@@ -90,6 +99,12 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
     orderedRequests(app),
   );
   server.on('clientError', answerClientError);
+  // Node hands a CONNECT to this event, and without a listener drops the connection unanswered; it is
+  // answered in the error shape like any request no process serves (a 400: a 5xx would be the server's failure).
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    socket.end(rawAnswer(400, CONNECT_MESSAGE, req.url ?? '/'));
+  });
   const { maxBodyBytes } = limits;
   // Node's default, but for a body the app would refuse (too large, or a request the envelope refuses before
   // reading it: `refusalOf`): its answer is then the final one (RFC 9110 section 10.1.1).

@@ -207,6 +207,14 @@ describe('request guards of every process (service-kit)', () => {
     assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
   });
 
+  it('answers a CONNECT 400 in the error shape and closes, where Node drops the connection unanswered', async () => {
+    const text = await raw(server.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    assert.match(text, /^HTTP\/1\.1 400 /, text);
+    const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { message: string; path: string };
+    assert.ok(isErrorBody(body));
+    assert.deepEqual([body.message, body.path], ['CONNECT is not supported', 'example.com:443']);
+  });
+
   describe('one connection\'s requests, in order (RFC 9112 section 9.6)', () => {
     const statusLines = (text: string) => text.match(/HTTP\/1\.1 \d{3} /g) ?? [];
     const effect = 'POST /effect HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n';
