@@ -14,7 +14,7 @@ import type { Metrics } from './metrics.ts';
  * be rendered, framed, sniffed or cached: a route that wants otherwise (the JWKS may be cached, the
  * docs page needs its inline style) sets its own value, which replaces these.
  */
-const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = Object.entries({
+export const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = Object.entries({
   'X-Content-Type-Options': 'nosniff',
   'Cache-Control': 'no-store',
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",

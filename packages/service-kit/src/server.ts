@@ -6,7 +6,10 @@ import { HeadResponse } from './answer-head.ts';
 import { endAfterAnswers, lastRequestOf, orderedRequests } from './connection.ts';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
-import { refusalOf } from './request-envelope.ts';
+import { SECURITY_HEADERS, refusalOf } from './request-envelope.ts';
+
+/** The security headers every answer carries (request-envelope.ts), as raw header lines. */
+const SECURITY_LINES = SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
 /** A listening HTTP server and its address. */
 export interface ServerHandle {
@@ -64,14 +67,15 @@ function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, 
 }
 
 /**
- * A whole answer in the error shape, as bytes for a socket no ServerResponse serves, closing the connection.
+ * A whole answer in the error shape, with the security headers of every answer, as bytes for a socket no
+ * ServerResponse serves, closing the connection.
  * `messages` always: these come before any route is known, and station paths require it.
  */
 function rawAnswer(status: number, message: string, target: string): string {
   const body = JSON.stringify(errorBody(status, message, target, [message]));
   return (
     `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`
+    `${SECURITY_LINES}Connection: close\r\n\r\n${body}`
   );
 }
 

@@ -113,6 +113,11 @@ describe('request guards of every process (service-kit)', () => {
     const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as unknown;
     assert.ok(isErrorBody(body));
     assert.deepEqual(body.messages, ['Request header fields too large'], 'station paths require messages, and no route is known yet');
+    // The security headers of every answer, on those Node's parser refuses too.
+    const head = text.slice(0, text.indexOf('\r\n\r\n')).toLowerCase();
+    for (const name of ['x-content-type-options: nosniff', 'cache-control: no-store', "content-security-policy: default-src 'none'", 'x-frame-options: deny', 'referrer-policy: no-referrer']) {
+      assert.ok(head.includes(`\r\n${name}`), name);
+    }
   });
 
   it('when an HTTP/1.1 request has no Host, answers 400 in the error shape with the security headers and a request id, and closes; HTTP/1.0 needs none', async () => {
