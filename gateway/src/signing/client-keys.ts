@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { parseRfc3339DateTime } from './rfc3339-date-time.ts';
+import { parseRfc3339DateTime } from '@platform/service-kit';
 
 /**
  * A client key of CONTRACT.md parts 2 and 12, as configured in GATEWAY_CLIENT_KEYS (or its file). From

@@ -156,6 +156,9 @@ describe('GET /v1/audit/events', () => {
       ['?since=yesterday', /query\.since/],
       ['?since=2025-03-02T00:00:00Z&until=2025-03-01T00:00:00Z', /query\.since must not be later than query\.until/],
       ['?until=2016-12-31T23:59:60Z', /query\.until/],
+      // Instants that do not exist, which Date.parse would roll over into others.
+      ['?since=2026-02-30T00:00:00Z', /query\.since must be a date-time .*day 30 is not a day of 2026-02/],
+      ['?until=2026-01-01T24:00:00Z', /query\.until must be a date-time .*hour 24 is not 00-23/],
       ['?unknown=1', /unknown/],
       ['?type=login.failed&type=login.succeeded', /query\.type/],
       ['?cursor=', /query\.cursor/],

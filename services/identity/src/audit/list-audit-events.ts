@@ -1,4 +1,5 @@
 import { BadRequestError } from '@platform/errors';
+import { parseRfc3339DateTime } from '@platform/service-kit';
 import type { Knex } from '@platform/service-kit/database';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { operations } from '@platform/client/openapi/identity';
@@ -16,10 +17,13 @@ const LATEST = new Date('9999-12-31T23:59:59.999Z');
 
 function instant(raw: string | undefined, name: string): Date | undefined {
   if (raw === undefined) return undefined;
-  const time = Date.parse(raw);
-  if (Number.isNaN(time)) {
-    // The validator's date-time format lets a leap second (23:59:60) through; JavaScript does not read it.
-    const message = `query.${name} must be a date-time such as 2025-06-01T10:15:30Z, got "${raw.slice(0, 40)}"`;
+  let time: number;
+  try {
+    // Strictly: Date.parse rolls 02-30 into March and T24:00 into the next day, and the validator's date-time
+    // format lets both through (and a leap second, 23:59:60, which JavaScript time has not).
+    time = parseRfc3339DateTime(raw);
+  } catch (err) {
+    const message = `query.${name} must be a date-time such as 2025-06-01T10:15:30Z, got "${raw.slice(0, 40)}": ${(err as Error).message}`;
     throw new BadRequestError(message, { messages: [message] });
   }
   return new Date(Math.min(Math.max(time, EARLIEST.getTime()), LATEST.getTime()));

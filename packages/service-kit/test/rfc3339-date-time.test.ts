@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { daysInMonth, parseRfc3339DateTime } from '../src/signing/rfc3339-date-time.ts';
+import { daysInMonth, parseRfc3339DateTime } from '../src/rfc3339-date-time.ts';
 
 /** The message parseRfc3339DateTime throws for `text`. */
 function refusal(text: string): string {
