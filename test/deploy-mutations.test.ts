@@ -138,6 +138,11 @@ describe('deployment checks on a broken copy', () => {
     includes(composeProblems(root), 'redis: must run with --appendonly yes --appendfsync everysec');
   });
 
+  it('rejects a compose Redis that may evict keys (nonces, revocations) under memory pressure', () => {
+    mutate('docker-compose.yml', '"--maxmemory-policy", "noeviction"', '"--maxmemory-policy", "volatile-lru"');
+    includes(composeProblems(root), 'redis: must run with --maxmemory-policy noeviction');
+  });
+
   it('rejects a compose variable that no config.ts reads (a typo)', () => {
     mutate('docker-compose.yml', '      IDENTITY_DATABASE_URL: postgres://postgres@postgres:5432/identity\n    volumes', '      IDENTITY_DATABSE_URL: postgres://postgres@postgres:5432/identity\n    volumes');
     includes(composeProblems(root), 'IDENTITY_DATABSE_URL is set but read by no config.ts');
