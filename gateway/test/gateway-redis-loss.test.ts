@@ -335,6 +335,23 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       return headers;
     }
 
+    it('a bearer request whose own claim finds it is held for the re-seed too (503), its claims taken back: its revocation check ran beside it, on the past', async () => {
+      await answeredThenRolledBack();
+      const before = proxied();
+      const nonce = newNonce();
+      const idempotencyKey = newIdempotencyKey();
+      // Signed after the loss as far as `created` tells (a clock ahead, or a request that was on its way).
+      const res = await stationsCall({ nonce, idempotencyKey, created: afterLoss() });
+      assert.equal(res.status, 503, res.body.toString());
+      assert.equal(res.json().message, REVOCATIONS_RESTORING_MESSAGE);
+      assert.equal(proxied(), before);
+      assert.equal((await mirror()).ready, '0');
+      assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'its nonce was kept');
+      assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0, 'its idempotency key was kept');
+      // A request without a token is not held: nothing of it depends on the revocations.
+      assert.equal((await loginCall({ created: afterLoss() })).status, 200);
+    });
+
     it('the next claim finds it by the gateway\'s write stamp: the replay is refused (401), bearer requests wait for the re-seed (503)', async () => {
       const headers = await answeredThenRolledBack();
       const found = Date.now();

@@ -364,8 +364,13 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       const [found, remaining, waitMs, count, slotWentBack] = admitted.value;
       stamp.observe(Number(count));
       if (!OUTCOMES.has(found)) throw new Error(`unexpected admission script result ${String(found)}`);
-      if (Number(slotWentBack) === 1) await wentBack();
-      const outcome = decide(found as AdmissionOutcome, revocation.status === 'fulfilled' ? revocation.value : 'failed');
+      const foundGoneBack = Number(slotWentBack) === 1;
+      if (foundGoneBack) await wentBack();
+      // The revocation check ran beside the script that found the slot gone back in time: its answer may be of
+      // that past too (a revoked token found unrevoked), so a bearer request waits for the re-seed, as every
+      // later one does once the buckets are closed.
+      const verdict = foundGoneBack && request.bearing ? 'restoring' : revocation.status === 'fulfilled' ? revocation.value : 'failed';
+      const outcome = decide(found as AdmissionOutcome, verdict);
       // Refused after the script claimed: this request's claims go back first, so its retry is not a replay.
       const claimed = found === 'claimed' || found === 'key-reused';
       if (claimed && (outcome === 'revocations-restoring' || revocation.status === 'rejected')) {
