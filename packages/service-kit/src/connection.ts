@@ -26,7 +26,8 @@ export function closeAfterAnswer(res: ServerResponse, req: IncomingMessage): voi
 /**
  * The server's request listener for `app`: a request read after an answer that closes its connection
  * (`closeAfterAnswer`) is neither run nor answered (the connection ends after that answer); every other
- * request is remembered as its connection's last, then handed to `app`.
+ * request is remembered as its connection's last, then handed to `app`. (Node's parser itself refuses what
+ * follows a request that closes its connection, `Connection: close` or HTTP/1.0: a 400 after its answer.)
  */
 export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
