@@ -86,6 +86,30 @@ describe('the revocation mirror (Redis lost its data)', function () {
     assert.ok(await everyBucketWhole());
   });
 
+  it('when the publish of an ended session meets a connection blip, tries again within the request: the answer comes once its tokens are refused', async () => {
+    const user = await identity.createUser();
+    const token = (await identity.login(user)).accessToken;
+    const sid = sessionOf(token);
+    const { revocations } = identity;
+    const endSessions = revocations.endSessions.bind(revocations);
+    let attempts = 0;
+    // The first two attempts meet the connection as a drop leaves it; Redis itself is the test's, whole.
+    revocations.endSessions = async (...args) => {
+      attempts += 1;
+      if (attempts <= 2) throw new Error('Connection is closed.');
+      return await endSessions(...args);
+    };
+    try {
+      assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
+    } finally {
+      revocations.endSessions = endSessions;
+    }
+    assert.equal(attempts, 3);
+    assert.equal(await identity.redis.exists(sessionKey(sid)), 1, 'answered before the session reached the blacklist');
+    assert.equal((await account(user, token)).status, 401);
+    assert.ok(!identity.log.lines().some((line) => String(line.msg).startsWith('could not publish ended sessions')), 'handed back as missed');
+  });
+
   it('when Redis went back in time (a replica that lagged promoted: the mirror intact, a revocation gone), marks the loss and re-seeds it', async () => {
     const user = await identity.createUser();
     const token = (await identity.login(user)).accessToken;

@@ -50,6 +50,13 @@ export interface SessionEndingsOptions {
  */
 const REFRESH_RACE_S = 1;
 
+/**
+ * The waits between the attempts to publish ended sessions within the request that ended them: a connection
+ * that drops and comes back (ioredis reconnects within 100-300 ms) does not leave a token of an ended session
+ * accepted after the answer said it ended. Past them, the sessions are handed back (`missed`).
+ */
+const PUBLISH_RETRY_DELAYS_MS = [100, 200, 400];
+
 function sessionsEnded(userId: string, sessionIds: readonly string[], reason: SessionEndReason): NewAuditEvent {
   return { type: 'session.revoked', subjectUserId: userId, details: { sessionIds, reason } };
 }
@@ -65,11 +72,20 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
   const { db, revocations, logger } = options;
   const publish = async (sessionIds: readonly string[]): Promise<void> => {
     if (sessionIds.length === 0) return;
-    try {
-      await revocations.endSessions(sessionIds, Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S);
-    } catch (err) {
-      revocations.missed(sessionIds);
-      currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; they are written again as soon as Redis answers');
+    const until = Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await revocations.endSessions(sessionIds, until);
+        return;
+      } catch (err) {
+        const wait = PUBLISH_RETRY_DELAYS_MS[attempt];
+        if (wait === undefined) {
+          revocations.missed(sessionIds);
+          currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; they are written again as soon as Redis answers');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
     }
   };
   return {
