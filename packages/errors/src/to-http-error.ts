@@ -98,6 +98,9 @@ function fromBodyParser(err: BodyParserError): HttpError | undefined {
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new UnsupportedMediaTypeError('Unsupported body encoding or charset; send UTF-8 JSON', { cause: err });
+    case 'parameters.too.many':
+      // A form body (the token endpoints') with more fields than it may have: malformed, not too large.
+      return new BadRequestError('The form has too many fields', { cause: err });
     case 'request.aborted':
     case 'request.size.invalid':
       return new BadRequestError('Request body was incomplete', { cause: err });

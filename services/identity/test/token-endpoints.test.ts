@@ -198,6 +198,11 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
         const repeated = await request(identity.app).post(path).set(identity.viaGateway('POST', path, origin('client-a'))).type('form').send('token=a&token=b');
         assert.equal(repeated.status, 400);
         assert.equal(repeated.body.error, 'invalid_request');
+        // More fields than a form of these endpoints may have: malformed too, not a body too large (it is small).
+        const crowded = await form(path, Object.fromEntries([['token', 'a'], ...Array.from({ length: 24 }, (_, i) => [`f${i}`, 'v'])]));
+        assert.equal(crowded.status, 400, JSON.stringify(crowded.body));
+        assert.equal(crowded.body.error, 'invalid_request');
+        assert.equal(crowded.body.error_description, 'The form has too many fields');
         // Not malformed but of another media type: SPEC.md's 415, as the gateway's own refusals there.
         const asJson = await request(identity.app).post(path).set(identity.viaGateway('POST', path, origin('client-a'))).send({ token: 'a' });
         assert.equal(asJson.status, 415);
