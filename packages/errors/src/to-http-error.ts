@@ -17,6 +17,9 @@ export interface RequestLine {
   path: string;
 }
 
+/** A request path that is not valid percent-encoding, however it was found. */
+const PATH_ENCODING_MESSAGE = 'The request path is not valid percent-encoding';
+
 /** One violation as express-openapi-validator reports it. */
 interface ValidatorViolation {
   path?: unknown;
@@ -45,6 +48,9 @@ function isValidatorError(err: unknown): err is ValidatorError {
  * OpenAPI names it (the validator's `params` is OpenAPI's `path`).
  */
 function violationText(violation: ValidatorViolation): string {
+  // The validator's own word for a path it cannot decode (`malformed uri'`, a stray quote and all), said as
+  // the router's URIError is.
+  if (typeof violation.message === 'string' && /^malformed uri'?$/.test(violation.message)) return PATH_ENCODING_MESSAGE;
   const location =
     typeof violation.path === 'string'
       ? violation.path.replace(/^[./]+/, '').replaceAll('/', '.').replace(/^params(?=\.|$)/, 'path')
@@ -120,7 +126,7 @@ function fromStatusError(err: unknown): HttpError | undefined {
   const { status, statusCode, expose } = err as { status?: unknown; statusCode?: unknown; expose?: unknown };
   const code = typeof status === 'number' ? status : statusCode;
   if (typeof code !== 'number' || !Number.isInteger(code) || code < 400 || code > 499) return undefined;
-  if (err instanceof URIError) return new BadRequestError('The request path is not valid percent-encoding', { cause: err });
+  if (err instanceof URIError) return new BadRequestError(PATH_ENCODING_MESSAGE, { cause: err });
   return expose === true ? new HttpError(code, reasonPhrase(code), { cause: err }) : undefined;
 }
 

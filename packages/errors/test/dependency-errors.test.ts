@@ -47,6 +47,13 @@ describe('toHttpError: faults of dependencies and of the router', () => {
     assert.equal(mapped.message, 'The request path is not valid percent-encoding');
   });
 
+  it('when the validator cannot decode the path (its `malformed uri\'`), answers 400 with the same text, not the validator\'s', () => {
+    const mapped = toHttpError({ status: 400, errors: [{ path: '/v1/weather-stations/by/id/1%', message: "malformed uri'" }] });
+    assert.equal(mapped.status, 400);
+    assert.equal(mapped.message, 'The request path is not valid percent-encoding');
+    assert.deepEqual(mapped.messages, ['The request path is not valid percent-encoding']);
+  });
+
   it('when an http-errors client error (expose) is thrown, keeps its status with the reason phrase, never its own text', () => {
     const mapped = toHttpError(Object.assign(new Error('internal detail'), { statusCode: 416, expose: true }));
     assert.equal(mapped.status, 416);
