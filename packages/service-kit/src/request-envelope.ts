@@ -43,6 +43,9 @@ export const EXPECTATION_MESSAGE = 'The only expectation supported is Expect: 10
  */
 export const VERSION_MESSAGE = 'Only HTTP/1.1 and HTTP/1.0 are supported';
 
+/** The message of an HTTP/1.0 request framed by Transfer-Encoding, which that version does not have. */
+export const FRAMING_MESSAGE = 'Transfer-Encoding is not part of HTTP/1.0';
+
 /** An Expect header this server cannot meet (anything but `100-continue`), else false. */
 function unmetExpectation(req: IncomingMessage): boolean {
   const { expect } = req.headers;
@@ -77,10 +80,13 @@ export function hostProblem(req: IncomingMessage): string | undefined {
 /**
  * Why the request is refused before anything reads it, as its status and message, else undefined: a request
  * line in an HTTP version this server does not speak (Node's parser takes `HTTP/2.0` and `HTTP/0.9` as text,
- * and refuses other versions itself), then its Host (`hostProblem`), then an Expect other than 100-continue.
+ * and refuses other versions itself), an HTTP/1.0 request framed by Transfer-Encoding, then its Host
+ * (`hostProblem`), then an Expect other than 100-continue.
  */
 export function refusalOf(req: IncomingMessage): readonly [number, string] | undefined {
   if (req.httpVersionMajor !== 1) return [400, VERSION_MESSAGE];
+  // RFC 9112 section 6.1: its framing is faulty, whatever Content-Length says (Node's parser reads it chunked).
+  if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) return [400, FRAMING_MESSAGE];
   const badHost = hostProblem(req);
   if (badHost !== undefined) return [400, badHost];
   return unmetExpectation(req) ? [417, EXPECTATION_MESSAGE] : undefined;

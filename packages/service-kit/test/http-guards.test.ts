@@ -212,6 +212,16 @@ describe('request guards of every process (service-kit)', () => {
     assert.ok(isErrorBody(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
   });
 
+  it('when an HTTP/1.0 request is framed by Transfer-Encoding (RFC 9112 section 6.1: faulty framing), answers 400 in the error shape and closes; nothing behind it runs', async () => {
+    const before = effects;
+    const text = await raw(server.url, 'POST /effect HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nPOST /effect HTTP/1.0\r\nContent-Length: 0\r\n\r\n');
+    // Its own 400 first; what follows a request that closes the connection is the parser's 400, after it.
+    assert.deepEqual(text.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 400 ', 'HTTP/1.1 400 '], text);
+    assert.match(text, /^[^{]*\{[^}]*"message":"Transfer-Encoding is not part of HTTP\/1\.0"/);
+    assert.match(text, /\r\nConnection: close\r\n/i);
+    assert.equal(effects, before);
+  });
+
   it('answers a CONNECT 400 in the error shape and closes, where Node drops the connection unanswered', async () => {
     const text = await raw(server.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
     assert.match(text, /^HTTP\/1\.1 400 /, text);
