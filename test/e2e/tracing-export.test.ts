@@ -42,9 +42,9 @@ describe('tracing exported by OTLP through the real stack', function () {
    * what arrived within 60 s: a machine busy with other test files may take long to export, the answer
    * comes as soon as the spans do.
    */
-  async function spansOf(traceId: string, done: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> {
+  async function spansOf(traceId: string, done: (spans: ReceivedSpan[]) => boolean, withinMs = 60_000): Promise<ReceivedSpan[]> {
     let spans: ReceivedSpan[] = [];
-    for (let i = 0; i < 300 && !done(spans); i += 1) {
+    for (let i = 0; i < withinMs / 200 && !done(spans); i += 1) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       spans = receiver.spans().filter((s) => s.traceId === traceId);
     }
@@ -109,23 +109,31 @@ describe('tracing exported by OTLP through the real stack', function () {
   });
 
   it('starts a trace at the gateway when the client sends none, and the request lines of both processes name it', async () => {
-    const res = await login();
-    assert.equal(res.status, 200);
-    const id = String(res.headers['x-request-id']);
-    let lines: Array<Record<string, unknown>> = [];
-    for (let i = 0; i < 200 && lines.length < 2; i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      lines = stack
-        .output()
-        .split('\n')
-        .filter((l) => l.startsWith('{') && l.includes(id) && l.includes('"POST 200"'))
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    // OTLP export is best effort: a batch the collector did not take is not sent again. Once, in a CI run of
+    // three test files at a time, this login's spans never arrived (60 s); a second login's whole trace still
+    // shows the pipeline works, and two lost traces fail the test.
+    const seen: string[] = [];
+    for (const withinMs of [20_000, 60_000]) {
+      const res = await login();
+      assert.equal(res.status, 200);
+      const id = String(res.headers['x-request-id']);
+      let lines: Array<Record<string, unknown>> = [];
+      for (let i = 0; i < 200 && lines.length < 2; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        lines = stack
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{') && l.includes(id) && l.includes('"POST 200"'))
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+      }
+      assert.deepEqual(lines.map((l) => l.service).sort(), ['gateway', 'identity']);
+      const traceId = String(lines[0]!.traceId);
+      assert.equal(lines[1]!.traceId, traceId);
+      const spans = await spansOf(traceId, hasAll, withinMs);
+      if (hasAll(spans)) return;
+      seen.push(`${traceId}: ${JSON.stringify(spans.map((s) => [s.service, s.scope, s.name, s.kind]))}`);
     }
-    assert.deepEqual(lines.map((l) => l.service).sort(), ['gateway', 'identity']);
-    const traceId = String(lines[0]!.traceId);
-    assert.equal(lines[1]!.traceId, traceId);
-    const spans = await spansOf(traceId, hasAll);
-    assert.ok(hasAll(spans), `no complete trace ${traceId}`);
+    assert.fail(`no complete trace of two logins: ${seen.join('; ')}`);
   });
 
   // The gateway makes its HTTP spans itself (service-kit's http-spans.ts), not through the HTTP instrumentation.
