@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { daysInMonth } from './rfc3339-date-time.ts';
 
 /** A JSON document as served: its bytes and a strong ETag over them, the same on every replica that serves the same document. */
 export interface JsonRepresentation {
@@ -24,14 +25,19 @@ const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Sat
 const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} ( \\d|\\d{2}) ${TIME} (\\d{4})$`);
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-/** The instant (epoch ms) of these fields when they name one that exists (no Feb 30, no hour 24), else undefined. */
+/**
+ * The instant (epoch ms) of these fields when they name one that exists (no Feb 30, no hour 24: the calendar
+ * of the RFC 3339 reader, `daysInMonth`), else undefined.
+ */
 function instantOf(year: number, month: string, day: number, hour: number, minute: number, second: number): number | undefined {
   const monthIndex = MONTHS.indexOf(month);
-  // Second 60 is a leap second (RFC 9110's grammar allows it): one past 59.
-  const at = Date.UTC(year, monthIndex, day, hour, minute, Math.min(second, 59));
-  const date = new Date(at);
-  if (hour > 23 || minute > 59 || second > 60 || date.getUTCDate() !== day || date.getUTCMonth() !== monthIndex || date.getUTCFullYear() !== year) return undefined;
-  return at + (second === 60 ? 1000 : 0);
+  if (day < 1 || day > daysInMonth(year, monthIndex + 1) || hour > 23 || minute > 59 || second > 60) return undefined;
+  // setUTCFullYear, not Date.UTC (which reads the years 0-99 as 1900-1999). Second 60 is a leap second
+  // (RFC 9110's grammar allows it): one past 59.
+  const at = new Date(0);
+  at.setUTCFullYear(year, monthIndex, day);
+  at.setUTCHours(hour, minute, Math.min(second, 59));
+  return at.getTime() + (second === 60 ? 1000 : 0);
 }
 
 /**

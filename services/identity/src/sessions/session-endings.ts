@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RevocationWriter } from '@platform/auth';
 import { type Logger, currentRequestLog } from '@platform/service-kit';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
@@ -84,7 +85,7 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
           currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; they are written again as soon as Redis answers');
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        await sleep(wait);
       }
     }
   };
