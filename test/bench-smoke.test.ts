@@ -557,6 +557,32 @@ describe('resident memory by scenario (bench/harness/processes.ts memorySampler)
     }
     assert.equal(held, undefined);
   });
+  it('keeps no sample during whose read the scenario changed: it may belong to either side', async () => {
+    // The reads answer when the test says; a read begun in one scenario ends in the next.
+    const pending: ((mb: number) => void)[] = [];
+    const memory = memorySampler({ self: 1 }, 5, () => new Promise((resolve) => pending.push(resolve)));
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const nextRead = async () => {
+      while (pending.length === 0) await wait(2);
+      return pending.shift() as (mb: number) => void;
+    };
+    try {
+      const first = memory.during(['first']);
+      const straddling = await nextRead();
+      first.end();
+      const second = memory.during(['second']);
+      straddling(500);
+      pending.splice(0).forEach((answer) => answer(1)); // begun before 'second' too
+      (await nextRead())(100);
+      await wait(0);
+      second.end();
+      assert.deepEqual([...memory.peaksByScenario()], [['second', { self: 100 }]]);
+      assert.deepEqual(memory.peakSetBy().self, ['second']);
+      assert.equal(memory.peaks().self, 100);
+    } finally {
+      memory.stop();
+    }
+  });
 });
 
 describe('pnpm bench: the services run with their images NODE_OPTIONS and CMD flags', () => {

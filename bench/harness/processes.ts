@@ -75,8 +75,14 @@ export interface MemoryPhases {
  * Samples the resident memory of some processes every `everyMs` and keeps each one's peak: over the whole
  * run, and by scenario (`during`). Resident memory seldom goes back down, so a scenario's peak includes
  * what the ones before it left; `peakSetBy` names the scenario during which the run's peak was reached.
+ * A sample during whose read the scenario changed is not kept: it may belong to either side (`read` is
+ * only replaced by tests).
  */
-export function memorySampler(pids: Readonly<Record<string, number | undefined>>, everyMs = 250) {
+export function memorySampler(
+  pids: Readonly<Record<string, number | undefined>>,
+  everyMs = 250,
+  read: (pid: number) => Promise<number | undefined> = residentMb,
+) {
   const peaks: Record<string, number> = {};
   const setBy: Record<string, readonly string[]> = {};
   const byScenario = new Map<string, Record<string, number>>();
@@ -85,8 +91,8 @@ export function memorySampler(pids: Readonly<Record<string, number | undefined>>
     const ids = current;
     for (const [name, pid] of Object.entries(pids)) {
       if (pid === undefined) continue;
-      const mb = await residentMb(pid);
-      if (mb === undefined) continue;
+      const mb = await read(pid);
+      if (mb === undefined || current !== ids) continue;
       if (mb > (peaks[name] ?? 0)) {
         peaks[name] = mb;
         setBy[name] = ids;
