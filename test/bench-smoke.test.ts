@@ -533,16 +533,26 @@ describe('resident memory by scenario (bench/harness/processes.ts memorySampler)
   it('keeps each scenario\'s peak and names the one during which the run\'s peak was reached', async () => {
     const memory = memorySampler({ self: process.pid }, 10);
     const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Until `id` has samples of its own, however slow a busy machine's reads (a read that straddles the
+    // scenario's end is not kept), and then a little longer.
+    const sampled = async (id: string) => {
+      for (let i = 0; memory.peaksByScenario().get(id) === undefined; i += 1) {
+        assert.ok(i < 1000, `no sample during '${id}'`);
+        await wait(10);
+      }
+      await wait(50);
+    };
     let held: Buffer | undefined;
     try {
       const quiet = memory.during(['quiet']);
-      await wait(100);
+      await sampled('quiet');
       quiet.end();
       await wait(50);
       const heavy = memory.during(['heavy', 'heavy-beside']);
       // 128 MB written, so resident: the peak of this scenario, and of the run.
       held = Buffer.alloc(128 * 2 ** 20, 1);
-      await wait(100);
+      // A sample begun before the buffer and read after it is not kept; one begun after it is this peak.
+      await sampled('heavy');
       heavy.end();
       const byScenario = memory.peaksByScenario();
       const [quietMb, heavyMb] = [byScenario.get('quiet')?.self, byScenario.get('heavy')?.self];
