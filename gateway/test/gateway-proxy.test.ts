@@ -225,6 +225,30 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     assert.equal(gw.identity.received.length, before, 'the request behind the 413 was proxied');
   });
 
+  it('a request asking to upgrade the protocol is forwarded without Upgrade and answered with Connection: close; a request pipelined behind it does not run', async () => {
+    const target = '/v1/weather-stations/by/id/17130';
+    const wire = (extra: Record<string, string>) =>
+      `GET ${target} HTTP/1.1\r\n${Object.entries({ ...signedHeaders('GET', target, { key: gw.keys.hmac, bearer: token }), host: 'x', ...extra })
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('')}\r\n`;
+    const before = gw.risk.received.length;
+    const { port } = new URL(gw.url);
+    const started = performance.now();
+    const text = await new Promise<string>((resolve) => {
+      let read = '';
+      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => socket.write(wire({ connection: 'Upgrade', upgrade: 'websocket' }) + wire({})));
+      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(read));
+    });
+    assert.deepEqual(text.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 200 '], text);
+    assert.match(text, /\r\nConnection: close\r\n/i);
+    assert.ok(performance.now() - started < 2000, 'the connection waited for the keep-alive timeout');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(gw.risk.received.length, before + 1);
+    assert.equal(gw.risk.received.at(-1)?.headers.upgrade, undefined);
+  });
+
   it('when the client hangs up in the middle of its body, proxies nothing, holds no key, and serves on', async () => {
     const body = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
     const idempotencyKey = 'abandoned-body-1';

@@ -34,8 +34,22 @@ export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse)
     const socket = req.socket as Socket & TrackedSocket;
     if (socket[ENDING] === true) return;
     socket[LAST_ANSWER] = res;
+    // No process upgrades a protocol, so the request is answered as any (RFC 9110 section 7.8 lets a server
+    // ignore Upgrade), but Node's parser reads nothing after it: a request pipelined behind would wait
+    // unanswered until the keep-alive timeout. The answer closes the connection instead (Node's own
+    // `Connection: close`: a header kept here would be lost when Express gives `res` its prototype).
+    if (asksUpgrade(req)) {
+      res.shouldKeepAlive = false;
+      socket[ENDING] = true;
+    }
     app(req, res);
   };
+}
+
+/** As Node's parser (llhttp) tells an upgrade: an Upgrade header, and `upgrade` among the Connection options. */
+function asksUpgrade(req: IncomingMessage): boolean {
+  const { upgrade, connection } = req.headers;
+  return upgrade !== undefined && connection !== undefined && connection.split(',').some((option) => option.trim().toLowerCase() === 'upgrade');
 }
 
 /** The last request read on `socket` (`orderedRequests`), if any. */

@@ -102,6 +102,10 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
     // A request behind one answered with `Connection: close` does not run (RFC 9112 section 9.6).
     orderedRequests(app),
   );
+  // A client may end its side once it has sent its requests (a half-close): each is still answered, and the
+  // connection closes after the last answer. Node's default drops them unanswered; the switch is a property
+  // of its HTTP server its type declarations leave out (http-guards.test.ts holds what it does).
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on('clientError', answerClientError);
   // Node hands a CONNECT to this event, and without a listener drops the connection unanswered; it is
   // answered in the error shape like any request no process serves (a 400: a 5xx would be the server's failure).

@@ -277,6 +277,45 @@ describe('request guards of every process (service-kit)', () => {
       assert.match(await raw(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nabcde'), /\{"bytes":5\}/);
     });
 
+    it('a request that asks to upgrade the protocol is answered as any, with Connection: close, as Node reads nothing after it', async () => {
+      const before = effects;
+      const started = performance.now();
+      const text = await raw(server.url, `POST /effect HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n${effect}`);
+      assert.deepEqual(statusLines(text), ['HTTP/1.1 200 '], text);
+      assert.match(text, /\r\nConnection: close\r\n/i);
+      // Closed at once, not after the keep-alive timeout with the pipelined request unanswered.
+      assert.ok(performance.now() - started < 2000, `${Math.round(performance.now() - started)} ms`);
+      assert.equal(effects, before + 1);
+      // An Upgrade header the Connection header does not name is no upgrade: the connection serves on.
+      const plain = await raw(server.url, `GET /fast HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n${effect.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`);
+      assert.deepEqual(statusLines(plain), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], plain);
+      assert.equal(effects, before + 2);
+    });
+
+    it('a client that ends its side after its requests (a half-close) gets every answer, then the connection closes', async () => {
+      const before = effects;
+      const { port } = new URL(server.url);
+      const text = await new Promise<string>((resolve) => {
+        let read = '';
+        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () => socket.end(`GET /slow HTTP/1.1\r\nHost: x\r\n\r\n${effect}`));
+        socket.on('data', (c: Buffer) => (read += c.toString()));
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve(read));
+      });
+      assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], text);
+      assert.match(text, /\{"slow":true\}/);
+      assert.equal(effects, before + 1);
+      // A body cut short by the half-close is that request's 400 (its handler, which reads it, never answers).
+      const cut = await new Promise<string>((resolve) => {
+        let read = '';
+        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () => socket.end('POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab'));
+        socket.on('data', (c: Buffer) => (read += c.toString()));
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve(read));
+      });
+      assert.deepEqual(statusLines(cut), ['HTTP/1.1 400 '], cut);
+    });
+
     it('a body malformed in itself is that request\'s own 400, at once', async () => {
       const text = await raw(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n');
       assert.deepEqual(statusLines(text), ['HTTP/1.1 400 '], text);
