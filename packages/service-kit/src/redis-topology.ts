@@ -5,8 +5,9 @@ import { MOVED_EVENT, type Redis, isCluster } from './redis.ts';
  * Which server holds each key of the environment's Redis, as far as a client can tell (CONTRACT.md parts
  * 13 and 14): the one place that reads ioredis' slot map. A connection that drops and comes back to the
  * same server (the same `run_id` and replication id, as INFO tells them) changed nothing; another server
- * behind the same address (a restart), or a slot now served by another master (a failover, perhaps to a
- * replica that lagged, or a resharding), is a *replaced* server: writes made to the one before may be gone.
+ * behind the same address (a restart), or a slot now served by a master this client did not know as it is
+ * (a failover, perhaps to a replica that lagged), is a *replaced* server: writes made to the one before may
+ * be gone. A slot moved to a master known and still the same server (a resharding) lost nothing.
  *
  * Answers are judged by *tickets* (`ticket`, `unchanged`): while the connection to a key's server has been
  * lost and the server it came back to is not yet known, no ticket is given; an answer whose ticket changed
@@ -182,13 +183,46 @@ export function redisTopology(redis: Redis): RedisTopology {
     const key = nodeKeyOf(node);
     if (servers.has(key)) stateOf(key).unsure = true;
   };
+  // Slots moved to a master this client knew, until INFO says whether it is still that server: no ticket.
+  const confirming = new Uint32Array(SLOTS);
+  /**
+   * `slots` are now served by the master at `key`. A master this client knew (its identity read, no loss
+   * since) that INFO finds the same server took them by a resharding: MIGRATE carries every key, so nothing
+   * is lost. Any other (a replica promoted by a failover, perhaps lagging; a server never asked; one that
+   * does not answer or answers as another) is a replaced server for them.
+   */
+  const judgeMove = async (key: string, slots: number[]): Promise<void> => {
+    const state = servers.get(key);
+    const node = cluster.nodes('master').find((candidate) => nodeKeyOf(candidate) === key);
+    const known = state?.identity;
+    if (state === undefined || known === undefined || state.unsure || node === undefined) {
+      tell({ slots, replaced: true });
+      return;
+    }
+    for (const slot of slots) confirming[slot] = (confirming[slot] ?? 0) + 1;
+    let identity: string | undefined;
+    try {
+      identity = identityOf(String(await node.info()));
+    } catch {
+      identity = undefined;
+    } finally {
+      for (const slot of slots) confirming[slot] = (confirming[slot] ?? 1) - 1;
+    }
+    const same = identity !== undefined && identity === known && state.identity === known && !state.unsure;
+    tell({ slots, replaced: !same });
+  };
   const refreshed = (): void => {
     const now = slotMasters(cluster);
-    const moved: number[] = [];
-    for (let slot = 0; slot < SLOTS; slot += 1) if (masters[slot] !== undefined && now[slot] !== masters[slot]) moved.push(slot);
+    const moved = new Map<string, number[]>();
+    for (let slot = 0; slot < SLOTS; slot += 1) {
+      const to = now[slot];
+      if (masters[slot] === undefined || to === masters[slot]) continue;
+      let slots = moved.get(to ?? '');
+      if (slots === undefined) moved.set(to ?? '', (slots = []));
+      slots.push(slot);
+    }
     masters = now;
-    // A slot served by another master: whatever the old one took last may not be on the new one.
-    tell({ slots: moved, replaced: true });
+    for (const [key, slots] of moved) void judgeMove(key, slots);
   };
   for (const node of cluster.nodes('all')) watchNode(node);
   cluster.on('+node', watchNode);
@@ -199,7 +233,7 @@ export function redisTopology(redis: Redis): RedisTopology {
     (slot) => {
       const route = routeOf(slot);
       // Followed a MOVED the last slot map does not know: the refresh it started will say whether it moved.
-      if (route === '' || route !== (masters[slot] ?? route)) return undefined;
+      if (route === '' || route !== (masters[slot] ?? route) || confirming[slot] !== 0) return undefined;
       const state = servers.get(route);
       if (state?.unsure === true) return undefined;
       return `${route}#${state?.generation ?? 0}#${moves[slot] ?? 0}`;
