@@ -11,6 +11,7 @@ import {
   redisConnectionName,
   redisConnectionOf,
   serveUntilStopped,
+  serverLimitsOf,
   stopTracing,
   waitForRedis,
   withServerSpans,
@@ -81,7 +82,7 @@ export async function startGateway(host: Host = { env: process.env }): Promise<v
     logger,
     lifecycle,
     drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
-    limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS, maxBodyBytes: config.GATEWAY_BODY_LIMIT_BYTES },
+    limits: { ...serverLimitsOf(config), maxBodyBytes: config.GATEWAY_BODY_LIMIT_BYTES },
     appEnv: config.APP_ENV,
     exit: host.exit,
     connections: {

@@ -8,10 +8,16 @@ import { keepHeader } from './answer-head.ts';
 
 const ENDING = Symbol('platform.connectionEnding');
 const LAST_ANSWER = Symbol('platform.lastAnswer');
+const CLOSING = Symbol('platform.answerClosesConnection');
 
 interface TrackedSocket {
   [ENDING]?: true;
   [LAST_ANSWER]?: ServerResponse;
+}
+
+/** An answer after which its connection closes: nothing read after its request runs. */
+interface TrackedAnswer {
+  [CLOSING]?: true;
 }
 
 /**
@@ -20,19 +26,22 @@ interface TrackedSocket {
  */
 export function closeAfterAnswer(res: ServerResponse, req: IncomingMessage): void {
   keepHeader(res, 'Connection', 'close');
+  (res as ServerResponse & TrackedAnswer)[CLOSING] = true;
   (req.socket as Socket & TrackedSocket)[ENDING] = true;
 }
 
 /**
  * The server's request listener for `app`: a request read after an answer that closes its connection
  * (`closeAfterAnswer`) is neither run nor answered (the connection ends after that answer); every other
- * request is remembered as its connection's last, then handed to `app`. (Node's parser itself refuses what
- * follows a request that closes its connection, `Connection: close` or HTTP/1.0: a 400 after its answer.)
+ * request is remembered as its connection's last, then handed to `app`, at once when it and the request
+ * before it are safe, else once that request's answer is sent. (Node's parser itself refuses what follows a
+ * request that closes its connection, `Connection: close` or HTTP/1.0: a 400 after its answer.)
  */
 export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const socket = req.socket as Socket & TrackedSocket;
     if (socket[ENDING] === true) return;
+    const before = socket[LAST_ANSWER];
     socket[LAST_ANSWER] = res;
     // No process upgrades a protocol, so the request is answered as any (RFC 9110 section 7.8 lets a server
     // ignore Upgrade), but Node's parser reads nothing after it: a request pipelined behind would wait
@@ -40,11 +49,29 @@ export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse)
     // `Connection: close`: a header kept here would be lost when Express gives `res` its prototype).
     if (asksUpgrade(req)) {
       res.shouldKeepAlive = false;
+      (res as ServerResponse & TrackedAnswer)[CLOSING] = true;
       socket[ENDING] = true;
     }
-    app(req, res);
+    // Node runs pipelined requests as soon as it reads them; RFC 9112 section 9.3.2 lets a server do so only
+    // when they are all safe. A request behind one not yet answered, either of them unsafe, runs once that
+    // answer is sent (a GET behind a logout must meet the logout done), and not at all if it never is or if
+    // it closes the connection. (A fault found after it, `endAfterAnswers`, waits for its answer.)
+    if (before === undefined || before.writableFinished || (SAFE_METHODS.has(before.req.method ?? '') && SAFE_METHODS.has(req.method ?? ''))) {
+      app(req, res);
+      return;
+    }
+    const proceed = (): void => {
+      before.off('finish', proceed);
+      before.off('close', proceed);
+      if (before.writableFinished && (before as ServerResponse & TrackedAnswer)[CLOSING] !== true && !socket.destroyed) app(req, res);
+    };
+    before.once('finish', proceed);
+    before.once('close', proceed);
   };
 }
+
+/** RFC 9110 section 9.2.1. */
+const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
 
 /** As Node's parser (llhttp) tells an upgrade: an Upgrade header, and `upgrade` among the Connection options. */
 function asksUpgrade(req: IncomingMessage): boolean {

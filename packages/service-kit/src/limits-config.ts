@@ -16,6 +16,15 @@ export function httpLimitsSpec(defaults: { requestDeadlineMs: number }) {
   };
 }
 
+/** What `listen` takes from `httpLimitsSpec`'s values: a connection idle past the deadline and the request timeout, and 10 s more, is cut. */
+export function serverLimitsOf(config: { REQUEST_DEADLINE_MS: number; HTTP_HEADERS_TIMEOUT_MS: number; HTTP_REQUEST_TIMEOUT_MS: number }) {
+  return {
+    headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    idleTimeoutMs: Math.max(config.REQUEST_DEADLINE_MS, config.HTTP_REQUEST_TIMEOUT_MS) + 10_000,
+  };
+}
+
 /** The Postgres client limits of the services with a database: nothing waits on a dead server for long. */
 export const databaseLimitsSpec = {
   DB_CONNECT_TIMEOUT_MS: env.integer('How long opening a Postgres connection may take', { min: 100, max: 60_000 }, { default: 2000 }),

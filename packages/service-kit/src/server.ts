@@ -27,6 +27,13 @@ export interface ServerLimits {
   /** Time to receive the complete request, body included (Node's `requestTimeout`). */
   requestTimeoutMs?: number;
   /**
+   * Time a connection may go without a byte read or written while a request is open (Node's `timeout`): a
+   * client that stops reading its answers is cut, rather than hold its connection and the answers' memory
+   * for good. Above the longest quiet time of a healthy request: the request deadline, the request timeout.
+   * Default: the request timeout and 60 s more.
+   */
+  idleTimeoutMs?: number;
+  /**
    * The largest body the app accepts: a request that announces more with `Expect: 100-continue` is not
    * invited to send it (no 100 Continue), so the app's 413 comes before any of its bytes. Unset: every
    * such request is invited, as Node does by default.
@@ -102,6 +109,9 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
     // A request behind one answered with `Connection: close` does not run (RFC 9112 section 9.6).
     orderedRequests(app),
   );
+  // Past it without a byte moving, the socket is destroyed (nothing listens to its 'timeout'); an idle
+  // kept-alive connection is closed sooner, at Node's keep-alive timeout.
+  server.timeout = limits.idleTimeoutMs ?? Math.max(requestTimeout, headersTimeout) + 60_000;
   // A client may end its side once it has sent its requests (a half-close): each is still answered, and the
   // connection closes after the last answer. Node's default drops them unanswered; the switch is a property
   // of its HTTP server its type declarations leave out (http-guards.test.ts holds what it does).
@@ -111,7 +121,8 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   // answered in the error shape like any request no process serves (a 400: a 5xx would be the server's failure).
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
-    socket.end(rawAnswer(400, CONNECT_MESSAGE, req.url ?? '/'));
+    // After the answers of the requests pipelined before it, never in place of one (connection.ts).
+    endAfterAnswers(socket, rawAnswer(400, CONNECT_MESSAGE, req.url ?? '/'));
   });
   const { maxBodyBytes } = limits;
   // Node's default, but for a body the app would refuse (too large, or a request the envelope refuses before

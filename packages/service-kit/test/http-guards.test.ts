@@ -40,6 +40,8 @@ describe('request guards of every process (service-kit)', () => {
   let lateErrors = 0;
   /** How many requests reached POST /effect (a request that must not run must not count here). */
   let effects = 0;
+  /** What the /order handlers did, in order. */
+  const order: string[] = [];
 
   before(async () => {
     const log = captureLogger('test');
@@ -67,6 +69,15 @@ describe('request guards of every process (service-kit)', () => {
       await sleep(60);
       res.json({ slow: true });
     });
+    // Each records when it starts and ends; `a` takes 60 ms, the others answer at once.
+    for (const method of ['get', 'post'] as const) {
+      app[method]('/order/:name', async (req, res) => {
+        order.push(`${req.method} ${req.params.name} start`);
+        if (req.params.name === 'a') await sleep(60);
+        order.push(`${req.method} ${req.params.name} end`);
+        res.json({ name: req.params.name });
+      });
+    }
     // Reads its body whole before answering, as every body parser does.
     app.post('/body', (req, res) => {
       let bytes = 0;
@@ -222,6 +233,35 @@ describe('request guards of every process (service-kit)', () => {
     assert.equal(effects, before);
   });
 
+  it('cuts a connection on which nothing moves past idleTimeoutMs: a client that stops reading its answers holds nothing for good', async () => {
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    const big = Buffer.alloc(4 * 2 ** 20, 'a');
+    app.get('/big', (_req, res) => {
+      res.type('text/plain').send(big);
+    });
+    finishApp(app);
+    const idle = await listen(app, 0, '127.0.0.1', { idleTimeoutMs: 300 });
+    const connections = () => new Promise<number>((resolve, reject) => idle.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
+    try {
+      const { port } = new URL(idle.url);
+      // Ten answers of 4 MB asked for, none read: the server's writes stall once the buffers are full.
+      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(10)));
+      socket.pause();
+      socket.on('error', () => undefined);
+      await sleep(200);
+      assert.equal(await connections(), 1);
+      const started = performance.now();
+      while ((await connections()) > 0) {
+        assert.ok(performance.now() - started < 5000, 'the stalled connection was never cut');
+        await sleep(50);
+      }
+      socket.destroy();
+    } finally {
+      await idle.close(100);
+    }
+  });
+
   it('answers a CONNECT 400 in the error shape and closes, where Node drops the connection unanswered', async () => {
     const text = await raw(server.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
     assert.match(text, /^HTTP\/1\.1 400 /, text);
@@ -275,6 +315,31 @@ describe('request guards of every process (service-kit)', () => {
       assert.deepEqual([body.message, body.path], ['Request not received in time', '/body']);
       // A whole body is read and answered as before.
       assert.match(await raw(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nabcde'), /\{"bytes":5\}/);
+    });
+
+    it('pipelined requests run one after another unless both are safe (RFC 9112 section 9.3.2); the answers keep their order either way', async () => {
+      const line = (method: string, name: string) => `${method} /order/${name} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`;
+      for (const [first, second, expected] of [
+        ['POST', 'POST', ['POST a start', 'POST a end', 'POST b start', 'POST b end']],
+        ['POST', 'GET', ['POST a start', 'POST a end', 'GET b start', 'GET b end']],
+        ['GET', 'POST', ['GET a start', 'GET a end', 'POST b start', 'POST b end']],
+        // Both safe: the second runs while the first waits.
+        ['GET', 'GET', ['GET a start', 'GET b start', 'GET b end', 'GET a end']],
+      ] as const) {
+        order.length = 0;
+        const text = await raw(server.url, line(first, 'a') + line(second, 'b').replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'));
+        assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], text);
+        assert.ok(text.indexOf('"name":"a"') < text.indexOf('"name":"b"'), text);
+        assert.deepEqual(order, expected, `${first} then ${second}`);
+      }
+    });
+
+    it('a CONNECT pipelined behind a request gets its 400 after that request\'s answer, never in its place', async () => {
+      const before = effects;
+      const text = await raw(server.url, `GET /slow HTTP/1.1\r\nHost: x\r\n\r\n${effect}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`);
+      assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 200 ', 'HTTP/1.1 400 '], text);
+      assert.match(text, /CONNECT is not supported/);
+      assert.equal(effects, before + 1);
     });
 
     it('a request that asks to upgrade the protocol is answered as any, with Connection: close, as Node reads nothing after it', async () => {

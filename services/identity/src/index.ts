@@ -14,6 +14,7 @@ import {
   stopTracing,
   packageRoot,
   serveUntilStopped,
+  serverLimitsOf,
 } from '@platform/service-kit';
 import { connectDatabase } from '@platform/service-kit/database';
 import { migrations } from '../migrations/index.ts';
@@ -85,7 +86,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     logger,
     lifecycle,
     drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
-    limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
+    limits: serverLimitsOf(config),
     appEnv: config.APP_ENV,
     exit: host.exit,
     connections: { postgres: config.IDENTITY_DATABASE_URL, redis: redisConnectionName(config) },

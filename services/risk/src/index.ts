@@ -14,6 +14,7 @@ import {
   loadConfigOrExit,
   stopTracing,
   serveUntilStopped,
+  serverLimitsOf,
   withServerSpans,
 } from '@platform/service-kit';
 import {
@@ -76,7 +77,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     logger,
     lifecycle,
     drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
-    limits: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
+    limits: serverLimitsOf(config),
     appEnv: config.APP_ENV,
     exit: host.exit,
     connections: { postgres: config.RISK_DATABASE_URL, redis: redisConnectionName(config) },
