@@ -249,6 +249,23 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     assert.equal(gw.risk.received.at(-1)?.headers.upgrade, undefined);
   });
 
+  it('a signed request whose target is in absolute form (RFC 9112 section 3.2.2) is verified and forwarded as its path and query', async () => {
+    const target = '/v1/weather-stations/by/id/17130';
+    const head = Object.entries({ ...signedHeaders('GET', target, { key: gw.keys.hmac, bearer: token }), host: 'api.example.com', connection: 'close' });
+    const { port } = new URL(gw.url);
+    const text = await new Promise<string>((resolve) => {
+      let read = '';
+      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () =>
+        socket.write(`GET http://api.example.com${target} HTTP/1.1\r\n${head.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`),
+      );
+      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(read));
+    });
+    assert.match(text, /^HTTP\/1\.1 200 /, text);
+    assert.equal(gw.risk.received.at(-1)?.url, target);
+  });
+
   it('when the client hangs up in the middle of its body, proxies nothing, holds no key, and serves on', async () => {
     const body = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
     const idempotencyKey = 'abandoned-body-1';

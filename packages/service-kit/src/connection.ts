@@ -41,6 +41,10 @@ export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse)
   return (req, res) => {
     const socket = req.socket as Socket & TrackedSocket;
     if (socket[ENDING] === true) return;
+    // RFC 9112 section 3.2.2: a server MUST accept the absolute-form of a target (`http://host/path?query`);
+    // every route, the signature's @path and the forwarding read its origin-form.
+    const url = req.url;
+    if (url !== undefined && url.charCodeAt(0) !== SLASH) req.url = originForm(url);
     const before = socket[LAST_ANSWER];
     socket[LAST_ANSWER] = res;
     // No process upgrades a protocol, so the request is answered as any (RFC 9110 section 7.8 lets a server
@@ -68,6 +72,17 @@ export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse)
     before.once('finish', proceed);
     before.once('close', proceed);
   };
+}
+
+const SLASH = 0x2f;
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+
+/** The path and query of an absolute-form target; any other target as it is (`*`, a malformed one). */
+function originForm(target: string): string {
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (authority === null) return target;
+  const rest = target.slice(authority[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
 /** RFC 9110 section 9.2.1. */

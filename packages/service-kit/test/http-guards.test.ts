@@ -342,6 +342,13 @@ describe('request guards of every process (service-kit)', () => {
       assert.equal(effects, before + 1);
     });
 
+    it('a target in absolute form (RFC 9112 section 3.2.2) is served as its path and query', async () => {
+      const text = await raw(server.url, 'GET http://example.com/fast HTTP/1.1\r\nHost: example.com\r\n\r\nGET HTTPS://example.com:8443?x=1 HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n');
+      assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 404 '], text);
+      assert.match(text, /\{"ok":true\}/);
+      assert.match(text, /"path":"\/\?x=1"/);
+    });
+
     it('a request that asks to upgrade the protocol is answered as any, with Connection: close, as Node reads nothing after it', async () => {
       const before = effects;
       const started = performance.now();
