@@ -37,7 +37,10 @@ export function closeAfterAnswer(res: ServerResponse, req: IncomingMessage): voi
  * before it are safe, else once that request's answer is sent. (Node's parser itself refuses what follows a
  * request that closes its connection, `Connection: close` or HTTP/1.0: a 400 after its answer.)
  */
-export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+export function orderedRequests(
+  app: (req: IncomingMessage, res: ServerResponse) => void,
+  cutShort: (socket: Duplex) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const socket = req.socket as Socket & TrackedSocket;
     if (socket[ENDING] === true) return;
@@ -55,6 +58,8 @@ export function orderedRequests(app: (req: IncomingMessage, res: ServerResponse)
       res.shouldKeepAlive = false;
       (res as ServerResponse & TrackedAnswer)[CLOSING] = true;
       socket[ENDING] = true;
+      // Nor does it find a body cut short by the client's half-close, as it does for any other request.
+      if (!req.complete) socket.once('end', () => req.complete || cutShort(socket));
     }
     // Node runs pipelined requests as soon as it reads them; RFC 9112 section 9.3.2 lets a server do so only
     // when they are all safe. A request behind one not yet answered, either of them unsafe, runs once that

@@ -107,7 +107,7 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
       ServerResponse: HeadResponse,
     },
     // A request behind one answered with `Connection: close` does not run (RFC 9112 section 9.6).
-    orderedRequests(app),
+    orderedRequests(app, (socket) => answerClientError(Object.assign(new Error('the request was cut short'), { code: 'HPE_INVALID_EOF_STATE' }), socket)),
   );
   // Past it without a byte moving, the socket is destroyed (nothing listens to its 'timeout'); an idle
   // kept-alive connection is closed sooner, at Node's keep-alive timeout.

@@ -386,6 +386,17 @@ describe('request guards of every process (service-kit)', () => {
         socket.on('close', () => resolve(read));
       });
       assert.deepEqual(statusLines(cut), ['HTTP/1.1 400 '], cut);
+      // So is one that asks to upgrade the protocol (Node's parser finds no fault in it then), before the deadline's 408.
+      const upgrading = await new Promise<string>((resolve) => {
+        let read = '';
+        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () =>
+          socket.end('POST /body HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 5\r\n\r\nab'),
+        );
+        socket.on('data', (c: Buffer) => (read += c.toString()));
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve(read));
+      });
+      assert.deepEqual(statusLines(upgrading), ['HTTP/1.1 400 '], upgrading);
     });
 
     it('a body malformed in itself is that request\'s own 400, at once', async () => {
