@@ -136,6 +136,14 @@ describe('revocations when Redis loses data or its server changes', function () 
         const id = String(await own.redis.client('ID'));
         await admin.redis.client('PAUSE', 300, 'WRITE');
         const answer = reader.isRevoked(t).then((revoked) => `answered ${revoked}`, (err: unknown) => err);
+        // Cut once the check is on the wire (ioredis' queue of commands written and not answered), not after a
+        // fixed 30 ms: on a loaded machine the check was still to be written then, and was refused as one
+        // sent while disconnected (enableOfflineQueue is off), which is not this case.
+        const written = () => (own.redis as unknown as { commandQueue: { length: number } }).commandQueue.length > 0;
+        for (let i = 0; !written(); i += 1) {
+          assert.ok(i < 200, 'the check was never written');
+          await sleep(5);
+        }
         await sleep(30);
         await admin.redis.client('KILL', 'ID', id);
         assert.equal(await answer, 'answered false', 'an answer of the same server was not trusted');
