@@ -24,6 +24,17 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     await testRedis.close();
   });
 
+  /** Writes raw bytes to the gateway and returns everything read until it closes the connection. */
+  const exchange = (bytes: string | Buffer) =>
+    new Promise<string>((resolve) => {
+      const { port } = new URL(gw.url);
+      let read = '';
+      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => socket.write(bytes));
+      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(read));
+    });
+
   const signed = (method: string, target: string, options: { body?: Buffer; headers?: Record<string, string> } = {}) =>
     send(gw.url, method, target, signedHeaders(method, target, { key: gw.keys.hmac, bearer: token, ...options }), options.body);
 
@@ -211,14 +222,7 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
       return Buffer.concat([Buffer.from(`POST /v1/auth/login HTTP/1.1\r\n${head.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`), body]);
     };
     const before = gw.identity.received.length;
-    const { port } = new URL(gw.url);
-    const text = await new Promise<string>((resolve) => {
-      let read = '';
-      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => socket.write(Buffer.concat([wire(big), wire(small)])));
-      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
-      socket.on('error', () => undefined);
-      socket.on('close', () => resolve(read));
-    });
+    const text = await exchange(Buffer.concat([wire(big), wire(small)]));
     assert.deepEqual(text.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 413 '], text);
     // Time for a request that did run to reach the upstream (its admission, its forwarding).
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -232,15 +236,8 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
         .map(([name, value]) => `${name}: ${value}\r\n`)
         .join('')}\r\n`;
     const before = gw.risk.received.length;
-    const { port } = new URL(gw.url);
     const started = performance.now();
-    const text = await new Promise<string>((resolve) => {
-      let read = '';
-      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () => socket.write(wire({ connection: 'Upgrade', upgrade: 'websocket' }) + wire({})));
-      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
-      socket.on('error', () => undefined);
-      socket.on('close', () => resolve(read));
-    });
+    const text = await exchange(wire({ connection: 'Upgrade', upgrade: 'websocket' }) + wire({}));
     assert.deepEqual(text.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 200 '], text);
     assert.match(text, /\r\nConnection: close\r\n/i);
     assert.ok(performance.now() - started < 2000, 'the connection waited for the keep-alive timeout');
@@ -252,16 +249,7 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
   it('a signed request whose target is in absolute form (RFC 9112 section 3.2.2) is verified and forwarded as its path and query', async () => {
     const target = '/v1/weather-stations/by/id/17130';
     const head = Object.entries({ ...signedHeaders('GET', target, { key: gw.keys.hmac, bearer: token }), host: 'api.example.com', connection: 'close' });
-    const { port } = new URL(gw.url);
-    const text = await new Promise<string>((resolve) => {
-      let read = '';
-      const socket = connect({ port: Number(port), host: '127.0.0.1' }, () =>
-        socket.write(`GET http://api.example.com${target} HTTP/1.1\r\n${head.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`),
-      );
-      socket.on('data', (data: Buffer) => (read += data.toString('latin1')));
-      socket.on('error', () => undefined);
-      socket.on('close', () => resolve(read));
-    });
+    const text = await exchange(`GET http://api.example.com${target} HTTP/1.1\r\n${head.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`);
     assert.match(text, /^HTTP\/1\.1 200 /, text);
     assert.equal(gw.risk.received.at(-1)?.url, target);
   });

@@ -35,6 +35,18 @@ function raw(url: string, bytes: string, keepWriting?: () => string): Promise<st
   });
 }
 
+/** Writes raw bytes, then ends the client's side (a half-close), and returns everything read until the server closes. */
+function rawHalfClosed(url: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    let text = '';
+    const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true }, () => socket.end(bytes));
+    socket.on('data', (c: Buffer) => (text += c.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(text));
+  });
+}
+
 describe('request guards of every process (service-kit)', () => {
   let server: ServerHandle;
   let lateErrors = 0;
@@ -366,36 +378,15 @@ describe('request guards of every process (service-kit)', () => {
 
     it('a client that ends its side after its requests (a half-close) gets every answer, then the connection closes', async () => {
       const before = effects;
-      const { port } = new URL(server.url);
-      const text = await new Promise<string>((resolve) => {
-        let read = '';
-        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () => socket.end(`GET /slow HTTP/1.1\r\nHost: x\r\n\r\n${effect}`));
-        socket.on('data', (c: Buffer) => (read += c.toString()));
-        socket.on('error', () => undefined);
-        socket.on('close', () => resolve(read));
-      });
+      const text = await rawHalfClosed(server.url, `GET /slow HTTP/1.1\r\nHost: x\r\n\r\n${effect}`);
       assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], text);
       assert.match(text, /\{"slow":true\}/);
       assert.equal(effects, before + 1);
       // A body cut short by the half-close is that request's 400 (its handler, which reads it, never answers).
-      const cut = await new Promise<string>((resolve) => {
-        let read = '';
-        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () => socket.end('POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab'));
-        socket.on('data', (c: Buffer) => (read += c.toString()));
-        socket.on('error', () => undefined);
-        socket.on('close', () => resolve(read));
-      });
+      const cut = await rawHalfClosed(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab');
       assert.deepEqual(statusLines(cut), ['HTTP/1.1 400 '], cut);
       // So is one that asks to upgrade the protocol (Node's parser finds no fault in it then), before the deadline's 408.
-      const upgrading = await new Promise<string>((resolve) => {
-        let read = '';
-        const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen: true }, () =>
-          socket.end('POST /body HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 5\r\n\r\nab'),
-        );
-        socket.on('data', (c: Buffer) => (read += c.toString()));
-        socket.on('error', () => undefined);
-        socket.on('close', () => resolve(read));
-      });
+      const upgrading = await rawHalfClosed(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 5\r\n\r\nab');
       assert.deepEqual(statusLines(upgrading), ['HTTP/1.1 400 '], upgrading);
     });
 
