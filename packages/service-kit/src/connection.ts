@@ -99,6 +99,17 @@ function asksUpgrade(req: IncomingMessage): boolean {
   return upgrade !== undefined && connection !== undefined && connection.split(',').some((option) => option.trim().toLowerCase() === 'upgrade');
 }
 
+/**
+ * The process stops serving `socket` (it drains): the answers still to come say `Connection: close`, and no
+ * request read after this runs, so a client never sends another on a connection the server is about to close.
+ */
+export function endKeepAlive(socket: Duplex): void {
+  const tracked = socket as Duplex & TrackedSocket;
+  tracked[ENDING] = true;
+  const pending = tracked[LAST_ANSWER];
+  if (pending !== undefined && !pending.headersSent) pending.shouldKeepAlive = false;
+}
+
 /** The last request read on `socket` (`orderedRequests`), if any. */
 export function lastRequestOf(socket: Duplex): IncomingMessage | undefined {
   return (socket as Duplex & TrackedSocket)[LAST_ANSWER]?.req;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorBody, reasonPhrase } from '@platform/errors';
 import { HeadResponse } from './answer-head.ts';
-import { endAfterAnswers, lastRequestOf, orderedRequests } from './connection.ts';
+import { endAfterAnswers, endKeepAlive, lastRequestOf, orderedRequests } from './connection.ts';
 import type { Lifecycle } from './health.ts';
 import type { Logger } from './logger.ts';
 import { SECURITY_HEADERS, refusalOf } from './request-envelope.ts';
@@ -117,6 +117,12 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   // of its HTTP server its type declarations leave out (http-guards.test.ts holds what it does).
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on('clientError', answerClientError);
+  // Every open connection, so that a drain can tell each one's answers still to come to close it.
+  const sockets = new Set<Duplex>();
+  server.on('connection', (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   // Node hands a CONNECT to this event, and without a listener drops the connection unanswered; it is
   // answered in the error shape like any request no process serves (a 400: a 5xx would be the server's failure).
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
@@ -147,16 +153,19 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   return {
     server,
     url: `http://${shownHost}:${bound}`,
-    close: (drainTimeoutMs = 10_000) => drain(server, drainTimeoutMs),
+    close: (drainTimeoutMs = 10_000) => drain(server, sockets, drainTimeoutMs),
   };
 }
 
-function drain(server: Server, timeoutMs: number): Promise<void> {
+function drain(server: Server, sockets: ReadonlySet<Duplex>, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) {
       resolve();
       return;
     }
+    // An answer under way says `Connection: close`: its client would otherwise send its next request on a
+    // connection the sweep below closes the moment that answer is out.
+    for (const socket of sockets) endKeepAlive(socket);
     const cut = setTimeout(() => server.closeAllConnections(), timeoutMs);
     // close() stops accepting and closes the sockets idle right now; a busy keep-alive socket becomes
     // idle only after its answer, so keep sweeping until the last one is gone.

@@ -274,6 +274,31 @@ describe('request guards of every process (service-kit)', () => {
     }
   });
 
+  it('when it drains, the answers under way say Connection: close, so their clients send nothing more on a connection about to close', async () => {
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    app.get('/wait', async (_req, res) => {
+      await sleep(300);
+      res.json({ waited: true });
+    });
+    finishApp(app);
+    const draining = await listen(app, 0);
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const answer = get(`${draining.url}/wait`, agent);
+      await sleep(100);
+      const closed = draining.close(2000);
+      const { status, headers, body } = await answer;
+      assert.equal(status, 200);
+      assert.equal(body, '{"waited":true}');
+      assert.equal(headers.connection, 'close');
+      await closed;
+    } finally {
+      agent.destroy();
+      await draining.close(100);
+    }
+  });
+
   it('answers a CONNECT 400 in the error shape and closes, where Node drops the connection unanswered', async () => {
     const text = await raw(server.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
     assert.match(text, /^HTTP\/1\.1 400 /, text);
