@@ -100,14 +100,18 @@ function asksUpgrade(req: IncomingMessage): boolean {
 }
 
 /**
- * The process stops serving `socket` (it drains): the answers still to come say `Connection: close`, and no
- * request read after this runs, so a client never sends another on a connection the server is about to close.
+ * The process stops serving `socket` (it drains): an answer still to come says `Connection: close`, and no
+ * request read after it runs, so a client never sends another on a connection the server is about to close.
+ * An idle connection is left as it is: the drain closes it, and a request that comes first is served (the
+ * request envelope closes the connection after its answer while the process drains).
  */
 export function endKeepAlive(socket: Duplex): void {
   const tracked = socket as Duplex & TrackedSocket;
-  tracked[ENDING] = true;
   const pending = tracked[LAST_ANSWER];
-  if (pending !== undefined && !pending.headersSent) pending.shouldKeepAlive = false;
+  if (pending === undefined || pending.headersSent) return;
+  pending.shouldKeepAlive = false;
+  (pending as ServerResponse & TrackedAnswer)[CLOSING] = true;
+  tracked[ENDING] = true;
 }
 
 /** The last request read on `socket` (`orderedRequests`), if any. */
