@@ -52,12 +52,9 @@ export function orderedRequests(
     socket[LAST_ANSWER] = res;
     // No process upgrades a protocol, so the request is answered as any (RFC 9110 section 7.8 lets a server
     // ignore Upgrade), but Node's parser reads nothing after it: a request pipelined behind would wait
-    // unanswered until the keep-alive timeout. The answer closes the connection instead (Node's own
-    // `Connection: close`: a header kept here would be lost when Express gives `res` its prototype).
+    // unanswered until the keep-alive timeout. The answer closes the connection instead.
     if (asksUpgrade(req)) {
-      res.shouldKeepAlive = false;
-      (res as ServerResponse & TrackedAnswer)[CLOSING] = true;
-      socket[ENDING] = true;
+      lastOnConnection(res, socket);
       // Nor does it find a body cut short by the client's half-close, as it does for any other request.
       if (!req.complete) socket.once('end', () => req.complete || cutShort(socket));
     }
@@ -108,10 +105,17 @@ function asksUpgrade(req: IncomingMessage): boolean {
 export function endKeepAlive(socket: Duplex): void {
   const tracked = socket as Duplex & TrackedSocket;
   const pending = tracked[LAST_ANSWER];
-  if (pending === undefined || pending.headersSent) return;
-  pending.shouldKeepAlive = false;
-  (pending as ServerResponse & TrackedAnswer)[CLOSING] = true;
-  tracked[ENDING] = true;
+  if (pending !== undefined && !pending.headersSent) lastOnConnection(pending, tracked);
+}
+
+/**
+ * `res` is the last answer of `socket`, said with Node's own `Connection: close` (a header kept before Express
+ * gives `res` its prototype would be lost), and nothing read after its request runs.
+ */
+function lastOnConnection(res: ServerResponse, socket: Duplex): void {
+  res.shouldKeepAlive = false;
+  (res as ServerResponse & TrackedAnswer)[CLOSING] = true;
+  (socket as Duplex & TrackedSocket)[ENDING] = true;
 }
 
 /** The last request read on `socket` (`orderedRequests`), if any. */
