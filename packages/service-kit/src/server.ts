@@ -122,6 +122,8 @@ export async function listen(app: RequestListener, port: number, host = '127.0.0
   server.on('connection', (socket: Duplex) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
+    // A half-closed client sends nothing more: the answer of its last request, still to come, says so.
+    socket.once('end', () => endKeepAlive(socket));
   });
   // Node hands a CONNECT to this event, and without a listener drops the connection unanswered; it is
   // answered in the error shape like any request no process serves (a 400: a 5xx would be the server's failure).

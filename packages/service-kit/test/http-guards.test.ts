@@ -407,6 +407,8 @@ describe('request guards of every process (service-kit)', () => {
       assert.deepEqual(statusLines(text), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], text);
       assert.match(text, /\{"slow":true\}/);
       assert.equal(effects, before + 1);
+      // The last answer, still to come when the client ended its side, says the connection closes after it.
+      assert.deepEqual(text.match(/^Connection: .*$/gim), ['Connection: keep-alive', 'Connection: close'], text);
       // A body cut short by the half-close is that request's 400 (its handler, which reads it, never answers).
       const cut = await rawHalfClosed(server.url, 'POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab');
       assert.deepEqual(statusLines(cut), ['HTTP/1.1 400 '], cut);
