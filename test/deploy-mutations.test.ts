@@ -18,7 +18,7 @@ describe('deployment checks on a broken copy', () => {
 
   beforeEach(() => {
     root = mkdtempSync(join(tmpdir(), 'deploy-copy-'));
-    for (const path of ['deploy', 'docker-compose.yml', '.dockerignore', 'README.md']) cpSync(join(REPO_ROOT, path), join(root, path), { recursive: true });
+    for (const path of ['deploy', 'docker-compose.yml', '.dockerignore', 'docs/deploy.md']) cpSync(join(REPO_ROOT, path), join(root, path), { recursive: true });
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
@@ -72,14 +72,14 @@ describe('deployment checks on a broken copy', () => {
     includes(overlayProblems('prod', built('prod', 'identity'), root), 'JWT_PRIVATE_KEY is a secret');
   });
 
-  it('rejects a pod that reads a Secret nobody creates: not the overlay, not the operator by the README (CreateContainerConfigError)', () => {
+  it('rejects a pod that reads a Secret nobody creates: not the overlay, not the operator by docs/deploy.md (CreateContainerConfigError)', () => {
     const secretsProblems = (env: 'local' | 'test', ...path: string[]) => secretReferenceProblems(env, built(env, ...path), operatorSecrets(root));
     mutate('deploy/k8s/overlays/local/risk/local-env.yaml', /\n\s+- name: INTERNAL_ASSERTION_KEY\n\s+\$patch: delete/, '');
     includes(secretsProblems('local', 'risk'), 'local Deployment risk container risk INTERNAL_ASSERTION_KEY: reads Secret risk-secrets, which the overlay does not create');
-    mutate('README.md', '| `gateway-secrets` (test, prod) |', '| `gateway-secrets` (prod) |');
+    mutate('docs/deploy.md', '| `gateway-secrets` (test, prod) |', '| `gateway-secrets` (prod) |');
     includes(secretsProblems('test', 'gateway'), 'test Deployment gateway container gateway REDIS_URL: reads Secret gateway-secrets');
     mutate('deploy/k8s/base/identity/deployment.yaml', 'key: SMS_CODE_HMAC_KEY', 'key: SMS_CODE_KEY');
-    includes(secretsProblems('test', 'identity'), 'reads key SMS_CODE_KEY of Secret identity-secrets, which the README does not list');
+    includes(secretsProblems('test', 'identity'), 'reads key SMS_CODE_KEY of Secret identity-secrets, which docs/deploy.md does not list');
   });
 
   it('rejects a password in a URL anywhere in the deployment files', () => {

@@ -1,5 +1,5 @@
 // `pnpm --filter @platform/gateway check-keys <file>` (or `node dist/src/check-client-keys.js <file>` in the
-// image): checks a client keys file as the gateway would read it, before it is applied (README: client key
+// image): checks a client keys file as the gateway would read it, before it is applied (docs/deploy.md: client key
 // runbook). Prints each key id with its algorithm and notAfter, or why the file would be refused; never a secret.
 import { readFile } from 'node:fs/promises';
 import { parseClientKeys } from './signing/client-keys.ts';

@@ -22,7 +22,7 @@ const kidOf = (token: string) => headerOf(token).kid;
  * CONTRACT.md part 14 through real processes: two gateways, two identity and two risk processes on one
  * local Redis Cluster (REDIS_CLUSTER_NODES) and one Postgres start, are ready, serve metrics, and behave as
  * one: a token issued by one identity works at all six, its logout at the other is refused by all at once,
- * and a signing-key rotation done one identity at a time (README, "Rotate the token signing key") is served
+ * and a signing-key rotation done one identity at a time (docs/deploy.md, "Rotate the token signing key") is served
  * by all of them together. (Two gateways sharing one client key's quota on the cluster:
  * test/e2e/rate-limits-and-trace-context.test.ts, in `pnpm test:cluster`.)
  */

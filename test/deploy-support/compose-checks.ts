@@ -97,7 +97,7 @@ export function composeProblems(root: string): string[] {
   if (!/--appendonly yes\b/.test(redisCommand) || !/--appendfsync everysec\b/.test(redisCommand)) {
     problems.push('docker-compose.yml redis: must run with --appendonly yes --appendfsync everysec (CONTRACT.md part 13)');
   }
-  // An evicting Redis drops nonces and revocations one by one, which no ledger notices (README: "Redis must never evict").
+  // An evicting Redis drops nonces and revocations one by one, which no ledger notices (docs/deploy.md: "Redis must never evict").
   if (!/--maxmemory-policy noeviction\b/.test(redisCommand)) problems.push('docker-compose.yml redis: must run with --maxmemory-policy noeviction');
   if (((services.redis as { volumes?: unknown[] } | undefined)?.volumes ?? []).length === 0) problems.push('docker-compose.yml redis: its data must be on a volume');
 

@@ -1,5 +1,5 @@
 // Every Secret a built overlay's pods read must exist when they start: created by the overlay itself, or
-// listed in the README's Secret table as the operator's to create in that environment. Otherwise the pods
+// listed in the Secret table of docs/deploy.md as the operator's to create in that environment. Otherwise the pods
 // stay in CreateContainerConfigError (a secretKeyRef, secretRef or secret volume naming nothing).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { type K8sObject, podSpec } from './kustomize.ts';
 
 type Json = Record<string, unknown>;
 
-/** A Secret the README tells the operator to create: in which environments, and its keys. */
+/** A Secret docs/deploy.md tells the operator to create: in which environments, and its keys. */
 export interface OperatorSecret {
   name: string;
   /** Undefined: every environment. */
@@ -17,19 +17,19 @@ export interface OperatorSecret {
 }
 
 /**
- * The rows of the README's table `| Secret (per namespace) | keys |`: "`name`", optionally followed by the
+ * The rows of the table of docs/deploy.md `| Secret (per namespace) | keys |`: "`name`", optionally followed by the
  * environments it is for in parentheses ("`gateway-secrets` (test, prod)"), and its keys in backticks.
  */
 export function operatorSecrets(root: string): OperatorSecret[] {
-  const lines = readFileSync(join(root, 'README.md'), 'utf8').split('\n');
+  const lines = readFileSync(join(root, 'docs', 'deploy.md'), 'utf8').split('\n');
   const header = lines.findIndex((line) => /^\|\s*Secret \(per namespace\)\s*\|\s*keys\s*\|$/.test(line.trim()));
-  if (header === -1) throw new Error('README.md has no `| Secret (per namespace) | keys |` table');
+  if (header === -1) throw new Error('docs/deploy.md has no `| Secret (per namespace) | keys |` table');
   const secrets: OperatorSecret[] = [];
   for (const line of lines.slice(header + 2)) {
     if (!line.startsWith('|')) break;
     const [, first = '', keys = ''] = line.split('|').map((cell) => cell.trim());
     const row = /^`([a-z0-9-]+)`(?:\s*\(([a-z, ]+)\))?$/.exec(first);
-    if (row === null) throw new Error(`README.md Secret table: cannot read the row "${line}"`);
+    if (row === null) throw new Error(`docs/deploy.md Secret table: cannot read the row "${line}"`);
     secrets.push({
       name: row[1]!,
       envs: row[2]?.split(',').map((env) => env.trim()),
@@ -78,7 +78,7 @@ function referencesOf(object: K8sObject): SecretReference[] {
 
 /**
  * One line per Secret (or key of one) that a pod of the built overlay needs and that would not be there:
- * neither an object of the overlay nor listed in the README for `appEnv` (with that key). Optional
+ * neither an object of the overlay nor listed in docs/deploy.md for `appEnv` (with that key). Optional
  * references need nothing.
  */
 export function secretReferenceProblems(appEnv: AppEnv, objects: readonly K8sObject[], secrets: readonly OperatorSecret[]): string[] {
@@ -88,9 +88,9 @@ export function secretReferenceProblems(appEnv: AppEnv, objects: readonly K8sObj
     if (ref.optional || created.has(ref.secret)) continue;
     const listed = secrets.find((s) => s.name === ref.secret && (s.envs === undefined || s.envs.includes(appEnv)));
     if (listed === undefined) {
-      problems.push(`${appEnv} ${ref.where}: reads Secret ${ref.secret}, which the overlay does not create and the README does not list as the operator's to create in ${appEnv}`);
+      problems.push(`${appEnv} ${ref.where}: reads Secret ${ref.secret}, which the overlay does not create and docs/deploy.md does not list as the operator's to create in ${appEnv}`);
     } else if (ref.key !== undefined && !listed.keys.has(ref.key)) {
-      problems.push(`${appEnv} ${ref.where}: reads key ${ref.key} of Secret ${ref.secret}, which the README does not list among its keys`);
+      problems.push(`${appEnv} ${ref.where}: reads key ${ref.key} of Secret ${ref.secret}, which docs/deploy.md does not list among its keys`);
     }
   }
   return problems;

@@ -13,7 +13,7 @@ const DROPPED_WITHIN_MS = 5000;
 const publicPem = (privatePem: string) => createPublicKey(privatePem).export({ format: 'pem', type: 'spki' }).toString();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// README "Rotate the token signing key", step by step, with identity restarted between the steps and the
+// docs/deploy.md "Rotate the token signing key", step by step, with identity restarted between the steps and the
 // gateway and risk running on, verifying against identity's JWKS as in production.
 describe('signing-key rotation through the stack: tokens of the old key stay valid until the old key is removed', function () {
   this.timeout(120_000);
@@ -101,7 +101,7 @@ describe('signing-key rotation through the stack: tokens of the old key stay val
     const forged = await forgedWith(leaked, user.accessToken);
     assert.deepEqual(await everywhere(forged), [200, 404, 200], 'a token minted with the leaked key before the swap');
 
-    // README, leaked key: one rollout with a key nobody has seen, and no JWT_PREVIOUS_PUBLIC_KEYS.
+    // docs/deploy.md, leaked key: one rollout with a key nobody has seen, and no JWT_PREVIOUS_PUBLIC_KEYS.
     const fresh = generateSigningKeyPem();
     await stack.identity.restart({ JWT_PRIVATE_KEY: fresh, JWT_PREVIOUS_PUBLIC_KEYS: '' });
     const swapped = Date.now();

@@ -45,7 +45,7 @@ export const identityConfigSpec = {
     secret: true,
   }),
   JWT_PREVIOUS_PUBLIC_KEYS: env.custom(
-    'PEM public keys (concatenated) of retired signing keys: their tokens still verify and they stay in the JWKS until removed (README: key rotation)',
+    'PEM public keys (concatenated) of retired signing keys: their tokens still verify and they stay in the JWKS until removed (docs/deploy.md: key rotation)',
     publicKeyPemsOf,
     { default: [] },
   ),

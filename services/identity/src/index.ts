@@ -80,7 +80,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
     service: 'identity',
     app: createApp({ config, logger, db, redis, metrics, lifecycle, hasher, signingKey, previousKeys, mailer, sms, revocations }),
     port: config.IDENTITY_PORT,
-    // Only /metrics, for the NetworkPolicy that lets Prometheus in (README: Deploy); none by default.
+    // Only /metrics, for the NetworkPolicy that lets Prometheus in (docs/deploy.md); none by default.
     management: config.IDENTITY_METRICS_PORT === 0 ? undefined : { app: createMetricsApp({ logger, metrics }), port: config.IDENTITY_METRICS_PORT },
     host: config.HOST,
     logger,

@@ -71,7 +71,7 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     service: 'risk',
     app: withServerSpans(risk.app),
     port: config.RISK_PORT,
-    // Only /metrics, for the NetworkPolicy that lets Prometheus in (README: Deploy); none by default.
+    // Only /metrics, for the NetworkPolicy that lets Prometheus in (docs/deploy.md); none by default.
     management: config.RISK_METRICS_PORT === 0 ? undefined : { app: createMetricsApp({ logger, metrics }), port: config.RISK_METRICS_PORT },
     host: config.HOST,
     logger,

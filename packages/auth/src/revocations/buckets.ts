@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import { SLOT_LEDGER_LUA, assetText } from '@platform/service-kit';
 
 /**
- * The revocations' key layout (CONTRACT.md part 14; README "Redis Cluster"). Sessions are spread over
+ * The revocations' key layout (CONTRACT.md part 14; docs/deploy.md "Redis Cluster"). Sessions are spread over
  * REVOCATION_BUCKETS buckets by a hash of the session id; each bucket is one hash tag, `{rv:<b>}`, so one
  * slot holds, for its sessions: the ended-session keys, the blacklist entries of their tokens, the bucket's
  * ledger (service-kit's slot-ledger.ts, with `ready` and `closed`: lua/buckets.lua) and the writers' stamps.

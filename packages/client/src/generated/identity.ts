@@ -681,7 +681,7 @@ export interface paths {
          * @description The JSON Web Key Set (RFC 7517) of the keys that verify access tokens; a token's `kid` header
          *     names its key. First the key that signs new tokens (`JWT_PRIVATE_KEY`), then the retired keys of
          *     `JWT_PREVIOUS_PUBLIC_KEYS`, whose tokens stay valid until the operator removes them once every
-         *     token they signed has expired (README: rotate the token signing key). Verifiers (the gateway,
+         *     token they signed has expired (docs/deploy.md: rotate the token signing key). Verifiers (the gateway,
          *     the risk service) fetch and cache it, fetch it again when a token names a `kid` they do not
          *     know, and re-validate it every few seconds with `If-None-Match`, so that a key removed here
          *     stops verifying everywhere within seconds.
