@@ -32,8 +32,8 @@ export interface LocalRedisCluster {
   masterOfSlot(slot: number): Promise<number>;
   /**
    * Moves `slot` with its keys to the master on `toPort`, as a resharding does (`CLUSTER SETSLOT …
-   * IMPORTING/MIGRATING`, `MIGRATE`, then `SETSLOT … NODE` on every master): clients meet ASK while it
-   * moves and MOVED after.
+   * IMPORTING/MIGRATING`, `MIGRATE`, then `SETSLOT … NODE` on the destination, the source and the other
+   * masters, in that order): clients meet ASK while it moves and MOVED after.
    */
   moveSlot(slot: number, toPort: number): Promise<void>;
   /** SIGKILL one node and wait until it is gone (its replica takes over after cluster-node-timeout). */
@@ -138,7 +138,11 @@ function clusterOf(nodes: ClusterNode[], cli: LocalRedisCluster['cli'], children
         if (keys.length === 0) break;
         await cli(fromPort, 'MIGRATE', '127.0.0.1', String(toPort), '', '0', '5000', 'KEYS', ...keys);
       }
-      for (const master of await masters()) await cli(master.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
+      // The owner named on the destination first, then on the source, then on the other masters, as the
+      // documentation of CLUSTER SETSLOT orders it: the source told first sends a client to the destination,
+      // which, still importing, sends it back, and a client meets MOVED after MOVED until both know.
+      const others = (await masters()).map((m) => m.port).filter((port) => port !== toPort && port !== fromPort);
+      for (const port of [toPort, fromPort, ...others]) await cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
     },
     async kill(port) {
       const child = children.get(port);
