@@ -10,6 +10,19 @@ const PREFIX = 'moved:';
 
 type Bumping = Redis & { bump(key: string): Promise<number> };
 
+/** `promises` settled, or a failure naming `what` once `ms` have passed: a command that never settles is a finding, not a test timeout. */
+async function settledWithin<T>(promises: Promise<T>[], ms: number, what: string): Promise<PromiseSettledResult<T>[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: a command neither answered nor failed within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([Promise.allSettled(promises), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * A slot moved while the commands of its master's other slots go on (a resharding), against the client
  * `createRedis` makes, with ioredis patched (patches/README.md, "MOVED"): a command refused with MOVED or ASK
@@ -69,12 +82,20 @@ describe('a slot moved under traffic (ioredis patched: redirected commands sent 
     const failures: string[] = [];
     let rounds = 0;
     let moved = false;
-    const moving = cluster.moveSlot(slot, to).then(() => {
-      moved = true;
-    });
+    let moveFailed = false;
+    const moving = cluster.moveSlot(slot, to).then(
+      () => {
+        moved = true;
+      },
+      (err: unknown) => {
+        moveFailed = true;
+        throw err;
+      },
+    );
     let until = Number.POSITIVE_INFINITY;
-    while (Date.now() < until) {
-      const outcomes = await Promise.allSettled(keys.map((key) => redis.bump(key)));
+    // A move that fails ends the rounds: its error is the test's.
+    while (Date.now() < until && !moveFailed) {
+      const outcomes = await settledWithin(keys.map((key) => redis.bump(key)), 10_000, `round ${rounds + 1} (moved: ${moved})`);
       rounds += 1;
       for (const outcome of outcomes) if (outcome.status === 'rejected') failures.push(String((outcome.reason as Error).message));
       if (moved && until === Number.POSITIVE_INFINITY) until = Date.now() + 1500;
