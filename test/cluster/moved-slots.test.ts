@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Command } from 'ioredis';
-import { type Redis, closeRedis, createLogger, createRedis } from '@platform/service-kit';
+import { type Redis, closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
 import { type LocalRedisCluster, startLocalRedisCluster } from '@platform/stack';
 
 /** One key's write, as the platform's admission and revocation scripts are: a script of one slot. */
@@ -68,7 +68,7 @@ describe('a slot moved under traffic (ioredis patched: redirected commands sent 
 
   async function client(autoPipelining: boolean): Promise<Bumping> {
     const redis = createRedis({ clusterNodes: cluster.seeds.split(','), keyPrefix: PREFIX, logger, autoPipelining });
-    await new Promise((resolve) => redis.once('ready', resolve));
+    assert.ok(await waitForRedis(redis, 10_000), 'the cluster client was not ready within 10 s');
     redis.defineCommand('bump', { numberOfKeys: 1, lua: BUMP_LUA });
     return redis as Bumping;
   }
