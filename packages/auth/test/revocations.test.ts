@@ -16,12 +16,17 @@ const token = () => ({ tokenId: randomUUID(), sessionId: randomUUID() });
 /** Every bucket's `ready`, as Redis holds it. */
 const openBuckets = async (redis: Redis): Promise<number> => (await Promise.all(ALL_BUCKETS.map((b) => redis.hget(ledgerKey(b), 'ready')))).filter((r) => r === '1').length;
 /** Waits until `condition` holds, or fails after `withinMs`. */
-async function until(condition: () => Promise<boolean>, what: string, withinMs = 5000): Promise<void> {
+async function until(condition: () => Promise<boolean>, what: string | (() => string), withinMs = 5000): Promise<void> {
   const deadline = Date.now() + withinMs;
   while (!(await condition())) {
-    assert.ok(Date.now() < deadline, what);
+    assert.ok(Date.now() < deadline, typeof what === 'string' ? what : what());
     await sleep(20);
   }
+}
+/** The client's status and each node connection's, for a failure's message. */
+function clientState(redis: Redis): string {
+  if (!isCluster(redis)) return `client ${redis.status}`;
+  return `cluster ${redis.status}, nodes ${redis.nodes('all').map((node) => `${node.options.port} ${node.status}`).join(', ')}`;
 }
 /** A writer whose record (Postgres, in identity) holds `ended`. */
 function writerWith(redis: Redis, ended: Array<{ sessionId: string; endedAt: Date }> = []): RevocationWriter {
@@ -111,7 +116,13 @@ describe('revocations when Redis loses data or its server changes', function () 
           const server = isCluster(admin.redis) ? admin.redis.nodes('master').find((n) => n.options.port === node.options.port) : admin.redis;
           await server?.client('KILL', 'ID', id);
         }
-        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'the reader never trusted the server again');
+        // The last answer, and how the client stood, go into the failure: one CI run (not seen again in 60 runs
+        // under load) failed here with nothing more said.
+        let last: unknown;
+        await until(
+          async () => (last = await reader.isRevoked(t).catch((err: unknown) => err)) === false,
+          () => `the reader never trusted the server again: its last answer ${last instanceof Error ? `${last.name}: ${last.message}` : String(last)}; ${clientState(own.redis)}`,
+        );
         await sleep(300);
         assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed for a reconnect to the same server');
         assert.equal(await reader.isRevoked(t), false);
