@@ -11,7 +11,7 @@ import { type Forward, type Step, chain, keepsIdempotencyKey } from '../src/pipe
 import type { GatewayRequest } from '../src/pipeline/gateway-request.ts';
 import type { GatewayOperation } from '../src/proxy/operation-table.ts';
 
-const OPERATION: GatewayOperation = { method: 'POST', template: '/v1/x', upstream: 'identity', needsBearer: false, firstFactorSuffices: false, introspectionKeysOnly: false };
+const OPERATION: GatewayOperation = { method: 'POST', template: '/v1/x', upstream: 'identity', needsBearer: false, acceptsBearer: false, firstFactorSuffices: false, introspectionKeysOnly: false };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** An app whose one route is `chain(steps, forward)`, recording the requests whose key it released. */

@@ -5,13 +5,18 @@ import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
 import { checkBearer } from './bearer-check.ts';
 
 /**
- * Step 4, before admission: the bearer token of an operation that needs one, verified on the CPU (keys,
- * `iss`, `aud`, `exp`), so that its revocation keys join admission's one round trip. A bad token is kept as
- * the verdict, not thrown: a replayed nonce still answers 409 first (CONTRACT.md part 3 order).
+ * Step 4, before admission: the bearer token of an operation that needs one, or that takes one and got it
+ * (a token is optional on the password reset request: an ADMIN's gets the reset token in the answer),
+ * verified on the CPU (keys, `iss`, `aud`, `exp`), so that its revocation keys join admission's one round
+ * trip. A bad token is kept as the verdict, not thrown: a replayed nonce still answers 409 first (CONTRACT.md
+ * part 3 order).
  */
 export function verifyBearer(tokens: TokenVerifier): Step {
   return async (request) => {
-    if (request.operation.needsBearer) request.bearer = await checkBearer(tokens, request.req.headers.authorization);
+    const { operation, req } = request;
+    if (operation.needsBearer || (operation.acceptsBearer && req.headers.authorization !== undefined)) {
+      request.bearer = await checkBearer(tokens, req.headers.authorization);
+    }
   };
 }
 

@@ -12,6 +12,11 @@ export interface GatewayOperation {
   /** True when the operation cannot be called without an access token (decided per operation). */
   needsBearer: boolean;
   /**
+   * True when a security alternative of the operation takes an access token, required or not: a token sent
+   * to it is checked as on every bearer operation (revocation, binding, second factor), never passed on unread.
+   */
+  acceptsBearer: boolean;
+  /**
    * An `aal` 1 token of a user who must show a second factor suffices (the operation says
    * `x-first-factor-suffices: true`: enrolment, the second factor itself; CONTRACT.md part 15).
    */
@@ -86,6 +91,7 @@ export function operationTable(document: OpenApiDocument, routes: readonly Upstr
       template,
       upstream: upstreamOf(template, routes),
       needsBearer: requiresBearer(security),
+      acceptsBearer: security.some((requirement) => 'bearerAuth' in requirement),
       firstFactorSuffices: (operation as { 'x-first-factor-suffices'?: unknown })['x-first-factor-suffices'] === true,
       introspectionKeysOnly: (operation as { 'x-client-key-introspection'?: unknown })['x-client-key-introspection'] === true,
     };

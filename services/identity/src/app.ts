@@ -142,6 +142,7 @@ export function createApp(deps: IdentityDeps): Express {
         mailer: deps.mailer,
         logger: deps.logger,
         tokenTtlS: config.PASSWORD_RESET_TTL_S,
+        tokenBinding: auth.tokenBinding,
         allowedOrigins: allowedOrigins(config.RESET_REDIRECT_ALLOWLIST),
         throttle: createCallerThrottle(deps.redis, {
           name: 'password-reset-requests',

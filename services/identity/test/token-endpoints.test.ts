@@ -230,6 +230,19 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
       assert.deepEqual(claimsOf(own.body.accessToken).cnf, { kid: 'client-a' }, 'a refresh keeps the binding');
     });
 
+    it('refuses an ADMIN token on the password reset request, where a token is optional, under another client key: no reset token, nothing recorded', async () => {
+      const admin = await loginAs(await identity.createUser({ roles: ['ADMIN'] }), 'client-a');
+      const victim = await identity.createUser();
+      const before = await identity.db('password_reset_tokens').count({ n: '*' }).first();
+      const stolen = await json('post', '/v1/users/password-reset-request', 'client-b', { username: victim.username }, admin.accessToken);
+      assert.equal(stolen.status, 401, JSON.stringify(stolen.body));
+      assert.equal(stolen.body.message, 'Token bound to another client');
+      assert.deepEqual(await identity.db('password_reset_tokens').count({ n: '*' }).first(), before, 'a reset token was made');
+      const own = await json('post', '/v1/users/password-reset-request', 'client-a', { username: victim.username }, admin.accessToken);
+      assert.equal(own.status, 201, JSON.stringify(own.body));
+      assert.equal(typeof own.body.token, 'string', 'the ADMIN under its own key gets the reset token');
+    });
+
     it('lets any client key refresh with TOKEN_BINDING=off', async () => {
       await identity.restart({ TOKEN_BINDING: 'off' });
       try {

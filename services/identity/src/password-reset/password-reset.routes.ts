@@ -1,4 +1,4 @@
-import { type Principal, type TokenVerifier, bearerTokenOf } from '@platform/auth';
+import { type Principal, type TokenVerifier, assertBoundTo, bearerTokenOf } from '@platform/auth';
 import { UnauthorizedError } from '@platform/errors';
 import { type Request, Router } from 'express';
 import { auditContextOf } from '../request/audit-context.ts';
@@ -13,22 +13,28 @@ import { resetPassword } from './reset-password.ts';
 
 type Schemas = components['schemas'];
 
-/** The caller behind an optional bearer token: none → anonymous; one that does not verify → 401. */
-async function optionalPrincipal(req: Request, verifier: TokenVerifier): Promise<Principal | undefined> {
+/**
+ * The caller behind an optional bearer token: none → anonymous; one that does not verify → 401; with
+ * `binding`, one issued to another client key than the request's → 401 `Token bound to another client`
+ * (CONTRACT.md part 16), as on every bearer operation.
+ */
+async function optionalPrincipal(req: Request, verifier: TokenVerifier, binding: boolean): Promise<Principal | undefined> {
   if (req.headers.authorization === undefined) return undefined;
   const token = bearerTokenOf(req.headers.authorization);
   if (token === undefined) throw new UnauthorizedError();
-  return verifier.verify(token);
+  const principal = await verifier.verify(token);
+  if (binding) assertBoundTo(principal, callerOf(req).clientKeyId);
+  return principal;
 }
 
 /** Password reset: asking for a token (anonymous or ADMIN) and using it (anonymous). */
 export function passwordResetRouter(
-  deps: PasswordResetDeps & { hasher: PasswordHasher; verifier: TokenVerifier; throttle: CallerThrottle; sessions: SessionEndings },
+  deps: PasswordResetDeps & { hasher: PasswordHasher; verifier: TokenVerifier; throttle: CallerThrottle; sessions: SessionEndings; tokenBinding: boolean },
 ): Router {
   const router = Router();
   const queue = createResetWorkQueue(deps.logger);
   router.post('/v1/users/password-reset-request', async (req, res) => {
-    const principal = await optionalPrincipal(req, deps.verifier);
+    const principal = await optionalPrincipal(req, deps.verifier, deps.tokenBinding);
     const caller = callerOf(req);
     await deps.throttle.consume(caller);
     const outcome = await requestPasswordReset(deps, queue, principal, auditContextOf(req, principal), req.body as Schemas['PasswordResetRequestBody']);
