@@ -56,16 +56,24 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
     const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
 
-    /** A user with an active factor; its first session at aal 2 after confirmation. */
+    /** The session's tokens after a refresh (a confirmation refuses the access token that made it: the client refreshes, as the SDK does). */
+    async function refreshed(pair: { refreshToken: string }): Promise<{ accessToken: string; refreshToken: string }> {
+      const res = await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: pair.refreshToken });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body as { accessToken: string; refreshToken: string };
+    }
+
+    /** A user with an active factor; its first session at aal 2 after confirmation (`first`: its tokens refreshed; `confirming`: those that confirmed). */
     async function enrolled(fields: Parameters<IdentityHarness['createUser']>[0] = {}) {
       const user = await identity.createUser(fields);
-      const first = await identity.login(user);
-      const enrolment = await post('/v1/auth/factors/totp', first.accessToken);
+      const confirming = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', confirming.accessToken);
       assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
       await midStep();
-      const confirmed = await post('/v1/auth/factors/totp/confirm', first.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
+      const confirmed = await post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
       assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
-      return { user, first, uri: enrolment.body.otpauthUri as string, factorId: enrolment.body.factorId as string, recoveryCodes: confirmed.body.recoveryCodes as string[] };
+      const first = await refreshed(confirming);
+      return { user, first, confirming, uri: enrolment.body.otpauthUri as string, factorId: enrolment.body.factorId as string, recoveryCodes: confirmed.body.recoveryCodes as string[] };
     }
 
     it('enrol, confirm with an authenticator\'s code, then a login is aal 1: refused (403) but for enrolment, the sessions and the second factor, which gives an aal 2 pair', async () => {
@@ -97,6 +105,17 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal(claimsOf(refreshed.body.accessToken).aal, 2);
       const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
       for (const type of ['factor.enrolled', 'second_factor.verified']) assert.ok(events.includes(type), `no ${type}: ${events.join(', ')}`);
+    });
+
+    it('the aal 1 access token that confirmed the factor is refused from then on (401), as after the second factor; the session\'s refresh gives aal 2 tokens', async () => {
+      const { user, first, confirming } = await enrolled();
+      assert.deepEqual([claimsOf(confirming.accessToken).aal, claimsOf(confirming.accessToken).sfr], [1, false]);
+      const old = await get(`/v1/users/${user.id}`, confirming.accessToken);
+      assert.equal(old.status, 401, `the confirming aal 1 token lives on: ${JSON.stringify(old.body)}`);
+      assert.equal(old.body.message, 'Bad Credentials');
+      // `enrolled` refreshed the session: aal 2, the same session.
+      assert.deepEqual([claimsOf(first.accessToken).aal, claimsOf(first.accessToken).sid], [2, claimsOf(confirming.accessToken).sid]);
+      assert.equal((await get(`/v1/users/${user.id}`, first.accessToken)).status, 200);
     });
 
     it('an aal 1 token logs out: the user who does not go on to the second factor can end the session it opened', async () => {
@@ -187,7 +206,7 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await midStep();
       const confirmed = await post('/v1/auth/factors/totp/confirm', first.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
       assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
-      const factors = await get('/v1/auth/factors', first.accessToken);
+      const factors = await get('/v1/auth/factors', (await refreshed(first)).accessToken);
       assert.deepEqual(factors.body.items.map((f: { factorId: string; status: string }) => [f.factorId, f.status]), [[enrolment.body.factorId, 'ACTIVE']]);
     });
 

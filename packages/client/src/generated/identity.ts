@@ -214,7 +214,8 @@ export interface paths {
          * Confirm a TOTP factor with a current code
          * @description A current code of the pending factor activates it. The answer holds 10 recovery codes, each usable
          *     once in place of a code, shown only here. The session of this request is at `aal` 2 from then on (a
-         *     refresh gives its tokens); every other session of the user ends. A wrong code answers 401 `Invalid
+         *     refresh gives its tokens), and the `aal` 1 access token of this request is refused from then on (401);
+         *     every other session of the user ends. A wrong code answers 401 `Invalid
          *     code` (and counts as a wrong second-factor code); a factor that is not the caller's pending one,
          *     404 `Factor not found`; another factor confirmed first, 409 `Second factor already active`.
          */

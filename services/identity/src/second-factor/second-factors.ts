@@ -107,7 +107,9 @@ export async function enrollTotp(services: SecondFactorServices, principal: Prin
 /**
  * POST /v1/auth/factors/totp/confirm: a current code of the pending factor activates it and gives the
  * recovery codes, shown this once. The session that proved it is at `aal` 2 from now on (a refresh gives
- * its tokens); every other session of the user ends, so no token of the password alone works on.
+ * its tokens), and the `aal` 1 access token presented is refused from now on, as after the second factor
+ * (CONTRACT.md part 15: a user with an active factor is refused while its token is `aal` 1); every other
+ * session of the user ends, so no token of the password alone works on.
  */
 export async function confirmTotp(
   services: SecondFactorServices,
@@ -119,6 +121,9 @@ export async function confirmTotp(
   const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
   if (found === undefined || found.status !== 'PENDING') throw new NotFoundError('Factor not found');
   await proveOrRefuse(services, principal, audit, found, { code: input.code }, 'wrong code at confirmation');
+  // Before the factor is active: a revocation Redis does not take (a 503) leaves the factor pending, to be
+  // confirmed again after a refresh, rather than active with its recovery codes never shown.
+  await revokeAccessToken(services, principal);
   const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const outcome = await services.sessions.transaction(async (trx, ending) => {
     const factor = await lockFactor(trx, principal.userId, factorId);
