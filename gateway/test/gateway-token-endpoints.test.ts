@@ -102,6 +102,13 @@ describe('gateway: tokens bound to their client key, the introspection key (CONT
     assert.equal(refused.json().message, 'This client key may not introspect tokens');
     assert.equal(gw.identity.received.length, before.identity, 'the refused introspection reached identity');
     assert.equal(await metric('introspection-key'), before.counted + 1);
+    // Refused after admission, as every verified key's request: counted (its RateLimit headers), its nonce spent.
+    assert.match(String(refused.headers.ratelimit), /;r=\d+;t=\d+$/, 'the 403 was not counted against the key');
+    const headers = signedHeaders('POST', '/v1/auth/introspect', { key: gw.keys.hmac, body, headers: FORM });
+    assert.equal((await send(gw.url, 'POST', '/v1/auth/introspect', headers, body)).status, 403);
+    const replay = await send(gw.url, 'POST', '/v1/auth/introspect', headers, body);
+    assert.equal(replay.status, 409, 'a refused introspection can be replayed');
+    assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
     assert.equal((await call('/v1/auth/introspect', gw.keys.ed25519)).status, 200);
     assert.equal((await call('/v1/auth/revoke', gw.keys.hmac)).status, 200);
     const forwarded = gw.identity.received.slice(before.identity);

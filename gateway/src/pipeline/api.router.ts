@@ -12,6 +12,7 @@ import type { UpstreamName } from '../proxy/routes.ts';
 import type { UpstreamClient } from '../proxy/upstream-client.ts';
 import type { RateLimits } from '../rate-limit/rate-limits.ts';
 import type { StationCache } from '../cache/station-cache.ts';
+import { requireIntrospectionKey } from '../signing/introspection-key.step.ts';
 import { verifySignature } from '../signing/signature.step.ts';
 import type { SignatureVerifierOptions } from '../signing/verify-request.ts';
 import { chain } from './chain.ts';
@@ -61,7 +62,7 @@ export interface ApiRoutes {
  * The documented operations (CONTRACT.md part 8). Every one goes through the same chain, in CONTRACT.md
  * part 3 and 12 order; the first step that refuses answers:
  *
- *   idempotencyHeader → readBody → verifySignature → verifyBearer → admit → requireBearer → forward
+ *   idempotencyHeader → readBody → verifySignature → verifyBearer → admit → requireBearer → requireIntrospectionKey → forward
  *
  * `admit` is the admission in Redis (admission/admission.ts: scripts of one slot each): the 429, the 409s, the Redis-loss answers.
  * The idempotency key is released in one place, by one rule (chain.ts, `keepsIdempotencyKey`). A
@@ -77,6 +78,7 @@ export function apiRouter(options: ApiRouterOptions): ApiRoutes {
     verifyBearer(options.tokens),
     admit(options.admission, metrics, logger),
     requireBearer(metrics, options.tokenBinding),
+    requireIntrospectionKey(metrics),
   ];
   const forwardTo = (operation: GatewayOperation) =>
     forward(options.upstreams[operation.upstream], {

@@ -23,6 +23,8 @@ export class GatewayRequest {
   created = 0;
   /** verifySignature: the key's rate limit. */
   policy: RateLimitPolicy | undefined = undefined;
+  /** verifySignature: the key's entry says `"introspection": true` (requireIntrospectionKey). */
+  mayIntrospect = false;
   /** verifyBearer: the token verified on the CPU (its revocation keys join admission's round trip). */
   bearer: BearerVerdict = NO_BEARER;
   /** admit: what Redis said. */
