@@ -56,7 +56,25 @@ function violationText(violation: ValidatorViolation): string {
       ? violation.path.replace(/^[./]+/, '').replaceAll('/', '.').replace(/^params(?=\.|$)/, 'path')
       : '';
   const message = typeof violation.message === 'string' ? violation.message : 'is invalid';
-  return location === '' ? message : `${location} ${message}`;
+  const named = message === ADDITIONAL_PROPERTY ? withoutOddName(location) : location;
+  return named === '' ? message : `${named} ${message}`;
+}
+
+/** The validator's word for a field the schema does not have: the location ends in the field's name, the client's text. */
+const ADDITIONAL_PROPERTY = 'must NOT have additional properties';
+
+/** A field name a message may repeat: short and plain. */
+const PLAIN_NAME = /^[A-Za-z0-9_$-]{1,64}$/;
+
+/**
+ * The location of an unknown field (`body.user.extra`), or only the part of the request it is in (`body`)
+ * when a name on the way is not a plain one: the field's name is the client's text (it may hold dots and
+ * slashes, so where it starts cannot be told), and a message must not echo, say, a whole JSON body sent as a
+ * form, a token and all, into error bodies and whatever logs them.
+ */
+function withoutOddName(location: string): string {
+  const [part = '', ...names] = location.split('.');
+  return names.every((name) => PLAIN_NAME.test(name)) ? location : part;
 }
 
 function fromValidator(err: ValidatorError, req: RequestLine): HttpError {
