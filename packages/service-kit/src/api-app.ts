@@ -1,7 +1,7 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { ErrorHandlerOptions } from '@platform/errors';
 import { type BaseAppOptions, createBaseApp, finishApp, inSequence } from './http-app.ts';
-import { rejectMalformedText } from './http-guards.ts';
+import { noteFormFields, rejectDroppedFormFields, rejectMalformedText } from './http-guards.ts';
 import { gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
 import { openApiRouteOf } from './openapi-route.ts';
@@ -52,7 +52,8 @@ export function createApiApp(options: ApiAppOptions): Express {
       trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),
       express.json({ limit: '100kb' }),
       // The form bodies of the token endpoints (RFC 7662, RFC 7009): flat fields only, never nested objects.
-      express.urlencoded({ extended: false, limit: '100kb', parameterLimit: 20 }),
+      express.urlencoded({ extended: false, limit: '100kb', parameterLimit: 20, verify: noteFormFields }),
+      rejectDroppedFormFields,
       rejectMalformedText,
       ...openApiValidator({ apiSpec: options.apiSpec, validateResponses: options.validateResponses }),
       strictNumericParameters(options.apiSpec),

@@ -42,3 +42,28 @@ export const rejectMalformedText: RequestHandler = (req, _res, next) => {
   const problem = /%00/i.test(path) ? NUL_MESSAGE : (textProblem(req.query) ?? textProblem(req.body));
   next(problem === undefined ? undefined : new BadRequestError(problem, { messages: [problem] }));
 };
+
+/** Where `noteFormFields` leaves the names a form body carries, for `rejectDroppedFormFields`. */
+const FORM_FIELDS = Symbol('form field names');
+type WithFormFields = { [FORM_FIELDS]?: readonly string[] };
+
+/** The 400 message of a form field the schema cannot have, as the validator words an unknown field. */
+export const UNKNOWN_FORM_FIELD_MESSAGE = 'body must NOT have additional properties';
+
+/** express.urlencoded's `verify`: notes the names of the form's fields as sent, before the parser reads them. */
+export function noteFormFields(req: object, _res: unknown, raw: Buffer): void {
+  // Without a byte order mark, which the parser drops too.
+  (req as WithFormFields)[FORM_FIELDS] = [...new URLSearchParams(raw.toString('utf8').replace(/^\uFEFF/, '')).keys()];
+}
+
+/**
+ * Refuses with 400 a form whose parsed body lacks a field that was sent: the parser drops a `__proto__`
+ * (however it is spelt) and an empty name without a word, so the validator, which sees only the parsed body,
+ * would take a form that says more than it reads. Such a field is no field of any schema.
+ */
+export const rejectDroppedFormFields: RequestHandler = (req, _res, next) => {
+  const names = (req as WithFormFields)[FORM_FIELDS];
+  const body: unknown = req.body;
+  const dropped = names !== undefined && typeof body === 'object' && body !== null && names.some((name) => !Object.hasOwn(body, name));
+  next(dropped ? new BadRequestError(UNKNOWN_FORM_FIELD_MESSAGE, { messages: [UNKNOWN_FORM_FIELD_MESSAGE] }) : undefined);
+};

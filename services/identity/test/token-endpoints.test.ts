@@ -198,6 +198,17 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
         const repeated = await request(identity.app).post(path).set(identity.viaGateway('POST', path, origin('client-a'))).type('form').send('token=a&token=b');
         assert.equal(repeated.status, 400);
         assert.equal(repeated.body.error, 'invalid_request');
+        // Unknown fields, whatever their names: a name an object holds already, or one the parser drops, is no exception.
+        const sent = (text: string) => request(identity.app).post(path).set(identity.viaGateway('POST', path, origin('client-a'))).type('form').send(text);
+        for (const name of ['foo', '__proto__', '__%70roto__', 'constructor', 'toString', 'hasOwnProperty', '']) {
+          const unknown = await sent(`token=a&${name}=x`);
+          assert.equal(unknown.status, 400, `${path} ${name}: ${JSON.stringify(unknown.body)}`);
+          assert.equal(unknown.body.error, 'invalid_request', name);
+        }
+        // What the parser reads as the form says: a byte order mark, '+' and escapes in a name, empty pairs.
+        for (const text of ['\uFEFFtoken=a', 't%6Fken=a', 'token=a&&', 'token=a+b&token_type_hint=access_token']) {
+          assert.equal((await sent(text)).status, 200, JSON.stringify(text));
+        }
         // More fields than a form of these endpoints may have: malformed too, not a body too large (it is small).
         const crowded = await form(path, Object.fromEntries([['token', 'a'], ...Array.from({ length: 24 }, (_, i) => [`f${i}`, 'v'])]));
         assert.equal(crowded.status, 400, JSON.stringify(crowded.body));
