@@ -75,7 +75,8 @@ describe('end to end: token endpoints with an OAuth library, tokens bound to the
     assert.equal(live.active, true);
     assert.equal(live.client_id, APP_KEY.keyId);
     assert.equal(live.iss, as.issuer);
-    assert.equal(live.token_type, 'access_token');
+    assert.equal(live.token_type, 'Bearer');
+    assert.equal(live.token_use, 'access_token');
     assert.deepEqual(live.roles, ['STANDARD_USER']);
     assert.equal((await introspect(login.refreshToken)).active, true);
     await user.auth.logout();

@@ -56,7 +56,8 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
       assert.equal(res.headers['cache-control'], 'no-store');
       assert.deepEqual(res.body, {
         active: true,
-        token_type: 'access_token',
+        token_type: 'Bearer',
+        token_use: 'access_token',
         sub: user.id,
         username: user.username,
         sid: claims.sid,
@@ -76,7 +77,8 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
         const res = await introspect(refreshToken, hint);
         assert.equal(res.status, 200);
         assert.equal(res.body.active, true, `hint ${hint}`);
-        assert.equal(res.body.token_type, 'refresh_token');
+        assert.equal(res.body.token_use, 'refresh_token');
+        assert.equal('token_type' in res.body, false, 'a refresh token has an access token\'s type');
         assert.equal(res.body.sub, user.id);
         assert.equal(res.body.client_id, 'client-b');
         assert.ok(res.body.exp > res.body.iat);

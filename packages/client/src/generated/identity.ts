@@ -806,8 +806,17 @@ export interface components {
         };
         IntrospectionResult: {
             active: boolean;
-            /** @enum {string} */
-            token_type?: "access_token" | "refresh_token";
+            /**
+             * @description RFC 6749 section 5.1's token type (RFC 7662 section 2.2): `Bearer`, for an access token only. A
+             *     refresh token has none, so a resource server that checks it never takes one for an access token.
+             * @enum {string}
+             */
+            token_type?: "Bearer";
+            /**
+             * @description Which token it is (the name Ory Hydra gives this field).
+             * @enum {string}
+             */
+            token_use?: "access_token" | "refresh_token";
             /**
              * Format: uuid
              * @description The user.

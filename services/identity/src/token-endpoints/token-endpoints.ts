@@ -51,7 +51,9 @@ function refreshFirst(hint: string | undefined): boolean {
 
 /**
  * RFC 7662 introspection (CONTRACT.md part 16): the token's claims while it is alive, exactly
- * `{ active: false }` for a token expired, revoked, of an ended session, malformed or unknown.
+ * `{ active: false }` for a token expired, revoked, of an ended session, malformed or unknown. `token_type` is
+ * RFC 6749 section 5.1's type, `Bearer`, and only an access token has one: a resource server that checks it
+ * takes no refresh token for an access token. `token_use` says which of the two it is (as Ory Hydra names it).
  */
 export async function introspect(services: TokenEndpointServices, token: string, hint: string | undefined): Promise<IntrospectionResult> {
   const asAccess = async (): Promise<IntrospectionResult | undefined> => {
@@ -59,7 +61,8 @@ export async function introspect(services: TokenEndpointServices, token: string,
     if (principal === undefined) return undefined;
     return {
       active: true,
-      token_type: 'access_token',
+      token_type: 'Bearer',
+      token_use: 'access_token',
       sub: principal.userId,
       username: principal.username,
       sid: principal.sessionId,
@@ -77,7 +80,7 @@ export async function introspect(services: TokenEndpointServices, token: string,
     const { record, user } = live;
     return {
       active: true,
-      token_type: 'refresh_token',
+      token_use: 'refresh_token',
       sub: user.id,
       username: user.username,
       sid: record.sessionId,
