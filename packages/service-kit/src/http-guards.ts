@@ -48,7 +48,7 @@ const FORM_FIELDS = Symbol('form field names');
 type WithFormFields = { [FORM_FIELDS]?: readonly string[] };
 
 /** The 400 message of a form field the schema cannot have, as the validator words an unknown field. */
-export const UNKNOWN_FORM_FIELD_MESSAGE = 'body must NOT have additional properties';
+const UNKNOWN_FORM_FIELD_MESSAGE = 'body must NOT have additional properties';
 
 /** express.urlencoded's `verify`: notes the names of the form's fields as sent, before the parser reads them. */
 export function noteFormFields(req: object, _res: unknown, raw: Buffer): void {
