@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Redis, createLogger, isCluster, waitForRedis } from '@platform/service-kit';
+import { type Redis, type TopologyChange, createLogger, isCluster, redisTopology, waitForRedis } from '@platform/service-kit';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { startPrivateRedis } from '@platform/stack';
 import IORedis from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import { BUCKET_SCRIPTS, type BucketCommands } from '../src/revocations/buckets.ts';
+import { BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands } from '../src/revocations/buckets.ts';
 import { type RevocationWriter, RevocationsUnavailableError, createRevocationReader, createRevocationWriter } from '../src/revocations/index.ts';
 import { ALL_BUCKETS, freshEnvironment, ledgerKey, revocationBucket, sessionKey, tokenKey } from '../src/testing/index.ts';
 
@@ -106,6 +106,10 @@ describe('revocations when Redis loses data or its server changes', function () 
       const own = await createTestRedis('auth_blip');
       const admin = await createTestRedis('auth_blip_admin');
       const reader = createRevocationReader(own.redis, { logger: silent });
+      // What a watch of its own hears, for a failure's message: a server judged replaced would close buckets.
+      const watch = redisTopology(own.redis);
+      const heard: TopologyChange[] = [];
+      watch.subscribe((change) => heard.push(change));
       try {
         await freshEnvironment(own.redis);
         const t = token();
@@ -119,14 +123,24 @@ describe('revocations when Redis loses data or its server changes', function () 
         // The last answer, and how the client stood, go into the failure: one CI run (not seen again in 60 runs
         // under load) failed here with nothing more said.
         let last: unknown;
+        let ledgerNow = '';
         await until(
-          async () => (last = await reader.isRevoked(t).catch((err: unknown) => err)) === false,
-          () => `the reader never trusted the server again: its last answer ${last instanceof Error ? `${last.name}: ${last.message}` : String(last)}; ${clientState(own.redis)}`,
+          async () => {
+            last = await reader.isRevoked(t).catch((err: unknown) => err);
+            if (last === false) return true;
+            ledgerNow = JSON.stringify(await own.redis.hgetall(ledgerKey(revocationBucket(t.sessionId))).catch((err: unknown) => String(err)));
+            return false;
+          },
+          () =>
+            `the reader never trusted the server again: its last answer ${last instanceof Error ? `${last.name}: ${last.message}` : String(last)}; ${clientState(own.redis)}; ` +
+            `heard ${JSON.stringify(heard.map((change) => ({ replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })))}; ` +
+            `the token's bucket ${revocationBucket(t.sessionId)}: ticket ${String(watch.ticket(BUCKET_SLOTS[revocationBucket(t.sessionId)] ?? 0))}, ledger ${ledgerNow}`,
         );
         await sleep(300);
         assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed for a reconnect to the same server');
         assert.equal(await reader.isRevoked(t), false);
       } finally {
+        watch.stop();
         await reader.stop();
         await admin.close();
         await own.close();
@@ -138,6 +152,10 @@ describe('revocations when Redis loses data or its server changes', function () 
       const own = await createTestRedis('auth_resent', server.url);
       const admin = await createTestRedis('auth_resent_admin', server.url);
       const reader = createRevocationReader(own.redis, { logger: silent });
+      // What a watch of its own hears, for a failure's message: a server judged replaced would close buckets.
+      const watch = redisTopology(own.redis);
+      const heard: TopologyChange[] = [];
+      watch.subscribe((change) => heard.push(change));
       try {
         await freshEnvironment(own.redis);
         const t = token();
