@@ -9,6 +9,7 @@ import IORedis from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands } from '../src/revocations/buckets.ts';
 import { type RevocationWriter, RevocationsUnavailableError, createRevocationReader, createRevocationWriter } from '../src/revocations/index.ts';
+import { startReader } from '../src/revocations/reader.ts';
 import { ALL_BUCKETS, freshEnvironment, ledgerKey, revocationBucket, sessionKey, tokenKey } from '../src/testing/index.ts';
 
 const silent = createLogger({ service: 'test', level: 'silent' });
@@ -105,8 +106,10 @@ describe('revocations when Redis loses data or its server changes', function () 
     it('a connection cut and made again to the same server (CONTRACT.md part 14, amended): nothing held, nothing closed; answers are trusted again once the server is known', async () => {
       const own = await createTestRedis('auth_blip');
       const admin = await createTestRedis('auth_blip_admin');
-      const reader = createRevocationReader(own.redis, { logger: silent });
-      // What a watch of its own hears, for a failure's message: a server judged replaced would close buckets.
+      // The reader's core (what createRevocationReader makes), with hooks that record what it hears and closes,
+      // and a watch of the test's own, for a failure's message: a server judged replaced would close buckets.
+      const readerHeard: Array<TopologyChange | { closed: number }> = [];
+      const reader = startReader(own.redis, { logger: silent }, { changed: (change) => readerHeard.push(change), closed: (buckets) => readerHeard.push({ closed: buckets.length }) });
       const watch = redisTopology(own.redis);
       const heard: TopologyChange[] = [];
       watch.subscribe((change) => heard.push(change));
@@ -133,8 +136,10 @@ describe('revocations when Redis loses data or its server changes', function () 
           },
           () =>
             `the reader never trusted the server again: its last answer ${last instanceof Error ? `${last.name}: ${last.message}` : String(last)}; ${clientState(own.redis)}; ` +
-            `heard ${JSON.stringify(heard.map((change) => ({ replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })))}; ` +
-            `the token's bucket ${revocationBucket(t.sessionId)}: ticket ${String(watch.ticket(BUCKET_SLOTS[revocationBucket(t.sessionId)] ?? 0))}, ledger ${ledgerNow}`,
+            `the reader heard ${JSON.stringify(readerHeard.map((change) => ('closed' in change ? change : { replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })))}, ` +
+            `a watch ${JSON.stringify(heard.map((change) => ({ replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })))}; ` +
+            `the token's bucket ${revocationBucket(t.sessionId)}: the reader's ticket ${String(reader.ticketOf(revocationBucket(t.sessionId)))}, ` +
+            `the watch's ${String(watch.ticket(BUCKET_SLOTS[revocationBucket(t.sessionId)] ?? 0))}, ledger ${ledgerNow}`,
         );
         await sleep(300);
         assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed for a reconnect to the same server');
@@ -151,8 +156,10 @@ describe('revocations when Redis loses data or its server changes', function () 
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_resent', server.url);
       const admin = await createTestRedis('auth_resent_admin', server.url);
-      const reader = createRevocationReader(own.redis, { logger: silent });
-      // What a watch of its own hears, for a failure's message: a server judged replaced would close buckets.
+      // The reader's core (what createRevocationReader makes), with hooks that record what it hears and closes,
+      // and a watch of the test's own, for a failure's message: a server judged replaced would close buckets.
+      const readerHeard: Array<TopologyChange | { closed: number }> = [];
+      const reader = startReader(own.redis, { logger: silent }, { changed: (change) => readerHeard.push(change), closed: (buckets) => readerHeard.push({ closed: buckets.length }) });
       const watch = redisTopology(own.redis);
       const heard: TopologyChange[] = [];
       watch.subscribe((change) => heard.push(change));
