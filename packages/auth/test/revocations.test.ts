@@ -152,6 +152,36 @@ describe('revocations when Redis loses data or its server changes', function () 
       }
     });
 
+    it('a first INFO that fails while the connection stays up (a timeout on a busy process) is asked again: a reconnect to the same server later closes nothing', async () => {
+      const server = await startPrivateRedis();
+      const own = await createTestRedis('auth_first_info', server.url);
+      const admin = await createTestRedis('auth_first_info_admin', server.url);
+      // The first INFO the reader's watch sends fails, the connection staying up.
+      const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
+      let failures = 1;
+      Object.assign(own.redis, { info: (...args: unknown[]) => (failures-- > 0 ? Promise.reject(new Error('Command timed out')) : info(...args)) });
+      const heard: Array<TopologyChange | { closed: number }> = [];
+      const reader = startReader(own.redis, { logger: silent }, { changed: (change) => heard.push(change), closed: (buckets) => heard.push({ closed: buckets.length }) });
+      try {
+        await freshEnvironment(own.redis);
+        const t = token();
+        assert.equal(await reader.isRevoked(t), false);
+        assert.equal(failures, 0, 'the watch asked no INFO');
+        // Asked again 100 ms later.
+        await sleep(300);
+        await admin.redis.client('KILL', 'ID', String(await own.redis.client('ID')));
+        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'the reader never trusted the server again');
+        await sleep(300);
+        assert.deepEqual(heard, [{ slots: 'all', replaced: false }], 'the reconnect was judged a replacement');
+        assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed for a reconnect to the same server');
+      } finally {
+        await reader.stop();
+        await admin.close();
+        await own.close();
+        await server.stop();
+      }
+    });
+
     it('a check under way when the connection drops, sent again and answered by the same server, is trusted; one answered by a server that replaced it is not', async function () {
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_resent', server.url);

@@ -49,6 +49,10 @@ interface ServerState {
 
 const SLOTS = 16_384;
 
+/** How soon, and how often, a server is asked again who it is when INFO failed on a connection still up. */
+const IDENTIFY_RETRY_MS = 100;
+const IDENTIFY_RETRIES = 5;
+
 /** `run_id/master_replid` from an INFO answer, or undefined when it names neither (a stand-in that does not tell). */
 function identityOf(info: string): string | undefined {
   const field = (name: string): string | undefined => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
@@ -88,6 +92,7 @@ export function redisTopology(redis: Redis): RedisTopology {
       return () => void listeners.delete(listener);
     },
     stop: () => {
+      stopped = true;
       unwatch();
       listeners.clear();
     },
@@ -101,13 +106,22 @@ export function redisTopology(redis: Redis): RedisTopology {
     return state;
   };
 
+  let stopped = false;
   /** Reads who answers on `connection` (at `key`) now, and what that changes. */
-  const identify = async (connection: IORedis.Redis, key: string, slotsOf: () => readonly number[] | 'all'): Promise<void> => {
+  const identify = async (connection: IORedis.Redis, key: string, slotsOf: () => readonly number[] | 'all', attempt = 0): Promise<void> => {
     let identity: string | undefined;
     try {
       identity = identityOf(String(await connection.info()));
     } catch {
-      // Lost again before it answered: the next connection asks again.
+      // Lost again before it answered: the next connection asks again. Still connected (the answer timed out
+      // on a busy process): asked again on this one, a few times, waiting longer each time. Else the server
+      // stayed unknown until the connection next dropped: after a loss, unsure, so no ticket at all (every
+      // answer of its slots refused), and never read, so that next drop looked like a replacement.
+      if (connection.status === 'ready' && attempt < IDENTIFY_RETRIES) {
+        setTimeout(() => {
+          if (!stopped && connection.status === 'ready') void identify(connection, key, slotsOf, attempt + 1);
+        }, IDENTIFY_RETRY_MS * 2 ** attempt).unref();
+      }
       return;
     }
     const state = stateOf(key);
