@@ -29,6 +29,10 @@ function clientState(redis: Redis): string {
   if (!isCluster(redis)) return `client ${redis.status}`;
   return `cluster ${redis.status}, nodes ${redis.nodes('all').map((node) => `${node.options.port} ${node.status}`).join(', ')}`;
 }
+/** Topology changes (and a reader's closes) in short, for a failure's message: each change's verdict and how many slots. */
+function described(changes: ReadonlyArray<TopologyChange | { closed: number }>): string {
+  return JSON.stringify(changes.map((change) => ('closed' in change ? change : { replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })));
+}
 /** A writer whose record (Postgres, in identity) holds `ended`. */
 function writerWith(redis: Redis, ended: Array<{ sessionId: string; endedAt: Date }> = []): RevocationWriter {
   return createRevocationWriter(redis, {
@@ -136,8 +140,7 @@ describe('revocations when Redis loses data or its server changes', function () 
           },
           () =>
             `the reader never trusted the server again: its last answer ${last instanceof Error ? `${last.name}: ${last.message}` : String(last)}; ${clientState(own.redis)}; ` +
-            `the reader heard ${JSON.stringify(readerHeard.map((change) => ('closed' in change ? change : { replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })))}, ` +
-            `a watch ${JSON.stringify(heard.map((change) => ({ replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })))}; ` +
+            `the reader heard ${described(readerHeard)}, a watch ${described(heard)}; ` +
             `the token's bucket ${revocationBucket(t.sessionId)}: the reader's ticket ${String(reader.ticketOf(revocationBucket(t.sessionId)))}, ` +
             `the watch's ${String(watch.ticket(BUCKET_SLOTS[revocationBucket(t.sessionId)] ?? 0))}, ledger ${ledgerNow}`,
         );
@@ -186,13 +189,7 @@ describe('revocations when Redis loses data or its server changes', function () 
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_resent', server.url);
       const admin = await createTestRedis('auth_resent_admin', server.url);
-      // The reader's core (what createRevocationReader makes), with hooks that record what it hears and closes,
-      // and a watch of the test's own, for a failure's message: a server judged replaced would close buckets.
-      const readerHeard: Array<TopologyChange | { closed: number }> = [];
-      const reader = startReader(own.redis, { logger: silent }, { changed: (change) => readerHeard.push(change), closed: (buckets) => readerHeard.push({ closed: buckets.length }) });
-      const watch = redisTopology(own.redis);
-      const heard: TopologyChange[] = [];
-      watch.subscribe((change) => heard.push(change));
+      const reader = createRevocationReader(own.redis, { logger: silent });
       try {
         await freshEnvironment(own.redis);
         const t = token();

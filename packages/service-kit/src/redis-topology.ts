@@ -83,6 +83,8 @@ export function redisTopology(redis: Redis): RedisTopology {
     for (const listener of listeners) listener(change);
   };
   const servers = new Map<string, ServerState>();
+  // Set by `stop`: a retry of INFO that comes after it asks nothing.
+  let stopped = false;
   /** The watch over one Redis or a cluster, from how it dates a slot's server and how it stops watching. */
   const topology = (ticket: RedisTopology['ticket'], unwatch: () => void): RedisTopology => ({
     ticket,
@@ -106,7 +108,6 @@ export function redisTopology(redis: Redis): RedisTopology {
     return state;
   };
 
-  let stopped = false;
   /** Reads who answers on `connection` (at `key`) now, and what that changes. */
   const identify = async (connection: IORedis.Redis, key: string, slotsOf: () => readonly number[] | 'all', attempt = 0): Promise<void> => {
     let identity: string | undefined;
