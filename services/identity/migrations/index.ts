@@ -14,6 +14,7 @@ import { voidCodesOnNumberChange } from './0012_void_codes_on_number_change.ts';
 import { textWithoutControls } from './0013_text_without_controls.ts';
 import { secondFactors } from './0014_second_factors.ts';
 import { revokedTokens } from './0015_revoked_tokens.ts';
+import { accessTokens } from './0016_access_tokens.ts';
 
 /** Every migration of the identity database, oldest first. Append; never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
@@ -32,4 +33,5 @@ export const migrations: readonly Migration[] = [
   textWithoutControls,
   secondFactors,
   revokedTokens,
+  accessTokens,
 ];

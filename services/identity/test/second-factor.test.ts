@@ -118,6 +118,91 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal((await get(`/v1/users/${user.id}`, first.accessToken)).status, 200);
     });
 
+    it('every access token the session was given before confirming is refused from then on, not only the one presented', async () => {
+      const user = await identity.createUser();
+      const login = await identity.login(user);
+      const second = await refreshed(login);
+      const enrolment = await post('/v1/auth/factors/totp', second.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      await midStep();
+      const confirmed = await post('/v1/auth/factors/totp/confirm', second.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      for (const [name, token] of [['the login\'s', login.accessToken], ['the refreshed (confirming)', second.accessToken]] as const) {
+        const res = await get(`/v1/users/${user.id}`, token);
+        assert.equal(res.status, 401, `${name} aal 1 token lives on: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      const lifted = await refreshed(second);
+      assert.equal(claimsOf(lifted.accessToken).aal, 2);
+      assert.equal((await get(`/v1/users/${user.id}`, lifted.accessToken)).status, 200);
+    });
+
+    it('every aal 1 access token of the session is refused once it shows the second factor, not only the one presented', async () => {
+      const { user, uri } = await enrolled();
+      const login = await identity.login(user);
+      const second = await refreshed(login);
+      await midStep();
+      const lifted = await post('/v1/auth/second-factor', second.accessToken, { code: await codeOf(uri, 1) });
+      assert.equal(lifted.status, 200, JSON.stringify(lifted.body));
+      // The sessions list takes an aal 1 token of a user with a factor: only a revocation refuses it there.
+      for (const [name, token] of [['the login\'s', login.accessToken], ['the refreshed', second.accessToken]] as const) {
+        const res = await get('/v1/auth/sessions', token);
+        assert.equal(res.status, 401, `${name} aal 1 token lives on: ${res.status}`);
+      }
+      assert.equal((await get(`/v1/users/${user.id}`, lifted.body.accessToken)).status, 200, 'the aal 2 token is refused');
+    });
+
+    it('a refresh racing the confirmation: its token is refused or at aal 2, never one of the password alone that works', async () => {
+      for (let round = 0; round < 8; round += 1) {
+        const user = await identity.createUser();
+        const confirming = await identity.login(user);
+        const enrolment = await post('/v1/auth/factors/totp', confirming.accessToken);
+        assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+        await midStep();
+        const code = await codeOf(enrolment.body.otpauthUri);
+        const [confirmed, refresh] = await Promise.all([
+          post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code }),
+          request(identity.app).post('/v1/auth/refresh').send({ refreshToken: confirming.refreshToken }),
+        ]);
+        assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+        assert.equal(refresh.status, 200, JSON.stringify(refresh.body));
+        const token = refresh.body.accessToken as string;
+        const used = await get(`/v1/users/${user.id}`, token);
+        assert.ok(used.status !== 200 || claimsOf(token).aal === 2, `round ${round}: the racing refresh's token (aal ${String(claimsOf(token).aal)}) answered 200`);
+      }
+    });
+
+    it('a login racing the confirmation: its session ends, or its token needs the second factor', async () => {
+      const user = await identity.createUser();
+      const confirming = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', confirming.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      // The login is held after it read the user's factors (none active) and opened its session, before it
+      // commits: at the record of its access token.
+      const hold = await identity.db.transaction();
+      await hold.raw('LOCK TABLE access_tokens IN EXCLUSIVE MODE');
+      const login = request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password }).then((res) => res);
+      try {
+        const deadline = Date.now() + 10_000;
+        while (((await identity.db.raw("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'access_tokens' AND NOT l.granted")).rows[0].n as number) === 0) {
+          assert.ok(Date.now() < deadline, 'the login never reached the record of its token');
+          await sleep(20);
+        }
+        await midStep();
+        const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) }).then((res) => res);
+        // Time for a confirmation that does not wait for the login to commit before it ends.
+        await sleep(300);
+        await hold.commit();
+        const [confirmed, loggedIn] = await Promise.all([confirmation, login]);
+        assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+        assert.equal(loggedIn.status, 200, JSON.stringify(loggedIn.body));
+        const used = await get(`/v1/users/${user.id}`, loggedIn.body.accessToken);
+        assert.ok(used.status === 401 || used.status === 403, `the racing login's token (sfr ${String(claimsOf(loggedIn.body.accessToken).sfr)}) answered ${used.status}`);
+      } finally {
+        if (!hold.isCompleted()) await hold.rollback();
+        await login;
+      }
+    });
+
     it('an aal 1 token logs out: the user who does not go on to the second factor can end the session it opened', async () => {
       const { user } = await enrolled();
       const login = await identity.login(user);

@@ -145,8 +145,8 @@ export interface paths {
          * Show the second factor, and get tokens of a higher assurance level
          * @description With an `aal` 1 access token (the password alone), a current TOTP code of the caller's active
          *     factor, or one of its recovery codes, lifts the session to `aal` 2: the answer is a new token pair
-         *     of the same session, and the `aal` 1 access token presented is refused from then on (so is the
-         *     session's refresh token before). A TOTP step is accepted once: the same code, or one of an earlier
+         *     of the same session, and every access token the session was given before, the `aal` 1 one presented
+         *     among them, is refused from then on (so is the session's refresh token before). A TOTP step is accepted once: the same code, or one of an earlier
          *     step, answers 401 `Invalid code`; a recovery code works once. A wrong code, and a caller without an
          *     active factor, answer the same 401 `Invalid code`, in the same time. Five wrong codes in one session
          *     end it, and each counts as a failed login of the user (CONTRACT.md part 4's block).
@@ -214,8 +214,8 @@ export interface paths {
          * Confirm a TOTP factor with a current code
          * @description A current code of the pending factor activates it. The answer holds 10 recovery codes, each usable
          *     once in place of a code, shown only here. The session of this request is at `aal` 2 from then on (a
-         *     refresh gives its tokens), and the `aal` 1 access token of this request is refused from then on (401);
-         *     every other session of the user ends. A wrong code answers 401 `Invalid
+         *     refresh gives its tokens), and every access token the session was given before, the one of this
+         *     request among them, is refused from then on (401); every other session of the user ends. A wrong code answers 401 `Invalid
          *     code` (and counts as a wrong second-factor code); a factor that is not the caller's pending one,
          *     404 `Factor not found`; another factor confirmed first, 409 `Second factor already active`.
          */

@@ -8,6 +8,7 @@ import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenFault, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { insertRefreshToken, lockRefreshToken, markRefreshTokenUsed, touchSession } from '../sessions/sessions.repository.ts';
 import { needsSecondFactor } from '../factor-records/factors.repository.ts';
+import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 
 function refused(reason: string): UnauthorizedError {
   return new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
@@ -55,8 +56,21 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
       parentId: record.id,
     });
-    const secondFactorRequired = await needsSecondFactor(trx, user, services.secondFactorRequiredRoles);
-    return { ok: true, user, sessionId: record.sessionId, sessionCreatedAt: record.sessionCreatedAt, aal: record.sessionAal, secondFactorRequired, clientKeyId: record.sessionClientKeyId } as const;
+    // The session's level, as the second factor left it (CONTRACT.md part 15: a refresh keeps it), read
+    // under the session's lock: a second factor shown meanwhile is seen, and so is a factor just made active.
+    const access = services.accessTokens.issue({
+      userId: user.id,
+      username: user.username,
+      roles: user.roles,
+      sessionId: record.sessionId,
+      sessionCreatedAt: record.sessionCreatedAt,
+      aal: record.sessionAal,
+      secondFactorRequired: await needsSecondFactor(trx, user, services.secondFactorRequiredRoles),
+      clientKeyId: record.sessionClientKeyId,
+    });
+    // Recorded with the rotation, so that the session's tokens can be revoked while it lives on (session-endings.ts).
+    await recordIssuedAccessToken(trx, { tokenId: access.jti, sessionId: record.sessionId, expiresAt: access.expiresAt });
+    return { ok: true, user, access } as const;
   });
   if (!outcome.ok) {
     if ('ended' in outcome && outcome.ended !== undefined) {
@@ -65,8 +79,6 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
     if ('bound' in outcome) throw new UnauthorizedError(TOKEN_BOUND_ELSEWHERE_MESSAGE, { cause: new Error(outcome.reason) });
     throw refused(outcome.reason);
   }
-  const { user, sessionId, sessionCreatedAt, aal, secondFactorRequired, clientKeyId } = outcome;
-  // The session's level, as the second factor left it (CONTRACT.md part 15: a refresh keeps it).
-  const access = services.accessTokens.issue({ userId: user.id, username: user.username, roles: user.roles, sessionId, sessionCreatedAt, aal, secondFactorRequired, clientKeyId });
+  const { user, access } = outcome;
   return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken: next };
 }

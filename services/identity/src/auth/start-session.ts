@@ -6,6 +6,7 @@ import type { UserRecord } from '../user-records/user.ts';
 import type { AuthServices, AuthenticationResult } from './auth-services.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { createSession, insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import { needsSecondFactor } from '../factor-records/factors.repository.ts';
 
 /**
@@ -18,7 +19,7 @@ import { needsSecondFactor } from '../factor-records/factors.repository.ts';
  */
 export async function startSession(services: AuthServices, user: UserRecord, audit: AuditContext): Promise<AuthenticationResult> {
   const refreshToken = newRefreshToken();
-  const { current, session, secondFactorRequired } = await services.db.transaction(async (trx) => {
+  const { current, access } = await services.db.transaction(async (trx) => {
     // The password alone does not complete the login of a user who must show a second factor: its wrong
     // codes stay counted (CONTRACT.md part 15), so that logging in again never buys more guesses.
     const complete = !(await needsSecondFactor(trx, user, services.secondFactorRequiredRoles));
@@ -26,25 +27,27 @@ export async function startSession(services: AuthServices, user: UserRecord, aud
     if (now === undefined) {
       throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user changed while its password was checked (status or password)') });
     }
-    const created = await createSession(trx, user.id, { clientKeyId: audit.clientKeyId, sourceAddress: audit.sourceAddress });
+    const session = await createSession(trx, user.id, { clientKeyId: audit.clientKeyId, sourceAddress: audit.sourceAddress });
     await insertRefreshToken(trx, {
-      sessionId: created.id,
+      sessionId: session.id,
       tokenHash: refreshTokenHash(refreshToken),
       expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000),
     });
-    await insertAuditEvent(trx, audit, { type: 'login.succeeded', subjectUserId: user.id, details: { sessionId: created.id } });
-    return { current: now, session: created, secondFactorRequired: await needsSecondFactor(trx, now, services.secondFactorRequiredRoles) };
-  });
-  const access = services.accessTokens.issue({
-    userId: current.id,
-    username: current.username,
-    roles: current.roles,
-    sessionId: session.id,
-    sessionCreatedAt: session.createdAt,
-    // The password alone: a user with a factor, or a role that requires one, shows it next.
-    aal: 1,
-    secondFactorRequired,
-    clientKeyId: audit.clientKeyId,
+    await insertAuditEvent(trx, audit, { type: 'login.succeeded', subjectUserId: user.id, details: { sessionId: session.id } });
+    const issued = services.accessTokens.issue({
+      userId: now.id,
+      username: now.username,
+      roles: now.roles,
+      sessionId: session.id,
+      sessionCreatedAt: session.createdAt,
+      // The password alone: a user with a factor, or a role that requires one, shows it next.
+      aal: 1,
+      secondFactorRequired: await needsSecondFactor(trx, now, services.secondFactorRequiredRoles),
+      clientKeyId: audit.clientKeyId,
+    });
+    // Recorded with the session, so that its tokens can be revoked while it lives on (session-endings.ts).
+    await recordIssuedAccessToken(trx, { tokenId: issued.jti, sessionId: session.id, expiresAt: issued.expiresAt });
+    return { current: now, access: issued };
   });
   return { username: current.username, type: 'Bearer', accessToken: access.token, refreshToken };
 }

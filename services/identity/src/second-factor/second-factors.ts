@@ -9,7 +9,7 @@ import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
-import { revokeAccessToken } from '../sessions/revoked-tokens.ts';
+import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import { insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
@@ -107,9 +107,11 @@ export async function enrollTotp(services: SecondFactorServices, principal: Prin
 /**
  * POST /v1/auth/factors/totp/confirm: a current code of the pending factor activates it and gives the
  * recovery codes, shown this once. The session that proved it is at `aal` 2 from now on (a refresh gives
- * its tokens), and the `aal` 1 access token presented is refused from now on, as after the second factor
- * (CONTRACT.md part 15: a user with an active factor is refused while its token is `aal` 1); every other
- * session of the user ends, so no token of the password alone works on.
+ * its tokens), and every access token it was given before, the one presented among them, is refused from
+ * now on, as after the second factor (CONTRACT.md part 15: a user with an active factor is refused while
+ * its token is `aal` 1); every other session of the user ends, so no token of the password alone works on.
+ * The revocations are published once the activation commits; those Redis does not take are written again
+ * from Postgres as soon as it answers, as ended sessions are (session-endings.ts).
  */
 export async function confirmTotp(
   services: SecondFactorServices,
@@ -121,18 +123,21 @@ export async function confirmTotp(
   const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
   if (found === undefined || found.status !== 'PENDING') throw new NotFoundError('Factor not found');
   await proveOrRefuse(services, principal, audit, found, { code: input.code }, 'wrong code at confirmation');
-  // Before the factor is active: a revocation Redis does not take (a 503) leaves the factor pending, to be
-  // confirmed again after a refresh, rather than active with its recovery codes never shown.
-  await revokeAccessToken(services, principal);
   const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const outcome = await services.sessions.transaction(async (trx, ending) => {
+    // The user's row first, as a login takes it: a login that raced this committed before (its session ends
+    // below) or waits and then reads the factor active (its tokens need the second factor).
+    await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
     const factor = await lockFactor(trx, principal.userId, factorId);
     if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
     if (!(await activateFactor(trx, factorId))) return 'taken' as const;
     // Enrolments started beside this one (at once, from two devices) can no longer be confirmed: they go.
     await deletePendingFactorsBut(trx, principal.userId, factorId);
     await insertRecoveryCodes(trx, factorId, recoveryCodes.map(recoveryCodeHash));
+    // The session's row, held from here: a refresh of it committed before (its token is revoked below) or
+    // waits and then gives the session's tokens at aal 2.
     await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2 });
+    await ending.revokeTokensOf(principal.sessionId);
     await insertAuditEvent(trx, audit, { type: 'factor.enrolled', subjectUserId: principal.userId, details: { factorId, type: 'TOTP' } });
     await endOtherSessions(trx, ending, audit, principal);
     return 'active' as const;
@@ -195,43 +200,45 @@ export async function resetUserFactors(services: SecondFactorServices, audit: Au
 
 /**
  * POST /v1/auth/second-factor: a code (or a recovery code) of the user's active factor lifts the session to
- * `aal` 2: a new token pair of the same session, the session's refresh tokens before it retired, and the
- * `aal` 1 access token presented refused from now on. A user without a factor gets the answer of a wrong
- * code, in the same time.
+ * `aal` 2: a new token pair of the same session, the session's refresh tokens before it retired, and every
+ * access token the session was given before, the `aal` 1 one presented among them, refused from now on
+ * (published once the change commits, as `confirmTotp` does). A user without a factor gets the answer of a
+ * wrong code, in the same time.
  */
 export async function verifySecondFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, proof: FactorProof): Promise<AuthenticationResult> {
   const factor = await findActiveFactor(services.db, principal.userId);
   await proveOrRefuse(services, principal, audit, factor, proof, factor === undefined ? 'no active factor' : 'wrong code');
   services.countVerification('verified');
   const refreshToken = newRefreshToken();
-  const lifted = await services.db.transaction(async (trx) => {
+  const lifted = await services.sessions.transaction(async (trx, ending) => {
     const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forNoKeyUpdate().first('created_at as createdAt')) as { createdAt: Date } | undefined;
     if (session === undefined) return undefined;
+    const user = await findUserById(trx, principal.userId);
+    if (user === undefined) return undefined;
     await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2, second_factor_failures: 0, last_used_at: trx.fn.now() });
     // The login is complete: the user's count of failures starts again (CONTRACT.md part 4).
     await trx('users').where({ id: principal.userId }).update({ failed_login_count: 0 });
     await trx('refresh_tokens').where({ session_id: principal.sessionId }).whereNull('revoked_at').whereNull('used_at').update({ revoked_at: trx.fn.now() });
     await insertRefreshToken(trx, { sessionId: principal.sessionId, tokenHash: refreshTokenHash(refreshToken), expiresAt: new Date(Date.now() + services.refreshTokenTtlS * 1000) });
     await insertAuditEvent(trx, audit, { type: 'second_factor.verified', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, with: 'code' in proof ? 'code' : 'recovery-code' } });
-    return session;
+    // The session's tokens so far, then its first one at aal 2 (recorded after, so not among them).
+    await ending.revokeTokensOf(principal.sessionId);
+    const access = services.accessTokens.issue({
+      userId: user.id,
+      username: user.username,
+      roles: user.roles,
+      sessionId: principal.sessionId,
+      sessionCreatedAt: session.createdAt,
+      aal: 2,
+      secondFactorRequired: true,
+      // Bound as the session's first token was (the gateway refused it under any other key).
+      clientKeyId: principal.clientKeyId,
+    });
+    await recordIssuedAccessToken(trx, { tokenId: access.jti, sessionId: principal.sessionId, expiresAt: access.expiresAt });
+    return { username: user.username, access };
   });
-  if (lifted === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the session ended meanwhile') });
-  // The aal 1 token of this session is refused from now on, everywhere, and after a Redis loss too.
-  await revokeAccessToken(services, principal);
-  const user = await findUserById(services.db, principal.userId);
-  if (user === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user is gone') });
-  const access = services.accessTokens.issue({
-    userId: user.id,
-    username: user.username,
-    roles: user.roles,
-    sessionId: principal.sessionId,
-    sessionCreatedAt: lifted.createdAt,
-    aal: 2,
-    secondFactorRequired: true,
-    // Bound as the session's first token was (the gateway refused it under any other key).
-    clientKeyId: principal.clientKeyId,
-  });
-  return { username: user.username, type: 'Bearer', accessToken: access.token, refreshToken };
+  if (lifted === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the session ended meanwhile, or its user is gone') });
+  return { username: lifted.username, type: 'Bearer', accessToken: lifted.access.token, refreshToken };
 }
 
 /** Whether a principal may act on users' factors as an ADMIN (DELETE /v1/users/{userId}/factors). */

@@ -49,3 +49,39 @@ export async function liveRevokedTokens(db: Knex): Promise<Array<{ tokenId: stri
     .select('token_id as tokenId', 'session_id as sessionId', 'expires_at as expiresAt')) as Array<{ tokenId: string; sessionId: string; expiresAt: Date }>;
   return rows.map((row) => ({ ...row, expiresAt: Math.floor(row.expiresAt.getTime() / 1000) }));
 }
+
+/** An access token as the revocations know it: its jti, its session and its `exp` (epoch seconds). */
+export interface AccessTokenRecord {
+  tokenId: string;
+  sessionId: string;
+  expiresAt: number;
+}
+
+/**
+ * Records an access token just issued to a session, in the transaction that issues it, so that the session's
+ * tokens can be revoked later without ending it (`revokeIssuedAccessTokens`). Records no verifier could
+ * accept any more go as new ones come.
+ */
+export async function recordIssuedAccessToken(trx: Knex.Transaction, token: AccessTokenRecord): Promise<void> {
+  await trx('access_tokens').insert({ token_id: token.tokenId, session_id: token.sessionId, expires_at: new Date(token.expiresAt * 1000) });
+  await trx('access_tokens').where('expires_at', '<', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000)).delete();
+}
+
+/**
+ * Records as revoked every access token issued to the session that a verifier could still accept, its
+ * session living on, in the caller's transaction; returns them, for the blacklist once it commits. The
+ * caller holds the session's row: a refresh of it either committed before (its token is among these) or
+ * waits and reads what the caller changed.
+ */
+export async function revokeIssuedAccessTokens(trx: Knex.Transaction, sessionId: string): Promise<AccessTokenRecord[]> {
+  const rows = (await trx('access_tokens')
+    .where({ session_id: sessionId })
+    .where('expires_at', '>', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000))
+    .select('token_id as tokenId', 'session_id as sessionId', 'expires_at as expiresAt')) as Array<{ tokenId: string; sessionId: string; expiresAt: Date }>;
+  if (rows.length === 0) return [];
+  await trx('revoked_tokens')
+    .insert(rows.map((row) => ({ token_id: row.tokenId, session_id: row.sessionId, expires_at: row.expiresAt })))
+    .onConflict('token_id')
+    .ignore();
+  return rows.map((row) => ({ ...row, expiresAt: Math.floor(row.expiresAt.getTime() / 1000) }));
+}

@@ -5,6 +5,7 @@ import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
+import { type AccessTokenRecord, revokeIssuedAccessTokens } from './revoked-tokens.ts';
 import { type SessionEndReason, lockSessions } from './sessions.repository.ts';
 
 /**
@@ -16,6 +17,9 @@ import { type SessionEndReason, lockSessions } from './sessions.repository.ts';
  * the `SessionEnding` it is handed, and the publishing follows by itself. A transaction that rolls
  * back publishes nothing. A publish that Redis does not take is handed back to the revocations
  * (`missed`), which write those sessions again from Postgres as soon as Redis answers.
+ *
+ * The access tokens of a session that lives on are revoked the same way (`revokeTokensOf`): recorded in the
+ * transaction, published once it commits, handed back as missed when Redis does not take them.
  *
  * Words: a session *ends*; a token is *revoked* (the blacklist entry of one access token at logout).
  */
@@ -34,12 +38,17 @@ export interface SessionEnding {
   one(audit: AuditContext, session: { id: string; userId: string }, reason: SessionEndReason): Promise<boolean>;
   /** Ends every live session of a user; returns their ids. */
   allOf(audit: AuditContext, userId: string, reason: SessionEndReason): Promise<string[]>;
+  /**
+   * Revokes every access token issued to a session that lives on (recorded as it is issued), the caller
+   * holding the session's row; returns how many.
+   */
+  revokeTokensOf(sessionId: string): Promise<number>;
 }
 
 export interface SessionEndingsOptions {
   db: Knex;
   /** The environment's revocations, read by gateway, identity and risk. */
-  revocations: Pick<RevocationWriter, 'endSessions' | 'missed'>;
+  revocations: Pick<RevocationWriter, 'endSessions' | 'revoke' | 'missed'>;
   /** ACCESS_TOKEN_TTL_S: the latest `exp` an access token of a session ending now can carry is now + this. */
   accessTokenTtlS: number;
   logger: Logger;
@@ -71,35 +80,51 @@ async function endSessionRows(trx: Knex.Transaction, sessionIds: readonly string
 
 export function createSessionEndings(options: SessionEndingsOptions): SessionEndings {
   const { db, revocations, logger } = options;
-  const publish = async (sessionIds: readonly string[]): Promise<void> => {
-    if (sessionIds.length === 0) return;
-    const until = Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S;
+  /** Runs `write` until Redis takes it, within the request (PUBLISH_RETRY_DELAYS_MS); past that, `missed` hands it back. */
+  const published = async (write: () => Promise<void>, missed: () => void, what: Record<string, unknown>): Promise<void> => {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        await revocations.endSessions(sessionIds, until);
+        await write();
         return;
       } catch (err) {
         const wait = PUBLISH_RETRY_DELAYS_MS[attempt];
         if (wait === undefined) {
-          revocations.missed(sessionIds);
-          currentRequestLog(logger).warn({ err, sessions: sessionIds.length }, 'could not publish ended sessions to the blacklist; they are written again as soon as Redis answers');
+          missed();
+          currentRequestLog(logger).warn({ err, ...what }, 'could not publish ended sessions or revoked tokens to the blacklist; they are written again as soon as Redis answers');
           return;
         }
         await sleep(wait);
       }
     }
   };
+  const publish = async (sessionIds: readonly string[], tokens: readonly AccessTokenRecord[]): Promise<void> => {
+    const until = Math.floor(Date.now() / 1000) + options.accessTokenTtlS + REFRESH_RACE_S;
+    await Promise.all([
+      sessionIds.length === 0 ? undefined : published(() => revocations.endSessions(sessionIds, until), () => revocations.missed(sessionIds), { sessions: sessionIds.length }),
+      tokens.length === 0
+        ? undefined
+        : published(
+            async () => {
+              await Promise.all(tokens.map((token) => revocations.revoke(token, token.expiresAt)));
+            },
+            () => revocations.missed([...new Set(tokens.map((token) => token.sessionId))]),
+            { tokens: tokens.length },
+          ),
+    ]);
+  };
   return {
     async transaction(work) {
       let ended: string[] = [];
+      let revoked: AccessTokenRecord[] = [];
       let open = true;
       const assertOpen = (): void => {
         // An ending outside its transaction would never be published: a programming error, loudly.
         if (!open) throw new Error('a SessionEnding was used after its transaction ended');
       };
       const result = await retryingTransaction(db, async (trx) => {
-        // A run that lost a race was rolled back whole: it ended nothing.
+        // A run that lost a race was rolled back whole: it ended and revoked nothing.
         ended = [];
+        revoked = [];
         const ending: SessionEnding = {
           async one(audit, session, reason) {
             assertOpen();
@@ -121,12 +146,18 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
             }
             return ids;
           },
+          async revokeTokensOf(sessionId) {
+            assertOpen();
+            const tokens = await revokeIssuedAccessTokens(trx, sessionId);
+            revoked.push(...tokens);
+            return tokens.length;
+          },
         };
         return work(trx, ending);
       }).finally(() => {
         open = false;
       });
-      await publish(ended);
+      await publish(ended, revoked);
       return result;
     },
   };
