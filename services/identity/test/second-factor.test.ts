@@ -151,6 +151,33 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal((await get(`/v1/users/${user.id}`, lifted.body.accessToken)).status, 200, 'the aal 2 token is refused');
     });
 
+    it('a confirmation whose revocations Redis does not take still activates and shows the codes; they are written again from Postgres once Redis answers', async () => {
+      const user = await identity.createUser();
+      const login = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', login.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      const { revocations } = identity;
+      const revoke = revocations.revoke.bind(revocations);
+      let attempts = 0;
+      revocations.revoke = async () => {
+        attempts += 1;
+        throw new Error('Connection is closed.');
+      };
+      try {
+        await midStep();
+        const confirmed = await post('/v1/auth/factors/totp/confirm', login.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
+        assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+        assert.equal(confirmed.body.recoveryCodes.length, 10);
+      } finally {
+        revocations.revoke = revoke;
+      }
+      assert.equal(attempts, 4, 'tried within the request as ended sessions are (1 + 3 retries)');
+      assert.ok(identity.log.lines().some((line) => String(line.msg).startsWith('could not publish ended sessions or revoked tokens')), 'no warning');
+      await identity.revocations.checkNow();
+      const used = await get(`/v1/users/${user.id}`, login.accessToken);
+      assert.equal(used.status, 401, `the confirming token lives on after the re-seed: ${used.status}`);
+    });
+
     it('a refresh racing the confirmation: its token is refused or at aal 2, never one of the password alone that works', async () => {
       for (let round = 0; round < 8; round += 1) {
         const user = await identity.createUser();
