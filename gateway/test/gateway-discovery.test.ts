@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type JsonWebKey, createPublicKey, verify } from 'node:crypto';
+import { type JsonWebKey, createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { createTestIssuer } from '@platform/auth/testing';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -68,7 +68,8 @@ describe('gateway discovery, unsigned (CONTRACT.md part 16)', () => {
         revocation_endpoint_auth_methods_supported: ['http_message_signature'],
         response_types_supported: [],
         grant_types_supported: [],
-        access_token_signing_alg_values_supported: ['ES256', 'RS256'],
+        // The algorithms of the keys published: the test issuer's one ES256 key.
+        access_token_signing_alg_values_supported: ['ES256'],
         service_documentation: `${issuer}/docs`,
       });
       assert.deepEqual(rfc8414.body, openid.body);
@@ -181,8 +182,10 @@ describe('gateway discovery, unsigned (CONTRACT.md part 16)', () => {
         assert.equal(res.json().message, 'Token verification keys are unavailable');
         assert.equal(res.headers['retry-after'], '1');
         assert.equal(res.headers['cache-control'], 'no-store', 'an error is never cached');
-        // The metadata does not need the keys.
-        assert.equal((await send(local.url, 'GET', OPENID)).status, 200);
+        // The metadata does not need the keys: it names every algorithm a key may have then.
+        const metadata = await send(local.url, 'GET', OPENID);
+        assert.equal(metadata.status, 200);
+        assert.deepEqual(metadata.json().access_token_signing_alg_values_supported, ['ES256', 'RS256']);
       } finally {
         await local.close();
       }
@@ -199,8 +202,19 @@ describe('gateway discovery, unsigned (CONTRACT.md part 16)', () => {
       const stations = '/v1/weather-stations/get-cities';
       const call = async (token: string) => (await send(local.url, 'GET', stations, signedHeaders('GET', stations, { key: local.keys.hmac, bearer: token }))).status;
       try {
+        const rsa = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' }), kid: 'rsa-key', alg: 'RS256', use: 'sig' };
+        const algorithms = async () => (await send(local.url, 'GET', OPENID)).json().access_token_signing_alg_values_supported as string[];
+        served = { keys: [...local.issuer.jwks.keys, rsa] };
+        assert.deepEqual(await published(), [local.issuer.kid, 'rsa-key']);
+        assert.deepEqual(await algorithms(), ['ES256', 'RS256'], 'the metadata names the algorithms of the keys published');
         served = { keys: [...local.issuer.jwks.keys, ...dropped.jwks.keys] };
+        const untilRsaGone = Date.now() + 2000;
+        while ((await published()).includes('rsa-key')) {
+          assert.ok(Date.now() < untilRsaGone, 'the RSA key still published after 2 s');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         assert.deepEqual(await published(), [local.issuer.kid, dropped.kid]);
+        assert.deepEqual(await algorithms(), ['ES256'], 'an algorithm of no key published is named');
         assert.equal(await call(dropped.sign()), 200);
 
         served = local.issuer.jwks;

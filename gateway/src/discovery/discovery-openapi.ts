@@ -36,7 +36,7 @@ export const DISCOVERY_SCHEMAS = {
       revocation_endpoint_auth_methods_supported: values(`\`${SIGNED_REQUEST}\` (not registered): the request is signed with RFC 9421 under a client key.`, [SIGNED_REQUEST]),
       response_types_supported: none('None: there is no authorization endpoint.'),
       grant_types_supported: none('None: there is no token endpoint.'),
-      access_token_signing_alg_values_supported: values('The algorithms access tokens are signed with (not registered; each key of `jwks_uri` names its own).', TOKEN_ALGORITHMS),
+      access_token_signing_alg_values_supported: values('The algorithms access tokens are signed with: those of the keys of `jwks_uri` now, each of which names its own (not registered). While the keys cannot be fetched, every algorithm a key may have.', TOKEN_ALGORITHMS),
       service_documentation: uri('This API\'s reference page.'),
     },
   },

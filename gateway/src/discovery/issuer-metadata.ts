@@ -14,14 +14,15 @@ export const METADATA_PATHS = ['/.well-known/openid-configuration', '/.well-know
 export const SIGNED_REQUEST = 'http_message_signature';
 
 /** Every algorithm a token key may have (`algorithmOf`): the record makes the compiler ask for a new one here. */
-export const TOKEN_ALGORITHMS = Object.keys({ ES256: true, RS256: true } satisfies Record<TokenAlgorithm, true>);
+export const TOKEN_ALGORITHMS = Object.keys({ ES256: true, RS256: true } satisfies Record<TokenAlgorithm, true>) as TokenAlgorithm[];
 
 /**
- * The authorization server metadata (RFC 8414) of the platform, for `issuer` (TOKEN_ISSUER, an origin):
- * only what is true of it. No authorization or token endpoint (login is not OAuth's), no id tokens, so
- * none of OpenID's provider fields; a client library needs `issuer` to match and the endpoints.
+ * The authorization server metadata (RFC 8414) of the platform, for `issuer` (TOKEN_ISSUER, an origin),
+ * whose token keys now have `algorithms`: only what is true of it. No authorization or token endpoint
+ * (login is not OAuth's), no id tokens, so none of OpenID's provider fields; a client library needs
+ * `issuer` to match and the endpoints.
  */
-export function issuerMetadata(issuer: string): Record<string, unknown> {
+export function issuerMetadata(issuer: string, algorithms: readonly TokenAlgorithm[]): Record<string, unknown> {
   return {
     issuer,
     jwks_uri: `${issuer}${JWKS_PATH}`,
@@ -34,8 +35,8 @@ export function issuerMetadata(issuer: string): Record<string, unknown> {
     // Left out, RFC 8414 would read it as authorization_code and implicit: neither is served.
     grant_types_supported: [],
     // Not registered (Janssen and InterSystems IRIS publish it): what access tokens are signed with, so a
-    // verifier can pin the algorithms; each key of jwks_uri names its own.
-    access_token_signing_alg_values_supported: TOKEN_ALGORITHMS,
+    // verifier can pin the algorithms: those of the keys of jwks_uri now, each of which names its own.
+    access_token_signing_alg_values_supported: TOKEN_ALGORITHMS.filter((algorithm) => algorithms.includes(algorithm)),
     service_documentation: `${issuer}/docs`,
   };
 }
