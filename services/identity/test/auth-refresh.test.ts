@@ -38,6 +38,31 @@ describe('POST /v1/auth/refresh', () => {
     assert.equal(raw, undefined, 'only the hash is stored');
   });
 
+  it('records each access token issued with its session and exp, and each issue deletes a few records no verifier could accept any more', async () => {
+    const user = await identity.createUser();
+    const first = await identity.login(user);
+    const claims = (token: string) => jwt.decode(token) as jwt.JwtPayload;
+    const recorded = async (token: string) => identity.db('access_tokens').where({ token_id: claims(token).jti }).first();
+    const login = await recorded(first.accessToken);
+    assert.equal(login?.session_id, claims(first.accessToken).sid);
+    assert.equal(login?.expires_at.getTime(), (claims(first.accessToken).exp ?? 0) * 1000);
+    // Twenty records of tokens two hours past their exp, and one still live.
+    const old = new Date(Date.now() - 2 * 3600 * 1000);
+    await identity.db('access_tokens').insert(Array.from({ length: 20 }, (_, i) => ({ token_id: `expired-${user.id}-${i}`, session_id: claims(first.accessToken).sid, expires_at: old })));
+    const expired = async () => Number((await identity.db('access_tokens').where('expires_at', '<', new Date(Date.now() - 3600 * 1000)).count({ n: '*' }))[0]?.n);
+    let pair = first;
+    const counts: number[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const res = await refresh(pair.refreshToken);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      pair = res.body;
+      assert.ok(await recorded(pair.accessToken), 'the refreshed token is not recorded');
+      counts.push(await expired());
+    }
+    assert.deepEqual(counts, [12, 4, 0]);
+    assert.ok(await recorded(first.accessToken), 'a live record was deleted');
+  });
+
   it('when a rotated refresh token is presented again, answers 401 and ends the whole session', async () => {
     const user = await identity.createUser();
     const first = await identity.login(user);

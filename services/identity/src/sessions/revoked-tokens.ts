@@ -50,6 +50,9 @@ export async function liveRevokedTokens(db: Knex): Promise<Array<{ tokenId: stri
   return rows.map((row) => ({ ...row, expiresAt: Math.floor(row.expiresAt.getTime() / 1000) }));
 }
 
+/** How many records of expired access tokens one issue deletes at most: more than it adds, so they never pile up. */
+const PRUNED_AT_ONCE = 8;
+
 /** An access token as the revocations know it: its jti, its session and its `exp` (epoch seconds). */
 export interface AccessTokenRecord {
   tokenId: string;
@@ -64,7 +67,9 @@ export interface AccessTokenRecord {
  */
 export async function recordIssuedAccessToken(trx: Knex.Transaction, token: AccessTokenRecord): Promise<void> {
   await trx('access_tokens').insert({ token_id: token.tokenId, session_id: token.sessionId, expires_at: new Date(token.expiresAt * 1000) });
-  await trx('access_tokens').where('expires_at', '<', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000)).delete();
+  // A few at a time, skipping rows another login or refresh is deleting: they never wait on one another.
+  const expired = trx('access_tokens').where('expires_at', '<', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000)).limit(PRUNED_AT_ONCE).forUpdate().skipLocked().select('token_id');
+  await trx('access_tokens').whereIn('token_id', expired).delete();
 }
 
 /**
