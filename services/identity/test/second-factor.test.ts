@@ -56,6 +56,44 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
     const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
 
+    /** Resolves once a statement of this database on table `table` waits for a lock (one the test holds): `what` when none does within 10 s. */
+    async function untilWaitingOn(table: string, what: string): Promise<void> {
+      const deadline = Date.now() + 10_000;
+      const waiting = async () =>
+        ((await identity.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?", [`%"${table}"%`])).rows[0].n as number) > 0;
+      while (!(await waiting())) {
+        assert.ok(Date.now() < deadline, what);
+        await sleep(20);
+      }
+    }
+
+    /**
+     * A confirmation of a new factor of `user` from its session `confirming`, held in its transaction once it
+     * holds the user's row and has activated the factor (at the insert of its recovery codes), while `during`
+     * runs; then let go. Resolves with the confirmation's answer and what `during` resolved with.
+     */
+    async function heldConfirmation<T>(user: { id: string }, confirming: { accessToken: string }, during: () => Promise<T>): Promise<{ confirmed: request.Response; during: T }> {
+      const enrolment = await post('/v1/auth/factors/totp', confirming.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      await midStep();
+      const code = await codeOf(enrolment.body.otpauthUri);
+      const hold = await identity.db.transaction();
+      await hold.raw('LOCK TABLE recovery_codes IN EXCLUSIVE MODE');
+      const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
+      try {
+        await untilWaitingOn('recovery_codes', 'the confirmation never reached its recovery codes');
+        const racing = during();
+        // Time for a request that does not wait for the confirmation to commit before it ends.
+        await sleep(300);
+        await hold.commit();
+        return { confirmed: await confirmation, during: await racing };
+      } finally {
+        if (!hold.isCompleted()) await hold.rollback();
+        await confirmation;
+        void user;
+      }
+    }
+
     /** The session's tokens after a refresh (a confirmation refuses the access token that made it: the client refreshes, as the SDK does). */
     async function refreshed(pair: { refreshToken: string }): Promise<{ accessToken: string; refreshToken: string }> {
       const res = await request(identity.app).post('/v1/auth/refresh').send({ refreshToken: pair.refreshToken });
@@ -209,11 +247,7 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await hold.raw('LOCK TABLE access_tokens IN EXCLUSIVE MODE');
       const login = request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password }).then((res) => res);
       try {
-        const deadline = Date.now() + 10_000;
-        while (((await identity.db.raw("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'access_tokens' AND NOT l.granted")).rows[0].n as number) === 0) {
-          assert.ok(Date.now() < deadline, 'the login never reached the record of its token');
-          await sleep(20);
-        }
+        await untilWaitingOn('access_tokens', 'the login never reached the record of its token');
         await midStep();
         const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) }).then((res) => res);
         // Time for a confirmation that does not wait for the login to commit before it ends.
@@ -228,6 +262,61 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
         if (!hold.isCompleted()) await hold.rollback();
         await login;
       }
+    });
+
+    it('a removal of the pending factor racing its confirmation waits for it: the other session it ended gets 401 and the factor stays active', async () => {
+      const user = await identity.createUser();
+      const owner = await identity.login(user);
+      const other = await identity.login(user);
+      const { confirmed, during: removal } = await heldConfirmation(user, owner, async () => {
+        const listed = await get('/v1/auth/factors', other.accessToken);
+        const factorId = listed.body.items[0]?.factorId as string;
+        return await request(identity.app).delete(`/v1/auth/factors/${factorId}`).set(as(other.accessToken)).then((res) => res);
+      });
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      assert.equal(removal.status, 401, `the removal answered ${removal.status}: ${JSON.stringify(removal.body)}`);
+      const after = await get('/v1/auth/factors', (await refreshed(owner)).accessToken);
+      assert.deepEqual(after.body.items.map((f: { status: string }) => f.status), ['ACTIVE'], 'the confirmed factor is gone');
+      assert.equal(claimsOf((await identity.login(user)).accessToken).sfr, true, 'the password alone opens everything again');
+    });
+
+    it('an enrolment racing a confirmation waits for it: the other session it ended gets 401, and no pending factor stays beside the active one', async () => {
+      const user = await identity.createUser();
+      const owner = await identity.login(user);
+      const other = await identity.login(user);
+      const { confirmed, during: enrolment } = await heldConfirmation(user, owner, () => post('/v1/auth/factors/totp', other.accessToken).then((res) => res));
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      assert.equal(enrolment.status, 401, `the enrolment answered ${enrolment.status}: ${JSON.stringify(enrolment.body)}`);
+      const after = await get('/v1/auth/factors', (await refreshed(owner)).accessToken);
+      assert.deepEqual(after.body.items.map((f: { status: string }) => f.status), ['ACTIVE']);
+    });
+
+    it('a confirmation whose pending factor a new enrolment replaced meanwhile answers 404 and counts no failure', async () => {
+      const user = await identity.createUser();
+      const owner = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', owner.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      await midStep();
+      const code = await codeOf(enrolment.body.otpauthUri);
+      // The confirmation is held at its session's row, after it read the factor, before it tries the code.
+      const hold = await identity.db.transaction();
+      await hold('sessions').where({ id: claimsOf(owner.accessToken).sid }).forUpdate().first('id');
+      const confirmation = post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
+      try {
+        await untilWaitingOn('sessions', 'the confirmation never reached its session\'s row');
+        const replaced = await post('/v1/auth/factors/totp', owner.accessToken);
+        assert.equal(replaced.status, 201, JSON.stringify(replaced.body));
+        await hold.commit();
+        const confirmed = await confirmation;
+        assert.equal(confirmed.status, 404, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
+        assert.equal(confirmed.body.message, 'Factor not found');
+      } finally {
+        if (!hold.isCompleted()) await hold.rollback();
+        await confirmation;
+      }
+      const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
+      assert.ok(!events.includes('second_factor.failed') && !events.includes('login.failed'), `a right code was counted as a failure: ${events.join(', ')}`);
+      assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 0);
     });
 
     it('an aal 1 token logs out: the user who does not go on to the second factor can end the session it opened', async () => {

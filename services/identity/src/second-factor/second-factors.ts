@@ -50,6 +50,19 @@ export type FactorProof = { code: string } | { recoveryCode: string };
 /** The one answer to a code that does not prove the factor, whatever was wrong (CONTRACT.md part 15). */
 const invalidCode = (reason: string): UnauthorizedError => new UnauthorizedError('Invalid code', { cause: new Error(reason) });
 
+/** The answer to a request whose own session ended while it ran (a confirmation elsewhere, a logout): as a revoked token's. */
+const sessionEnded = (reason: string): UnauthorizedError => new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
+
+/**
+ * Takes the user's row, as a login does first: every change of a user's factors holds it, so one that
+ * raced another (a confirmation, an enrolment, a removal) runs after it and acts on what it left, and the
+ * lock order stays user, then factors, then sessions. Says whether the caller's session still lives.
+ */
+async function holdUser(trx: Knex.Transaction, principal: Principal): Promise<boolean> {
+  await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
+  return (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').first('id')) !== undefined;
+}
+
 /**
  * Whether `proof` proves `factor` now, spending what it used (in `db`, the caller's transaction): a TOTP
  * step (once, and no earlier one after it) or a recovery code (once). A factor that is undefined (the user
@@ -71,14 +84,25 @@ async function proves(db: Knex, box: SecretBox, factor: FactorRecord | undefined
  * locked row: the codes of one session are tried one at a time, and none once the session has ended, so
  * codes sent in parallel cannot try more than MAX_SECOND_FACTOR_FAILURES. A proof that fails (none given
  * included) is counted against the session (the fifth ends it) and as a failed login of the user (part 4's
- * permanent block), and recorded.
+ * permanent block), and recorded. A factor that went while this request ran (removed, replaced by a new
+ * enrolment) is no wrong code: nothing is counted, and `gone` is the answer.
  */
-async function proveOrRefuse(services: SecondFactorServices, principal: Principal, audit: AuditContext, factor: FactorRecord | undefined, proof: FactorProof | undefined, why: string): Promise<void> {
+async function proveOrRefuse(
+  services: SecondFactorServices,
+  principal: Principal,
+  audit: AuditContext,
+  factor: FactorRecord | undefined,
+  proof: FactorProof | undefined,
+  why: string,
+  gone: () => Error = () => invalidCode(`${why}: the factor went meanwhile`),
+): Promise<void> {
   const outcome = await services.sessions.transaction(async (trx, ending) => {
     const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forUpdate().first('second_factor_failures as failures')) as { failures: number } | undefined;
     // Ended while this request waited (its fifth failure, a logout): its code is not tried.
     if (session === undefined || session.failures >= MAX_SECOND_FACTOR_FAILURES) return 'ended' as const;
     if (proof !== undefined && (await proves(trx, services.box, factor, proof))) return 'proved' as const;
+    // Asked whether there is a factor or not, so both answers take the same queries.
+    if (factor !== undefined && (await trx('second_factors').where({ id: factor.id }).first('id')) === undefined) return 'gone' as const;
     const failures = session.failures + 1;
     await trx('sessions').where({ id: principal.sessionId }).update({ second_factor_failures: failures });
     await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures } });
@@ -86,6 +110,7 @@ async function proveOrRefuse(services: SecondFactorServices, principal: Principa
     return failures;
   });
   if (outcome === 'proved') return;
+  if (outcome === 'gone') throw gone();
   if (outcome === 'ended') throw invalidCode(`${why}: the session ended before its code was tried`);
   services.countVerification('failed');
   if (outcome >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures: outcome }, 'session ended after repeated wrong second-factor codes');
@@ -96,10 +121,17 @@ async function proveOrRefuse(services: SecondFactorServices, principal: Principa
 
 /** POST /v1/auth/factors/totp: a new pending TOTP factor, its secret shown once. 409 while one is active. */
 export async function enrollTotp(services: SecondFactorServices, principal: Principal): Promise<{ factorId: string; secret: string; otpauthUri: string; status: 'PENDING' }> {
-  if ((await findActiveFactor(services.db, principal.userId)) !== undefined) throw new ConflictError('Second factor already active');
   const secret = randomBytes(SECRET_BYTES);
   const id = randomUUID();
-  await services.db.transaction((trx) => insertPendingFactor(trx, { id, userId: principal.userId, secret: services.box.seal(secret, id) }));
+  const outcome = await services.db.transaction(async (trx) => {
+    // A confirmation in flight first: then its factor is active (409) and this session perhaps ended.
+    if (!(await holdUser(trx, principal))) return 'ended' as const;
+    if ((await findActiveFactor(trx, principal.userId)) !== undefined) return 'active' as const;
+    await insertPendingFactor(trx, { id, userId: principal.userId, secret: services.box.seal(secret, id) });
+    return 'pending' as const;
+  });
+  if (outcome === 'ended') throw sessionEnded('the session ended while the enrolment waited');
+  if (outcome === 'active') throw new ConflictError('Second factor already active');
   const uri = otpauthUri(secret, services.issuerLabel, principal.username);
   return { factorId: id, secret: new URL(uri).searchParams.get('secret') ?? '', otpauthUri: uri, status: 'PENDING' };
 }
@@ -122,12 +154,12 @@ export async function confirmTotp(
   const factorId = canonicalUuid(input.factorId);
   const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
   if (found === undefined || found.status !== 'PENDING') throw new NotFoundError('Factor not found');
-  await proveOrRefuse(services, principal, audit, found, { code: input.code }, 'wrong code at confirmation');
+  await proveOrRefuse(services, principal, audit, found, { code: input.code }, 'wrong code at confirmation', () => new NotFoundError('Factor not found'));
   const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const outcome = await services.sessions.transaction(async (trx, ending) => {
-    // The user's row first, as a login takes it: a login that raced this committed before (its session ends
-    // below) or waits and then reads the factor active (its tokens need the second factor).
-    await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
+    // The user's row first: a login that raced this committed before (its session ends below) or waits and
+    // then reads the factor active (its tokens need the second factor).
+    if (!(await holdUser(trx, principal))) return 'ended' as const;
     const factor = await lockFactor(trx, principal.userId, factorId);
     if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
     if (!(await activateFactor(trx, factorId))) return 'taken' as const;
@@ -142,6 +174,7 @@ export async function confirmTotp(
     await endOtherSessions(trx, ending, audit, principal);
     return 'active' as const;
   });
+  if (outcome === 'ended') throw sessionEnded('the session ended before its factor was activated');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
   if (outcome === 'taken') throw new ConflictError('Second factor already active');
   return { factorId, status: 'ACTIVE', recoveryCodes };
@@ -176,15 +209,23 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
   const factorId = canonicalUuid(givenFactorId);
   const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
   if (found === undefined) throw new NotFoundError('Factor not found');
-  if (found.status === 'ACTIVE') await proveOrRefuse(services, principal, audit, found, proof, 'wrong code at removal');
-  const removed = await services.sessions.transaction(async (trx, ending) => {
-    const ids = await deleteFactors(trx, principal.userId, factorId);
-    if (ids.length === 0) return false;
+  if (found.status === 'ACTIVE') await proveOrRefuse(services, principal, audit, found, proof, 'wrong code at removal', () => new NotFoundError('Factor not found'));
+  const outcome = await services.sessions.transaction(async (trx, ending) => {
+    // A confirmation in flight first: a factor read as pending may be active once it committed, and this
+    // session ended by it.
+    if (!(await holdUser(trx, principal))) return 'ended' as const;
+    const factor = await lockFactor(trx, principal.userId, factorId);
+    if (factor === undefined) return 'gone' as const;
+    // Confirmed since it was read as pending: removing it takes a code, which this request did not show.
+    if (factor.status !== found.status) return 'confirmed' as const;
+    await deleteFactors(trx, principal.userId, factorId);
     await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: principal.userId, details: { factorId, type: found.type, by: 'owner' } });
     if (found.status === 'ACTIVE') await endOtherSessions(trx, ending, audit, principal);
-    return true;
+    return 'removed' as const;
   });
-  if (!removed) throw new NotFoundError('Factor not found');
+  if (outcome === 'ended') throw sessionEnded('the session ended while the removal waited');
+  if (outcome === 'gone') throw new NotFoundError('Factor not found');
+  if (outcome === 'confirmed') throw invalidCode('the pending factor was confirmed meanwhile: its removal needs a code');
 }
 
 /** DELETE /v1/users/{userId}/factors (ADMIN): every factor of the user goes, and every session of it ends. */
@@ -192,6 +233,8 @@ export async function resetUserFactors(services: SecondFactorServices, audit: Au
   const userId = canonicalUuid(givenUserId);
   if ((await findUserById(services.db, userId)) === undefined) throw new NotFoundError('User not found');
   await services.sessions.transaction(async (trx, ending) => {
+    // The user's row first, as every change of a user's factors: a confirmation in flight commits, then goes.
+    await trx('users').where({ id: userId }).forNoKeyUpdate().first('id');
     const ids = await deleteFactors(trx, userId);
     await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: userId, details: { factorIds: ids, by: 'admin' } });
     await ending.allOf(audit, userId, 'second-factor-changed');
