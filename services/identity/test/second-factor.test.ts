@@ -291,6 +291,32 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.deepEqual(after.body.items.map((f: { status: string }) => f.status), ['ACTIVE']);
     });
 
+    it('a confirmation whose own session ended while it waited answers 401 and leaves the factor pending', async () => {
+      const user = await identity.createUser();
+      const owner = await identity.login(user);
+      const enrolment = await post('/v1/auth/factors/totp', owner.accessToken);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      await midStep();
+      const code = await codeOf(enrolment.body.otpauthUri);
+      // Held at the user's row, after its code was proved; the session is logged out meanwhile.
+      const hold = await identity.db.transaction();
+      await hold('users').where({ id: user.id }).forUpdate().first('id');
+      const confirmation = post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
+      try {
+        await untilWaitingOn('users', 'the confirmation never reached the user\'s row');
+        assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: owner.accessToken })).status, 200);
+        await hold.commit();
+        const confirmed = await confirmation;
+        assert.equal(confirmed.status, 401, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
+        assert.equal(confirmed.body.message, 'Bad Credentials');
+      } finally {
+        if (!hold.isCompleted()) await hold.rollback();
+        await confirmation;
+      }
+      const factors = (await identity.db('second_factors').where({ user_id: user.id }).pluck('status')) as string[];
+      assert.deepEqual(factors, ['PENDING'], 'activated from a session that had ended');
+    });
+
     it('a confirmation whose pending factor a new enrolment replaced meanwhile answers 404 and counts no failure', async () => {
       const user = await identity.createUser();
       const owner = await identity.login(user);
