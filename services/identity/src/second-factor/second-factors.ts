@@ -254,6 +254,8 @@ export async function verifySecondFactor(services: SecondFactorServices, princip
   services.countVerification('verified');
   const refreshToken = newRefreshToken();
   const lifted = await services.sessions.transaction(async (trx, ending) => {
+    // The user's row before the session's, the order of every change of a user's factors (holdUser).
+    await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
     const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forNoKeyUpdate().first('created_at as createdAt')) as { createdAt: Date } | undefined;
     if (session === undefined) return undefined;
     const user = await findUserById(trx, principal.userId);
