@@ -56,11 +56,11 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
     const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
 
-    /** Resolves once a statement of this database on table `table` waits for a lock (one the test holds): `what` when none does within 10 s. */
-    async function untilWaitingOn(table: string, what: string): Promise<void> {
+    /** Resolves once a statement of this database (on table `table`, when given) waits for a lock (one the test holds): `what` when none does within 10 s. */
+    async function untilWaiting(what: string, table?: string): Promise<void> {
       const deadline = Date.now() + 10_000;
       const waiting = async () =>
-        ((await identity.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?", [`%"${table}"%`])).rows[0].n as number) > 0;
+        ((await identity.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?", [table === undefined ? '%' : `%"${table}"%`])).rows[0].n as number) > 0;
       while (!(await waiting())) {
         assert.ok(Date.now() < deadline, what);
         await sleep(20);
@@ -81,7 +81,7 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await hold.raw('LOCK TABLE recovery_codes IN EXCLUSIVE MODE');
       const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
       try {
-        await untilWaitingOn('recovery_codes', 'the confirmation never reached its recovery codes');
+        await untilWaiting('the confirmation never reached its recovery codes', 'recovery_codes');
         const racing = during();
         // Time for a request that does not wait for the confirmation to commit before it ends.
         await sleep(300);
@@ -247,7 +247,7 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await hold.raw('LOCK TABLE access_tokens IN EXCLUSIVE MODE');
       const login = request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password }).then((res) => res);
       try {
-        await untilWaitingOn('access_tokens', 'the login never reached the record of its token');
+        await untilWaiting('the login never reached the record of its token', 'access_tokens');
         await midStep();
         const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) }).then((res) => res);
         // Time for a confirmation that does not wait for the login to commit before it ends.
@@ -303,7 +303,7 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await hold('users').where({ id: user.id }).forUpdate().first('id');
       const confirmation = post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
       try {
-        await untilWaitingOn('users', 'the confirmation never reached the user\'s row');
+        await untilWaiting('the confirmation never reached the user\'s row', 'users');
         assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: owner.accessToken })).status, 200);
         await hold.commit();
         const confirmed = await confirmation;
@@ -317,6 +317,29 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.deepEqual(factors, ['PENDING'], 'activated from a session that had ended');
     });
 
+    it('a second factor whose session ends while it waits spends no recovery code: the code works at the next login', async () => {
+      const { user, recoveryCodes } = await enrolled();
+      const login = await identity.login(user);
+      const recoveryCode = recoveryCodes[0] ?? '';
+      // Held at the user's row, as a role change holds it before it ends the sessions; the session ends meanwhile.
+      const hold = await identity.db.transaction();
+      await hold('users').where({ id: user.id }).forUpdate().first('id');
+      const lift = post('/v1/auth/second-factor', login.accessToken, { recoveryCode }).then((res) => res);
+      try {
+        await untilWaiting('the second factor never waited for the test');
+        assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: login.accessToken })).status, 200);
+        await hold.commit();
+        const lifted = await lift;
+        assert.equal(lifted.status, 401, `answered ${lifted.status}: ${JSON.stringify(lifted.body)}`);
+      } finally {
+        if (!hold.isCompleted()) await hold.rollback();
+        await lift;
+      }
+      const next = await identity.login(user);
+      const again = await post('/v1/auth/second-factor', next.accessToken, { recoveryCode });
+      assert.equal(again.status, 200, `the recovery code was spent by a second factor that answered 401: ${JSON.stringify(again.body)}`);
+    });
+
     it('a confirmation whose pending factor a new enrolment replaced meanwhile answers 404 and counts no failure', async () => {
       const user = await identity.createUser();
       const owner = await identity.login(user);
@@ -324,14 +347,14 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
       await midStep();
       const code = await codeOf(enrolment.body.otpauthUri);
-      // The confirmation is held at its session's row, after it read the factor, before it tries the code.
+      // The confirmation waits for a transaction of the test that holds the user's row, as an enrolment does,
+      // and replaces the pending factor as an enrolment does.
       const hold = await identity.db.transaction();
-      await hold('sessions').where({ id: claimsOf(owner.accessToken).sid }).forUpdate().first('id');
+      await hold('users').where({ id: user.id }).forUpdate().first('id');
       const confirmation = post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
       try {
-        await untilWaitingOn('sessions', 'the confirmation never reached its session\'s row');
-        const replaced = await post('/v1/auth/factors/totp', owner.accessToken);
-        assert.equal(replaced.status, 201, JSON.stringify(replaced.body));
+        await untilWaiting('the confirmation never waited for the test');
+        await hold('second_factors').where({ id: enrolment.body.factorId }).delete();
         await hold.commit();
         const confirmed = await confirmation;
         assert.equal(confirmed.status, 404, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
@@ -470,8 +493,11 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await midStep();
       const code = await codeOf(enrolment.body.otpauthUri);
       const answers = await Promise.all([0, 1].map(() => post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: enrolment.body.factorId, code })));
-      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 401]);
+      // The second finds the factor active, no longer the pending one it names: no code is tried, none counted.
+      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 404]);
       assert.equal((await identity.db('second_factors').where({ user_id: user.id, status: 'ACTIVE' }).select('id')).length, 1);
+      const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
+      assert.ok(!events.includes('second_factor.failed'), `the losing confirmation was counted as a wrong code: ${events.join(', ')}`);
     });
 
     it('removing a factor needs a current code or a recovery code, and ends every other session; an ADMIN\'s reset ends them all', async () => {
@@ -554,6 +580,23 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       // A user of another role is not asked for one.
       const plain = await identity.login(await identity.createUser());
       assert.equal(claimsOf(plain.accessToken).sfr, false);
+    });
+
+    it('an ADMIN\'s failed logins are cleared by the confirmation of its first factor, as by a second factor, not by its password alone', async () => {
+      const admin = await identity.createUser({ roles: ['ADMIN'] });
+      for (let i = 0; i < 4; i += 1) {
+        assert.equal((await request(identity.app).post('/v1/auth/login').send({ username: admin.username, password: 'wrong-password' })).status, 401);
+      }
+      const login = await identity.login(admin);
+      const count = async () => (await identity.db('users').where({ id: admin.id }).first('failed_login_count')).failed_login_count as number;
+      assert.equal(await count(), 4, 'the password alone cleared the count');
+      const auth = { Authorization: `Bearer ${login.accessToken}` };
+      const enrolment = await request(identity.app).post('/v1/auth/factors/totp').set(auth).send({});
+      assert.equal(enrolment.status, 201);
+      await midStep();
+      const confirmed = await request(identity.app).post('/v1/auth/factors/totp/confirm').set(auth).send({ factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) });
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      assert.equal(await count(), 0, 'the confirmation left the failures counted');
     });
   });
 });

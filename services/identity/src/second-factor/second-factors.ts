@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { ConflictError, NotFoundError, UnauthorizedError } from '@platform/errors';
 import { currentRequestLog } from '@platform/service-kit';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { AuthServices, AuthenticationResult } from '../auth/auth-services.ts';
 import { countFailedLogin } from '../auth/count-failed-login.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -10,6 +10,7 @@ import type { AuditContext } from '../request/audit-context.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
+import type { SessionEnding } from '../sessions/session-endings.ts';
 import { insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
@@ -79,41 +80,45 @@ async function proves(db: Knex, box: SecretBox, factor: FactorRecord | undefined
   return useStep(db, factor.id, step);
 }
 
+/** What trying a proof came to, in the transaction that tried it: proved, or why not. */
+type Tried = 'proved' | 'ended' | { failures: number };
+
 /**
- * Proves the second factor with `proof`, or refuses with the one 401. The check runs on the session's
- * locked row: the codes of one session are tried one at a time, and none once the session has ended, so
- * codes sent in parallel cannot try more than MAX_SECOND_FACTOR_FAILURES. A proof that fails (none given
- * included) is counted against the session (the fifth ends it) and as a failed login of the user (part 4's
- * permanent block), and recorded. A factor that went while this request ran (removed, replaced by a new
- * enrolment) is no wrong code: nothing is counted, and `gone` is the answer.
+ * Tries `proof` against `factor` in `trx`, the transaction of the change it allows: the user's row is held
+ * (holdUser), so the factor read there stays as it is, and what the proof spends (a step, a recovery code)
+ * is spent only if the change commits. It runs on the session's locked row: the codes of one session are
+ * tried one at a time, and none once the session has ended, so codes sent in parallel cannot try more than
+ * MAX_SECOND_FACTOR_FAILURES. A proof that fails (none given included) is counted against the session (the
+ * fifth ends it) and recorded; the transaction then commits that, and `refuse` does the rest.
  */
-async function proveOrRefuse(
+async function tryProof(
+  trx: Knex.Transaction,
+  ending: SessionEnding,
   services: SecondFactorServices,
   principal: Principal,
   audit: AuditContext,
   factor: FactorRecord | undefined,
   proof: FactorProof | undefined,
-  why: string,
-  gone: () => Error = () => invalidCode(`${why}: the factor went meanwhile`),
-): Promise<void> {
-  const outcome = await services.sessions.transaction(async (trx, ending) => {
-    const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forUpdate().first('second_factor_failures as failures')) as { failures: number } | undefined;
-    // Ended while this request waited (its fifth failure, a logout): its code is not tried.
-    if (session === undefined || session.failures >= MAX_SECOND_FACTOR_FAILURES) return 'ended' as const;
-    if (proof !== undefined && (await proves(trx, services.box, factor, proof))) return 'proved' as const;
-    // Asked whether there is a factor or not, so both answers take the same queries.
-    if (factor !== undefined && (await trx('second_factors').where({ id: factor.id }).first('id')) === undefined) return 'gone' as const;
-    const failures = session.failures + 1;
-    await trx('sessions').where({ id: principal.sessionId }).update({ second_factor_failures: failures });
-    await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures } });
-    if (failures >= MAX_SECOND_FACTOR_FAILURES) await ending.one(audit, { id: principal.sessionId, userId: principal.userId }, 'second-factor-failures');
-    return failures;
-  });
-  if (outcome === 'proved') return;
-  if (outcome === 'gone') throw gone();
-  if (outcome === 'ended') throw invalidCode(`${why}: the session ended before its code was tried`);
+): Promise<Tried> {
+  const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forUpdate().first('second_factor_failures as failures')) as { failures: number } | undefined;
+  // Ended while this request waited (its fifth failure, a logout): its code is not tried.
+  if (session === undefined || session.failures >= MAX_SECOND_FACTOR_FAILURES) return 'ended';
+  if (proof !== undefined && (await proves(trx, services.box, factor, proof))) return 'proved';
+  const failures = session.failures + 1;
+  await trx('sessions').where({ id: principal.sessionId }).update({ second_factor_failures: failures });
+  await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures } });
+  if (failures >= MAX_SECOND_FACTOR_FAILURES) await ending.one(audit, { id: principal.sessionId, userId: principal.userId }, 'second-factor-failures');
+  return { failures };
+}
+
+/**
+ * The refusal of a proof that failed, once its transaction committed the count: the metrics, a failed login
+ * of the user (part 4's permanent block), and the one 401.
+ */
+async function refuse(services: SecondFactorServices, principal: Principal, audit: AuditContext, tried: Exclude<Tried, 'proved'>, why: string): Promise<never> {
+  if (tried === 'ended') throw invalidCode(`${why}: the session ended before its code was tried`);
   services.countVerification('failed');
-  if (outcome >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures: outcome }, 'session ended after repeated wrong second-factor codes');
+  if (tried.failures >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures: tried.failures }, 'session ended after repeated wrong second-factor codes');
   const user = await findUserById(services.db, principal.userId);
   if (user !== undefined) await countFailedLogin(services, user, audit, { username: user.username, reason: 'wrong-second-factor' });
   throw invalidCode(why);
@@ -123,7 +128,7 @@ async function proveOrRefuse(
 export async function enrollTotp(services: SecondFactorServices, principal: Principal): Promise<{ factorId: string; secret: string; otpauthUri: string; status: 'PENDING' }> {
   const secret = randomBytes(SECRET_BYTES);
   const id = randomUUID();
-  const outcome = await services.db.transaction(async (trx) => {
+  const outcome = await retryingTransaction(services.db, async (trx) => {
     // A confirmation in flight first: then its factor is active (409) and this session perhaps ended.
     if (!(await holdUser(trx, principal))) return 'ended' as const;
     if ((await findActiveFactor(trx, principal.userId)) !== undefined) return 'active' as const;
@@ -152,23 +157,26 @@ export async function confirmTotp(
   input: { factorId: string; code: string },
 ): Promise<{ factorId: string; status: 'ACTIVE'; recoveryCodes: string[] }> {
   const factorId = canonicalUuid(input.factorId);
-  const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
-  if (found === undefined || found.status !== 'PENDING') throw new NotFoundError('Factor not found');
-  await proveOrRefuse(services, principal, audit, found, { code: input.code }, 'wrong code at confirmation', () => new NotFoundError('Factor not found'));
   const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const outcome = await services.sessions.transaction(async (trx, ending) => {
     // The user's row first: a login that raced this committed before (its session ends below) or waits and
-    // then reads the factor active (its tokens need the second factor).
+    // then reads the factor active (its tokens need the second factor); a change of the factor (another
+    // confirmation, a removal, a new enrolment) is over, and what it left is read here.
     if (!(await holdUser(trx, principal))) return 'ended' as const;
     const factor = await lockFactor(trx, principal.userId, factorId);
+    // Not a pending factor of the caller's (any more): no code is tried, so none is counted.
     if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
+    const tried = await tryProof(trx, ending, services, principal, audit, factor, { code: input.code });
+    if (tried !== 'proved') return { refused: tried };
     if (!(await activateFactor(trx, factorId))) return 'taken' as const;
     // Enrolments started beside this one (at once, from two devices) can no longer be confirmed: they go.
     await deletePendingFactorsBut(trx, principal.userId, factorId);
     await insertRecoveryCodes(trx, factorId, recoveryCodes.map(recoveryCodeHash));
-    // The session's row, held from here: a refresh of it committed before (its token is revoked below) or
-    // waits and then gives the session's tokens at aal 2.
+    // The session's row, held since the proof: a refresh of it committed before (its token is revoked below)
+    // or waits and then gives the session's tokens at aal 2.
     await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2 });
+    // The password and the factor are shown: the user's count of failures starts again, as after a second factor.
+    await trx('users').where({ id: principal.userId }).update({ failed_login_count: 0 });
     await ending.revokeTokensOf(principal.sessionId);
     await insertAuditEvent(trx, audit, { type: 'factor.enrolled', subjectUserId: principal.userId, details: { factorId, type: 'TOTP' } });
     await endOtherSessions(trx, ending, audit, principal);
@@ -177,6 +185,7 @@ export async function confirmTotp(
   if (outcome === 'ended') throw sessionEnded('the session ended before its factor was activated');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
   if (outcome === 'taken') throw new ConflictError('Second factor already active');
+  if (typeof outcome === 'object') return await refuse(services, principal, audit, outcome.refused, 'wrong code at confirmation');
   return { factorId, status: 'ACTIVE', recoveryCodes };
 }
 
@@ -207,25 +216,24 @@ export async function listFactors(services: SecondFactorServices, principal: Pri
  */
 export async function removeFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, givenFactorId: string, proof: FactorProof | undefined): Promise<void> {
   const factorId = canonicalUuid(givenFactorId);
-  const found = (await listUserFactors(services.db, principal.userId)).find((factor) => factor.id === factorId);
-  if (found === undefined) throw new NotFoundError('Factor not found');
-  if (found.status === 'ACTIVE') await proveOrRefuse(services, principal, audit, found, proof, 'wrong code at removal', () => new NotFoundError('Factor not found'));
   const outcome = await services.sessions.transaction(async (trx, ending) => {
-    // A confirmation in flight first: a factor read as pending may be active once it committed, and this
-    // session ended by it.
+    // A confirmation in flight first: the factor is read as it left it (active: a code is needed), and this
+    // session perhaps ended by it.
     if (!(await holdUser(trx, principal))) return 'ended' as const;
     const factor = await lockFactor(trx, principal.userId, factorId);
     if (factor === undefined) return 'gone' as const;
-    // Confirmed since it was read as pending: removing it takes a code, which this request did not show.
-    if (factor.status !== found.status) return 'confirmed' as const;
+    if (factor.status === 'ACTIVE') {
+      const tried = await tryProof(trx, ending, services, principal, audit, factor, proof);
+      if (tried !== 'proved') return { refused: tried };
+    }
     await deleteFactors(trx, principal.userId, factorId);
-    await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: principal.userId, details: { factorId, type: found.type, by: 'owner' } });
-    if (found.status === 'ACTIVE') await endOtherSessions(trx, ending, audit, principal);
+    await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: principal.userId, details: { factorId, type: factor.type, by: 'owner' } });
+    if (factor.status === 'ACTIVE') await endOtherSessions(trx, ending, audit, principal);
     return 'removed' as const;
   });
   if (outcome === 'ended') throw sessionEnded('the session ended while the removal waited');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
-  if (outcome === 'confirmed') throw invalidCode('the pending factor was confirmed meanwhile: its removal needs a code');
+  if (typeof outcome === 'object') await refuse(services, principal, audit, outcome.refused, 'wrong code at removal');
 }
 
 /** DELETE /v1/users/{userId}/factors (ADMIN): every factor of the user goes, and every session of it ends. */
@@ -249,15 +257,16 @@ export async function resetUserFactors(services: SecondFactorServices, audit: Au
  * wrong code, in the same time.
  */
 export async function verifySecondFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, proof: FactorProof): Promise<AuthenticationResult> {
-  const factor = await findActiveFactor(services.db, principal.userId);
-  await proveOrRefuse(services, principal, audit, factor, proof, factor === undefined ? 'no active factor' : 'wrong code');
-  services.countVerification('verified');
   const refreshToken = newRefreshToken();
-  const lifted = await services.sessions.transaction(async (trx, ending) => {
-    // The user's row before the session's, the order of every change of a user's factors (holdUser).
-    await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
-    const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forNoKeyUpdate().first('created_at as createdAt')) as { createdAt: Date } | undefined;
-    if (session === undefined) return undefined;
+  type Lift = { refused: Exclude<Tried, 'proved'>; why: string } | { lifted: { username: string; accessToken: string } } | undefined;
+  const outcome = await services.sessions.transaction(async (trx, ending): Promise<Lift> => {
+    // The user's row before the session's, the order of every change of a user's factors; the session's
+    // own state is read with the proof (an ended one tries no code).
+    await holdUser(trx, principal);
+    const factor = await findActiveFactor(trx, principal.userId);
+    const tried = await tryProof(trx, ending, services, principal, audit, factor, proof);
+    if (tried !== 'proved') return { refused: tried, why: factor === undefined ? 'no active factor' : 'wrong code' };
+    const session = (await trx('sessions').where({ id: principal.sessionId }).first('created_at as createdAt')) as { createdAt: Date };
     const user = await findUserById(trx, principal.userId);
     if (user === undefined) return undefined;
     await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2, second_factor_failures: 0, last_used_at: trx.fn.now() });
@@ -280,10 +289,12 @@ export async function verifySecondFactor(services: SecondFactorServices, princip
       clientKeyId: principal.clientKeyId,
     });
     await recordIssuedAccessToken(trx, { tokenId: access.jti, sessionId: principal.sessionId, expiresAt: access.expiresAt });
-    return { username: user.username, access };
+    return { lifted: { username: user.username, accessToken: access.token } };
   });
-  if (lifted === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the session ended meanwhile, or its user is gone') });
-  return { username: lifted.username, type: 'Bearer', accessToken: lifted.access.token, refreshToken };
+  if (outcome === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user is gone') });
+  if (!('lifted' in outcome)) return await refuse(services, principal, audit, outcome.refused, outcome.why);
+  services.countVerification('verified');
+  return { username: outcome.lifted.username, type: 'Bearer', accessToken: outcome.lifted.accessToken, refreshToken };
 }
 
 /** Whether a principal may act on users' factors as an ADMIN (DELETE /v1/users/{userId}/factors). */

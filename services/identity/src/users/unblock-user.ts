@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
@@ -18,7 +18,8 @@ export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
  * deleted user; an ADMIN who means to reactivate one says so with `PATCH /v1/users/update` `status`.
  */
 export async function unblockUser(db: Knex, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
-  const user = await db.transaction(async (trx) => {
+  // Run again when Postgres picks it to break a deadlock of others queued on the same row (a 503 otherwise).
+  const user = await retryingTransaction(db, async (trx) => {
     const before = await lockUserById(trx, userId);
     if (before === undefined || before.status === 'ACTIVE') return before;
     if (before.status !== 'BLOCKED') throw new ConflictError(NOT_BLOCKED_MESSAGE, { cause: new Error(`the user is ${before.status}`) });
