@@ -432,6 +432,20 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal((await get('/v1/auth/sessions', login.accessToken)).status, 401, 'the session ended');
     });
 
+    it('codes sent at once from many sessions try no more than the block allows: the sixth failure blocks the user, and no code is tried after it', async () => {
+      const { user, recoveryCodes } = await enrolled();
+      const sessions = await Promise.all(Array.from({ length: 4 }, () => identity.login(user)));
+      const answers = await Promise.all(sessions.flatMap((session, s) => Array.from({ length: 5 }, (_, i) => post('/v1/auth/second-factor', session.accessToken, { code: String(200000 + s * 10 + i) }))));
+      assert.ok(answers.every((res) => res.status === 401 && res.body.message === 'Invalid code'), JSON.stringify(answers.map((res) => res.status)));
+      const tried = await identity.db('audit_events').where({ subject_user_id: user.id, type: 'second_factor.failed' }).count({ n: '*' });
+      assert.equal(Number(tried[0]?.n), 6, `codes tried: ${String(tried[0]?.n)}`);
+      const row = (await identity.db('users').where({ id: user.id }).first('status', 'failed_login_count')) as { status: string; failed_login_count: number };
+      assert.deepEqual([row.status, row.failed_login_count], ['BLOCKED', 6]);
+      // A right code after the block, as a lucky guess would be: its session ended with the block.
+      const late = await post('/v1/auth/second-factor', sessions[3]?.accessToken ?? '', { recoveryCode: recoveryCodes[0] ?? '' });
+      assert.equal(late.status, 401);
+    });
+
     it('an ADMIN\'s aal 1 token lists its own sessions but not another user\'s (an ADMIN power: 403 Second factor required)', async () => {
       const admin = await identity.createUser({ roles: ['ADMIN'] });
       const other = await identity.createUser();

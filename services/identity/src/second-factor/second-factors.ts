@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError, UnauthorizedError } from '@platform/error
 import { currentRequestLog } from '@platform/service-kit';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { AuthServices, AuthenticationResult } from '../auth/auth-services.ts';
-import { countFailedLogin } from '../auth/count-failed-login.ts';
+import { type CountedFailure, afterFailedLogin, countFailedLoginIn } from '../auth/count-failed-login.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
@@ -80,8 +80,8 @@ async function proves(db: Knex, box: SecretBox, factor: FactorRecord | undefined
   return useStep(db, factor.id, step);
 }
 
-/** What trying a proof came to, in the transaction that tried it: proved, or why not. */
-type Tried = 'proved' | 'ended' | { failures: number };
+/** What trying a proof came to, in the transaction that tried it: proved, or why not (a failure: what was counted). */
+type Tried = 'proved' | 'ended' | { failures: number; login: CountedFailure | undefined };
 
 /**
  * Tries `proof` against `factor` in `trx`, the transaction of the change it allows: the user's row is held
@@ -89,7 +89,9 @@ type Tried = 'proved' | 'ended' | { failures: number };
  * is spent only if the change commits. It runs on the session's locked row: the codes of one session are
  * tried one at a time, and none once the session has ended, so codes sent in parallel cannot try more than
  * MAX_SECOND_FACTOR_FAILURES. A proof that fails (none given included) is counted against the session (the
- * fifth ends it) and recorded; the transaction then commits that, and `refuse` does the rest.
+ * fifth ends it) and as a failed login of the user (part 4's permanent block), and recorded, in this
+ * transaction, under the user's row: codes of other sessions queued behind it see the count, and a block
+ * (which ends every session), before they are tried. `refusal` does the rest once it commits.
  */
 async function tryProof(
   trx: Knex.Transaction,
@@ -108,20 +110,18 @@ async function tryProof(
   await trx('sessions').where({ id: principal.sessionId }).update({ second_factor_failures: failures });
   await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures } });
   if (failures >= MAX_SECOND_FACTOR_FAILURES) await ending.one(audit, { id: principal.sessionId, userId: principal.userId }, 'second-factor-failures');
-  return { failures };
+  const user = await findUserById(trx, principal.userId);
+  const login = user === undefined ? undefined : await countFailedLoginIn(trx, ending, services, user, audit, { username: user.username, reason: 'wrong-second-factor' });
+  return { failures, login };
 }
 
-/**
- * The refusal of a proof that failed, once its transaction committed the count: the metrics, a failed login
- * of the user (part 4's permanent block), and the one 401.
- */
-async function refuse(services: SecondFactorServices, principal: Principal, audit: AuditContext, tried: Exclude<Tried, 'proved'>, why: string): Promise<never> {
-  if (tried === 'ended') throw invalidCode(`${why}: the session ended before its code was tried`);
+/** The refusal of a proof that failed, once its transaction committed the counts: the metrics, the logs, a block's mail; the one 401 to throw. */
+function refusal(services: SecondFactorServices, principal: Principal, tried: Exclude<Tried, 'proved'>, why: string): UnauthorizedError {
+  if (tried === 'ended') return invalidCode(`${why}: the session ended before its code was tried`);
   services.countVerification('failed');
   if (tried.failures >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures: tried.failures }, 'session ended after repeated wrong second-factor codes');
-  const user = await findUserById(services.db, principal.userId);
-  if (user !== undefined) await countFailedLogin(services, user, audit, { username: user.username, reason: 'wrong-second-factor' });
-  throw invalidCode(why);
+  if (tried.login !== undefined) afterFailedLogin(services, tried.login);
+  return invalidCode(why);
 }
 
 /** POST /v1/auth/factors/totp: a new pending TOTP factor, its secret shown once. 409 while one is active. */
@@ -185,7 +185,7 @@ export async function confirmTotp(
   if (outcome === 'ended') throw sessionEnded('the session ended before its factor was activated');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
   if (outcome === 'taken') throw new ConflictError('Second factor already active');
-  if (typeof outcome === 'object') return await refuse(services, principal, audit, outcome.refused, 'wrong code at confirmation');
+  if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, 'wrong code at confirmation');
   return { factorId, status: 'ACTIVE', recoveryCodes };
 }
 
@@ -233,7 +233,7 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
   });
   if (outcome === 'ended') throw sessionEnded('the session ended while the removal waited');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
-  if (typeof outcome === 'object') await refuse(services, principal, audit, outcome.refused, 'wrong code at removal');
+  if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, 'wrong code at removal');
 }
 
 /** DELETE /v1/users/{userId}/factors (ADMIN): every factor of the user goes, and every session of it ends. */
@@ -292,7 +292,7 @@ export async function verifySecondFactor(services: SecondFactorServices, princip
     return { lifted: { username: user.username, accessToken: access.token } };
   });
   if (outcome === undefined) throw new UnauthorizedError('Bad Credentials', { cause: new Error('the user is gone') });
-  if (!('lifted' in outcome)) return await refuse(services, principal, audit, outcome.refused, outcome.why);
+  if (!('lifted' in outcome)) throw refusal(services, principal, outcome.refused, outcome.why);
   services.countVerification('verified');
   return { username: outcome.lifted.username, type: 'Bearer', accessToken: outcome.lifted.accessToken, refreshToken };
 }
