@@ -175,8 +175,8 @@ export async function confirmTotp(
     // The session's row, held since the proof: a refresh of it committed before (its token is revoked below)
     // or waits and then gives the session's tokens at aal 2.
     await trx('sessions').where({ id: principal.sessionId }).update({ aal: 2 });
-    // The password and the factor are shown: the user's count of failures starts again, as after a second factor.
-    await trx('users').where({ id: principal.userId }).update({ failed_login_count: 0 });
+    // The user's count of failures stays: a confirmation proves a factor the caller just made, not the
+    // password, so it must not buy a bearer of the session (no password) more password guesses.
     await ending.revokeTokensOf(principal.sessionId);
     await insertAuditEvent(trx, audit, { type: 'factor.enrolled', subjectUserId: principal.userId, details: { factorId, type: 'TOTP' } });
     await endOtherSessions(trx, ending, audit, principal);
