@@ -7,7 +7,7 @@ import { generate } from 'otplib';
 import request from 'supertest';
 import { secretBox } from '../src/factor-records/secret-box.ts';
 import { TOTP_STEP_S, hotp, stepAt } from '../src/factor-records/totp.ts';
-import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+import { type IdentityHarness, startIdentity, untilLockWaited } from './support/identity-harness.ts';
 
 /** The claims of an access token (no check: the service checked it). */
 const claimsOf = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
@@ -56,16 +56,8 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
     const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
 
-    /** Resolves once a statement of this database (on table `table`, when given) waits for a lock (one the test holds): `what` when none does within 10 s. */
-    async function untilWaiting(what: string, table?: string): Promise<void> {
-      const deadline = Date.now() + 10_000;
-      const waiting = async () =>
-        ((await identity.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?", [table === undefined ? '%' : `%"${table}"%`])).rows[0].n as number) > 0;
-      while (!(await waiting())) {
-        assert.ok(Date.now() < deadline, what);
-        await sleep(20);
-      }
-    }
+    /** Resolves once a statement of identity's database (on `table`, when given) waits for a lock the test holds. */
+    const untilWaiting = (what: string, table?: string) => untilLockWaited(identity.db, what, table);
 
     /**
      * A confirmation of a new factor of `user` from its session `confirming`, held in its transaction once it

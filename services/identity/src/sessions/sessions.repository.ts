@@ -119,6 +119,17 @@ export async function findSession(db: Knex, sessionId: string): Promise<{ id: st
   return (await db('sessions').where({ id: sessionId }).first('id', 'user_id as userId')) as { id: string; userId: string } | undefined;
 }
 
+/**
+ * Whether the session of `principal` still lives, for a change made on its behalf, once the change holds the
+ * row of the user it changes: a block, role change or logout of the caller that committed meanwhile is seen.
+ * When the caller is another user (an ADMIN), its own row is held too (shared), so a change of the caller in
+ * flight (a demotion, a block) commits first and its ending is seen as well.
+ */
+export async function callerSessionLives(trx: Knex.Transaction, caller: { userId: string; sessionId: string }, changedUserId: string): Promise<boolean> {
+  if (caller.userId !== changedUserId) await trx('users').where({ id: caller.userId }).forShare().first('id');
+  return (await trx('sessions').where({ id: caller.sessionId }).whereNull('revoked_at').first('id')) !== undefined;
+}
+
 /** A refresh: the session was used now. */
 export async function touchSession(db: Knex, sessionId: string): Promise<void> {
   await db('sessions').where({ id: sessionId }).update({ last_used_at: db.fn.now() });

@@ -118,6 +118,20 @@ export function identityTestEnv(providers: { mail: CaptureServer; sms: CaptureSe
 }
 
 /** A username nobody else in the run has. */
+/**
+ * Resolves once a statement of `db`'s database (on table `table`, when given) waits for a lock, one a test
+ * holds in a transaction of its own to stop a request at that point; fails saying `what` after 10 s.
+ */
+export async function untilLockWaited(db: Knex, what: string, table?: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  const waiting = async () =>
+    ((await db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?", [table === undefined ? '%' : `%"${table}"%`])).rows[0].n as number) > 0;
+  while (!(await waiting())) {
+    if (Date.now() >= deadline) throw new Error(what);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 export function uniqueUsername(label = 'user'): string {
   return `${label}-${randomUUID()}@example.com`;
 }
