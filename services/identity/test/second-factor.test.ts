@@ -7,7 +7,7 @@ import { generate } from 'otplib';
 import request from 'supertest';
 import { secretBox } from '../src/factor-records/secret-box.ts';
 import { TOTP_STEP_S, hotp, stepAt } from '../src/factor-records/totp.ts';
-import { type IdentityHarness, startIdentity, untilLockWaited } from './support/identity-harness.ts';
+import { type IdentityHarness, startIdentity, whileHeld } from './support/identity-harness.ts';
 
 /** The claims of an access token (no check: the service checked it). */
 const claimsOf = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
@@ -56,34 +56,30 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
     const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
 
-    /** Resolves once a statement of identity's database (on `table`, when given) waits for a lock the test holds. */
-    const untilWaiting = (what: string, table?: string) => untilLockWaited(identity.db, what, table);
-
     /**
-     * A confirmation of a new factor of `user` from its session `confirming`, held in its transaction once it
-     * holds the user's row and has activated the factor (at the insert of its recovery codes), while `during`
-     * runs; then let go. Resolves with the confirmation's answer and what `during` resolved with.
+     * A confirmation of a new factor from session `confirming`, held in its transaction once it holds the
+     * user's row and has activated the factor (at the insert of its recovery codes), while `during` runs; then
+     * let go. Resolves with the confirmation's answer and what `during` resolved with.
      */
-    async function heldConfirmation<T>(user: { id: string }, confirming: { accessToken: string }, during: () => Promise<T>): Promise<{ confirmed: request.Response; during: T }> {
+    async function heldConfirmation<T>(confirming: { accessToken: string }, during: () => Promise<T>): Promise<{ confirmed: request.Response; during: T }> {
       const enrolment = await post('/v1/auth/factors/totp', confirming.accessToken);
       assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
       await midStep();
       const code = await codeOf(enrolment.body.otpauthUri);
-      const hold = await identity.db.transaction();
-      await hold.raw('LOCK TABLE recovery_codes IN EXCLUSIVE MODE');
-      const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
-      try {
-        await untilWaiting('the confirmation never reached its recovery codes', 'recovery_codes');
-        const racing = during();
-        // Time for a request that does not wait for the confirmation to commit before it ends.
-        await sleep(300);
-        await hold.commit();
-        return { confirmed: await confirmation, during: await racing };
-      } finally {
-        if (!hold.isCompleted()) await hold.rollback();
-        await confirmation;
-        void user;
-      }
+      const held = await whileHeld(identity.db, {
+        hold: (trx) => trx.raw('LOCK TABLE recovery_codes IN EXCLUSIVE MODE'),
+        send: () => post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code }),
+        meanwhile: async () => {
+          const racing = during();
+          // Time for a request that does not wait for the confirmation to commit before it ends.
+          await sleep(300);
+          // In an object: returned bare, the promise would be awaited here, before the test lets go.
+          return { racing };
+        },
+        what: 'the confirmation never reached its recovery codes',
+        at: 'recovery_codes',
+      });
+      return { confirmed: held.answer, during: await held.meanwhile.racing };
     }
 
     /** The session's tokens after a refresh (a confirmation refuses the access token that made it: the client refreshes, as the SDK does). */
@@ -235,32 +231,31 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
       // The login is held after it read the user's factors (none active) and opened its session, before it
       // commits: at the record of its access token.
-      const hold = await identity.db.transaction();
-      await hold.raw('LOCK TABLE access_tokens IN EXCLUSIVE MODE');
-      const login = request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password }).then((res) => res);
-      try {
-        await untilWaiting('the login never reached the record of its token', 'access_tokens');
-        await midStep();
-        const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) }).then((res) => res);
-        // Time for a confirmation that does not wait for the login to commit before it ends.
-        await sleep(300);
-        await hold.commit();
-        const [confirmed, loggedIn] = await Promise.all([confirmation, login]);
-        assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
-        assert.equal(loggedIn.status, 200, JSON.stringify(loggedIn.body));
-        const used = await get(`/v1/users/${user.id}`, loggedIn.body.accessToken);
-        assert.ok(used.status === 401 || used.status === 403, `the racing login's token (sfr ${String(claimsOf(loggedIn.body.accessToken).sfr)}) answered ${used.status}`);
-      } finally {
-        if (!hold.isCompleted()) await hold.rollback();
-        await login;
-      }
+      const held = await whileHeld(identity.db, {
+        hold: (trx) => trx.raw('LOCK TABLE access_tokens IN EXCLUSIVE MODE'),
+        send: () => request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password }),
+        meanwhile: async () => {
+          await midStep();
+          const confirmation = post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code: await codeOf(enrolment.body.otpauthUri) }).then((res) => res);
+          // Time for a confirmation that does not wait for the login to commit before it ends.
+          await sleep(300);
+          return { confirmation };
+        },
+        what: 'the login never reached the record of its token',
+        at: 'access_tokens',
+      });
+      const [confirmed, loggedIn] = [await held.meanwhile.confirmation, held.answer];
+      assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+      assert.equal(loggedIn.status, 200, JSON.stringify(loggedIn.body));
+      const used = await get(`/v1/users/${user.id}`, loggedIn.body.accessToken);
+      assert.ok(used.status === 401 || used.status === 403, `the racing login's token (sfr ${String(claimsOf(loggedIn.body.accessToken).sfr)}) answered ${used.status}`);
     });
 
     it('a removal of the pending factor racing its confirmation waits for it: the other session it ended gets 401 and the factor stays active', async () => {
       const user = await identity.createUser();
       const owner = await identity.login(user);
       const other = await identity.login(user);
-      const { confirmed, during: removal } = await heldConfirmation(user, owner, async () => {
+      const { confirmed, during: removal } = await heldConfirmation(owner, async () => {
         const listed = await get('/v1/auth/factors', other.accessToken);
         const factorId = listed.body.items[0]?.factorId as string;
         return await request(identity.app).delete(`/v1/auth/factors/${factorId}`).set(as(other.accessToken)).then((res) => res);
@@ -276,7 +271,7 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       const user = await identity.createUser();
       const owner = await identity.login(user);
       const other = await identity.login(user);
-      const { confirmed, during: enrolment } = await heldConfirmation(user, owner, () => post('/v1/auth/factors/totp', other.accessToken).then((res) => res));
+      const { confirmed, during: enrolment } = await heldConfirmation(owner, () => post('/v1/auth/factors/totp', other.accessToken).then((res) => res));
       assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
       assert.equal(enrolment.status, 401, `the enrolment answered ${enrolment.status}: ${JSON.stringify(enrolment.body)}`);
       const after = await get('/v1/auth/factors', (await refreshed(owner)).accessToken);
@@ -290,21 +285,18 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
       await midStep();
       const code = await codeOf(enrolment.body.otpauthUri);
-      // Held at the user's row, after its code was proved; the session is logged out meanwhile.
-      const hold = await identity.db.transaction();
-      await hold('users').where({ id: user.id }).forUpdate().first('id');
-      const confirmation = post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
-      try {
-        await untilWaiting('the confirmation never reached the user\'s row', 'users');
-        assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: owner.accessToken })).status, 200);
-        await hold.commit();
-        const confirmed = await confirmation;
-        assert.equal(confirmed.status, 401, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
-        assert.equal(confirmed.body.message, 'Bad Credentials');
-      } finally {
-        if (!hold.isCompleted()) await hold.rollback();
-        await confirmation;
-      }
+      // Held at the user's row, before its code is tried; the session is logged out meanwhile.
+      const { answer: confirmed } = await whileHeld(identity.db, {
+        hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
+        send: () => post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }),
+        meanwhile: async () => {
+          assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: owner.accessToken })).status, 200);
+        },
+        what: 'the confirmation never reached the user\'s row',
+        at: 'users',
+      });
+      assert.equal(confirmed.status, 401, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
+      assert.equal(confirmed.body.message, 'Bad Credentials');
       const factors = (await identity.db('second_factors').where({ user_id: user.id }).pluck('status')) as string[];
       assert.deepEqual(factors, ['PENDING'], 'activated from a session that had ended');
     });
@@ -314,19 +306,15 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       const login = await identity.login(user);
       const recoveryCode = recoveryCodes[0] ?? '';
       // Held at the user's row, as a role change holds it before it ends the sessions; the session ends meanwhile.
-      const hold = await identity.db.transaction();
-      await hold('users').where({ id: user.id }).forUpdate().first('id');
-      const lift = post('/v1/auth/second-factor', login.accessToken, { recoveryCode }).then((res) => res);
-      try {
-        await untilWaiting('the second factor never waited for the test');
-        assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: login.accessToken })).status, 200);
-        await hold.commit();
-        const lifted = await lift;
-        assert.equal(lifted.status, 401, `answered ${lifted.status}: ${JSON.stringify(lifted.body)}`);
-      } finally {
-        if (!hold.isCompleted()) await hold.rollback();
-        await lift;
-      }
+      const { answer: lifted } = await whileHeld(identity.db, {
+        hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
+        send: () => post('/v1/auth/second-factor', login.accessToken, { recoveryCode }),
+        meanwhile: async () => {
+          assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: login.accessToken })).status, 200);
+        },
+        what: 'the second factor never waited for the test',
+      });
+      assert.equal(lifted.status, 401, `answered ${lifted.status}: ${JSON.stringify(lifted.body)}`);
       const next = await identity.login(user);
       const again = await post('/v1/auth/second-factor', next.accessToken, { recoveryCode });
       assert.equal(again.status, 200, `the recovery code was spent by a second factor that answered 401: ${JSON.stringify(again.body)}`);
@@ -341,20 +329,16 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       const code = await codeOf(enrolment.body.otpauthUri);
       // The confirmation waits for a transaction of the test that holds the user's row, as an enrolment does,
       // and replaces the pending factor as an enrolment does.
-      const hold = await identity.db.transaction();
-      await hold('users').where({ id: user.id }).forUpdate().first('id');
-      const confirmation = post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }).then((res) => res);
-      try {
-        await untilWaiting('the confirmation never waited for the test');
-        await hold('second_factors').where({ id: enrolment.body.factorId }).delete();
-        await hold.commit();
-        const confirmed = await confirmation;
-        assert.equal(confirmed.status, 404, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
-        assert.equal(confirmed.body.message, 'Factor not found');
-      } finally {
-        if (!hold.isCompleted()) await hold.rollback();
-        await confirmation;
-      }
+      const { answer: confirmed } = await whileHeld(identity.db, {
+        hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
+        send: () => post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }),
+        meanwhile: async (trx) => {
+          await trx('second_factors').where({ id: enrolment.body.factorId }).delete();
+        },
+        what: 'the confirmation never waited for the test',
+      });
+      assert.equal(confirmed.status, 404, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
+      assert.equal(confirmed.body.message, 'Factor not found');
       const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
       assert.ok(!events.includes('second_factor.failed') && !events.includes('login.failed'), `a right code was counted as a failure: ${events.join(', ')}`);
       assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 0);

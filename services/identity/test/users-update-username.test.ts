@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { Role } from '@platform/auth';
-import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername, untilLockWaited } from './support/identity-harness.ts';
+import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername, whileHeld } from './support/identity-harness.ts';
 
 describe('PATCH /v1/users/update: username changes', () => {
   let identity: IdentityHarness;
@@ -31,20 +31,15 @@ describe('PATCH /v1/users/update: username changes', () => {
   it('a rename whose session ends while it waits for the user\'s row (a block, a logout) answers 401 and changes nothing', async () => {
     const user = await identity.createUser();
     const token = await tokenOf(user);
-    const hold = await identity.db.transaction();
-    await hold('users').where({ id: user.id }).forUpdate().first('id');
-    const renamed = uniqueUsername();
-    const rename = update(token, { userId: user.id, username: renamed, currentPassword: user.password }).then((res) => res);
-    try {
-      await untilLockWaited(identity.db, 'the rename never waited for the user\'s row');
-      assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
-      await hold.commit();
-      const res = await rename;
-      assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
-    } finally {
-      if (!hold.isCompleted()) await hold.rollback();
-      await rename;
-    }
+    const { answer: res } = await whileHeld(identity.db, {
+      hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
+      send: () => update(token, { userId: user.id, username: uniqueUsername(), currentPassword: user.password }),
+      meanwhile: async () => {
+        assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: token })).status, 200);
+      },
+      what: 'the rename never waited for the user\'s row',
+    });
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
     assert.equal(await storedUsername(user.id), user.username, 'renamed from a session that had ended');
   });
 
@@ -52,20 +47,15 @@ describe('PATCH /v1/users/update: username changes', () => {
     const admin = await identity.createUser({ roles: ['ADMIN'] });
     const target = await identity.createUser();
     const token = await tokenOf(admin);
-    const hold = await identity.db.transaction();
-    await hold('users').where({ id: admin.id }).forUpdate().first('id');
-    const renamed = uniqueUsername();
-    const change = update(token, { userId: target.id, username: renamed }).then((res) => res);
-    try {
-      await untilLockWaited(identity.db, 'the change never waited for the ADMIN\'s row');
-      await hold('sessions').where({ user_id: admin.id }).update({ revoked_at: hold.fn.now(), revoked_reason: 'user-changed' });
-      await hold.commit();
-      const res = await change;
-      assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
-    } finally {
-      if (!hold.isCompleted()) await hold.rollback();
-      await change;
-    }
+    const { answer: res } = await whileHeld(identity.db, {
+      hold: (trx) => trx('users').where({ id: admin.id }).forUpdate().first('id'),
+      send: () => update(token, { userId: target.id, username: uniqueUsername() }),
+      meanwhile: async (trx) => {
+        await trx('sessions').where({ user_id: admin.id }).update({ revoked_at: trx.fn.now(), revoked_reason: 'user-changed' });
+      },
+      what: 'the change never waited for the ADMIN\'s row',
+    });
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
     assert.equal(await storedUsername(target.id), target.username, 'changed by an ADMIN whose session had ended');
   });
 

@@ -122,13 +122,39 @@ export function identityTestEnv(providers: { mail: CaptureServer; sms: CaptureSe
  * Resolves once a statement of `db`'s database (on table `table`, when given) waits for a lock, one a test
  * holds in a transaction of its own to stop a request at that point; fails saying `what` after 10 s.
  */
-export async function untilLockWaited(db: Knex, what: string, table?: string): Promise<void> {
+async function untilLockWaited(db: Knex, what: string, table?: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   const waiting = async () =>
     ((await db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?", [table === undefined ? '%' : `%"${table}"%`])).rows[0].n as number) > 0;
   while (!(await waiting())) {
     if (Date.now() >= deadline) throw new Error(what);
     await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Stops a request at a lock: a transaction of the test takes what `hold` locks, `send` sends the request, and
+ * once a statement waits for a lock (on `at`, a table, when given) `meanwhile` runs, with the holding
+ * transaction to change what the request will find; then the test lets go. Resolves with `send`'s answer and
+ * what `meanwhile` returned (awaited before the test lets go: a request it starts to race the held one is
+ * returned inside an object). Fails saying `what` when the request never waits.
+ */
+export async function whileHeld<T, M>(
+  db: Knex,
+  options: { hold: (trx: Knex.Transaction) => Promise<unknown>; send: () => PromiseLike<T>; meanwhile: (trx: Knex.Transaction) => Promise<M>; what: string; at?: string },
+): Promise<{ answer: T; meanwhile: M }> {
+  const trx = await db.transaction();
+  let sent: Promise<T> | undefined;
+  try {
+    await options.hold(trx);
+    sent = Promise.resolve(options.send());
+    await untilLockWaited(db, options.what, options.at);
+    const meanwhile = await options.meanwhile(trx);
+    await trx.commit();
+    return { answer: await sent, meanwhile };
+  } finally {
+    if (!trx.isCompleted()) await trx.rollback();
+    await sent?.catch(() => undefined);
   }
 }
 
