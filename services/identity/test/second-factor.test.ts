@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generate } from 'otplib';
 import request from 'supertest';
+import type { Knex } from '@platform/service-kit/database';
 import { secretBox } from '../src/factor-records/secret-box.ts';
 import { TOTP_STEP_S, hotp, stepAt } from '../src/factor-records/totp.ts';
 import { type IdentityHarness, startIdentity, whileHeld } from './support/identity-harness.ts';
@@ -56,19 +57,42 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     const get = (path: string, token: string) => request(identity.app).get(path).set(as(token));
     const post = (path: string, token: string, body?: object) => request(identity.app).post(path).set(as(token)).send(body ?? {});
 
+    /** A new pending factor of the session of `token`, and a code of it good for the rest of the current step. */
+    async function pendingFactor(token: string): Promise<{ factorId: string; code: string }> {
+      const enrolment = await post('/v1/auth/factors/totp', token);
+      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
+      await midStep();
+      return { factorId: enrolment.body.factorId as string, code: await codeOf(enrolment.body.otpauthUri) };
+    }
+
+    /**
+     * A new user's confirmation of its first factor, held at the user's row (before its code is tried, as
+     * every change of a user's factors waits there) while `meanwhile` runs. Resolves with the user and the answer.
+     */
+    async function confirmationHeldAtUser(meanwhile: (held: { trx: Knex.Transaction; owner: { accessToken: string }; factorId: string }) => Promise<void>) {
+      const user = await identity.createUser();
+      const owner = await identity.login(user);
+      const { factorId, code } = await pendingFactor(owner.accessToken);
+      const { answer } = await whileHeld(identity.db, {
+        hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
+        send: () => post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId, code }),
+        meanwhile: (trx) => meanwhile({ trx, owner, factorId }),
+        what: 'the confirmation never reached the user\'s row',
+        at: 'users',
+      });
+      return { user, confirmed: answer };
+    }
+
     /**
      * A confirmation of a new factor from session `confirming`, held in its transaction once it holds the
      * user's row and has activated the factor (at the insert of its recovery codes), while `during` runs; then
      * let go. Resolves with the confirmation's answer and what `during` resolved with.
      */
     async function heldConfirmation<T>(confirming: { accessToken: string }, during: () => Promise<T>): Promise<{ confirmed: request.Response; during: T }> {
-      const enrolment = await post('/v1/auth/factors/totp', confirming.accessToken);
-      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
-      await midStep();
-      const code = await codeOf(enrolment.body.otpauthUri);
+      const { factorId, code } = await pendingFactor(confirming.accessToken);
       const held = await whileHeld(identity.db, {
         hold: (trx) => trx.raw('LOCK TABLE recovery_codes IN EXCLUSIVE MODE'),
-        send: () => post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId: enrolment.body.factorId, code }),
+        send: () => post('/v1/auth/factors/totp/confirm', confirming.accessToken, { factorId, code }),
         meanwhile: async () => {
           const racing = during();
           // Time for a request that does not wait for the confirmation to commit before it ends.
@@ -279,21 +303,8 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     });
 
     it('a confirmation whose own session ended while it waited answers 401 and leaves the factor pending', async () => {
-      const user = await identity.createUser();
-      const owner = await identity.login(user);
-      const enrolment = await post('/v1/auth/factors/totp', owner.accessToken);
-      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
-      await midStep();
-      const code = await codeOf(enrolment.body.otpauthUri);
-      // Held at the user's row, before its code is tried; the session is logged out meanwhile.
-      const { answer: confirmed } = await whileHeld(identity.db, {
-        hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
-        send: () => post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }),
-        meanwhile: async () => {
-          assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: owner.accessToken })).status, 200);
-        },
-        what: 'the confirmation never reached the user\'s row',
-        at: 'users',
+      const { user, confirmed } = await confirmationHeldAtUser(async ({ owner }) => {
+        assert.equal((await request(identity.app).post('/v1/auth/logout').send({ jwtToken: owner.accessToken })).status, 200);
       });
       assert.equal(confirmed.status, 401, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
       assert.equal(confirmed.body.message, 'Bad Credentials');
@@ -321,21 +332,9 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
     });
 
     it('a confirmation whose pending factor a new enrolment replaced meanwhile answers 404 and counts no failure', async () => {
-      const user = await identity.createUser();
-      const owner = await identity.login(user);
-      const enrolment = await post('/v1/auth/factors/totp', owner.accessToken);
-      assert.equal(enrolment.status, 201, JSON.stringify(enrolment.body));
-      await midStep();
-      const code = await codeOf(enrolment.body.otpauthUri);
-      // The confirmation waits for a transaction of the test that holds the user's row, as an enrolment does,
-      // and replaces the pending factor as an enrolment does.
-      const { answer: confirmed } = await whileHeld(identity.db, {
-        hold: (trx) => trx('users').where({ id: user.id }).forUpdate().first('id'),
-        send: () => post('/v1/auth/factors/totp/confirm', owner.accessToken, { factorId: enrolment.body.factorId, code }),
-        meanwhile: async (trx) => {
-          await trx('second_factors').where({ id: enrolment.body.factorId }).delete();
-        },
-        what: 'the confirmation never waited for the test',
+      // The test's transaction holds the user's row, as an enrolment does, and replaces the pending factor as one does.
+      const { user, confirmed } = await confirmationHeldAtUser(async ({ trx, factorId }) => {
+        await trx('second_factors').where({ id: factorId }).delete();
       });
       assert.equal(confirmed.status, 404, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
       assert.equal(confirmed.body.message, 'Factor not found');
