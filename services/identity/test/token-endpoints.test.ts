@@ -154,6 +154,22 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
       assert.doesNotMatch(JSON.stringify(events[0].details), new RegExp(accessToken.slice(-20)));
     });
 
+    it('deletes a few records of revoked tokens no verifier needs any more with each revocation, and keeps the live ones', async () => {
+      const user = await identity.createUser();
+      const { accessToken } = await loginAs(user);
+      const sid = claimsOf(accessToken).sid as string;
+      await identity.db('revoked_tokens').insert(Array.from({ length: 10 }, (_, i) => ({ token_id: `old-${sid}-${i}`, session_id: sid, expires_at: new Date(Date.now() - 2 * 3600 * 1000) })));
+      const expired = async () => Number((await identity.db('revoked_tokens').where('expires_at', '<', new Date(Date.now() - 3600 * 1000)).count({ n: '*' }))[0]?.n);
+      const counts: number[] = [];
+      for (let i = 0; i < 2; i += 1) {
+        assert.equal((await revoke((await loginAs(user)).accessToken)).status, 200);
+        counts.push(await expired());
+      }
+      assert.deepEqual(counts, [2, 0]);
+      const live = identity.db('revoked_tokens').whereIn('session_id', identity.db('sessions').where({ user_id: user.id }).select('id')).where('expires_at', '>', new Date());
+      assert.equal(Number((await live.count({ n: '*' }))[0]?.n), 2, 'a live record was deleted');
+    });
+
     it('keeps an access token revoked alone revoked after Redis lost its data (re-seeded from Postgres)', async () => {
       const { accessToken } = await loginAs(await identity.createUser());
       assert.equal((await revoke(accessToken)).status, 200);

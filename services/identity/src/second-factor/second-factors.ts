@@ -11,7 +11,7 @@ import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import type { SessionEnding } from '../sessions/session-endings.ts';
-import { insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { callerSessionLives, insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
   type FactorRecord,
@@ -61,7 +61,7 @@ const sessionEnded = (reason: string): UnauthorizedError => new UnauthorizedErro
  */
 async function holdUser(trx: Knex.Transaction, principal: Principal): Promise<boolean> {
   await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
-  return (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').first('id')) !== undefined;
+  return callerSessionLives(trx, principal, principal.userId);
 }
 
 /**

@@ -7,6 +7,21 @@ import { insertAuditEvent } from '../audit/audit.repository.ts';
 /** How long a record is kept past its token's `exp`: beyond the verifiers' clock tolerance, with room. */
 const KEPT_PAST_EXPIRY_S = 3600;
 
+/** The `exp` before which a token record has nothing left to do. */
+const keptSince = (): Date => new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000);
+
+/** How many records of expired tokens one new record deletes at most: more than it adds, so they never pile up. */
+const PRUNED_AT_ONCE = 8;
+
+/**
+ * Deletes a few records of `table` (`revoked_tokens`, `access_tokens`) that no verifier needs any more, as a
+ * new one is written, skipping rows another writer is deleting: concurrent writers never wait on one another.
+ */
+async function pruneExpired(trx: Knex.Transaction, table: 'revoked_tokens' | 'access_tokens'): Promise<void> {
+  const expired = trx(table).where('expires_at', '<', keptSince()).limit(PRUNED_AT_ONCE).forUpdate().skipLocked().select('token_id');
+  await trx(table).whereIn('token_id', expired).delete();
+}
+
 /** What revoking one access token alone works with. */
 export interface TokenRevocationServices {
   db: Knex;
@@ -31,8 +46,7 @@ export async function revokeAccessToken(
       .onConflict('token_id')
       .ignore();
     if (audit !== undefined) await insertAuditEvent(trx, audit.context, audit.event);
-    // Records no verifier needs any more go as new ones come (the index on expires_at finds them).
-    await trx('revoked_tokens').where('expires_at', '<', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000)).delete();
+    await pruneExpired(trx, 'revoked_tokens');
   });
   try {
     await services.revocations.revoke(principal, principal.expiresAt);
@@ -45,13 +59,10 @@ export async function revokeAccessToken(
 /** The access tokens revoked alone that a verifier could still accept: what a re-seed writes back. */
 export async function liveRevokedTokens(db: Knex): Promise<Array<{ tokenId: string; sessionId: string; expiresAt: number }>> {
   const rows = (await db('revoked_tokens')
-    .where('expires_at', '>', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000))
+    .where('expires_at', '>', keptSince())
     .select('token_id as tokenId', 'session_id as sessionId', 'expires_at as expiresAt')) as Array<{ tokenId: string; sessionId: string; expiresAt: Date }>;
   return rows.map((row) => ({ ...row, expiresAt: Math.floor(row.expiresAt.getTime() / 1000) }));
 }
-
-/** How many records of expired access tokens one issue deletes at most: more than it adds, so they never pile up. */
-const PRUNED_AT_ONCE = 8;
 
 /** An access token as the revocations know it: its jti, its session and its `exp` (epoch seconds). */
 export interface AccessTokenRecord {
@@ -67,9 +78,7 @@ export interface AccessTokenRecord {
  */
 export async function recordIssuedAccessToken(trx: Knex.Transaction, token: AccessTokenRecord): Promise<void> {
   await trx('access_tokens').insert({ token_id: token.tokenId, session_id: token.sessionId, expires_at: new Date(token.expiresAt * 1000) });
-  // A few at a time, skipping rows another login or refresh is deleting: they never wait on one another.
-  const expired = trx('access_tokens').where('expires_at', '<', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000)).limit(PRUNED_AT_ONCE).forUpdate().skipLocked().select('token_id');
-  await trx('access_tokens').whereIn('token_id', expired).delete();
+  await pruneExpired(trx, 'access_tokens');
 }
 
 /**
@@ -81,7 +90,7 @@ export async function recordIssuedAccessToken(trx: Knex.Transaction, token: Acce
 export async function revokeIssuedAccessTokens(trx: Knex.Transaction, sessionId: string): Promise<AccessTokenRecord[]> {
   const rows = (await trx('access_tokens')
     .where({ session_id: sessionId })
-    .where('expires_at', '>', new Date(Date.now() - KEPT_PAST_EXPIRY_S * 1000))
+    .where('expires_at', '>', keptSince())
     .select('token_id as tokenId', 'session_id as sessionId', 'expires_at as expiresAt')) as Array<{ tokenId: string; sessionId: string; expiresAt: Date }>;
   if (rows.length === 0) return [];
   await trx('revoked_tokens')
