@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { TOKEN_CLOCK_TOLERANCE_S } from '@platform/auth';
 import { blacklistToken, createTestIssuer, sessionKey } from '@platform/auth/testing';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { idempotencyRedisKey } from '../src/admission/admission.ts';
@@ -65,6 +66,44 @@ describe('gateway bearer check (CONTRACT.md part 4)', () => {
     const res = await send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
     assert.equal(res.status, 200);
     assert.equal(gw.risk.received.at(-1)?.headers.authorization, `Bearer ${token}`);
+  });
+
+  describe('a token the gateway verified before (remembered: no signature check, no promise, CONTRACT.md part 4 all the same)', () => {
+    const call = async (token: string) => send(gw.url, 'GET', stations, signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+
+    it('when it is revoked after it was accepted, answers 401', async () => {
+      const [jti, sid] = [`jti-${newNonce()}`, `sid-${newNonce()}`];
+      const token = gw.issuer.sign({ jti, sid });
+      assert.equal((await call(token)).status, 200);
+      assert.equal((await call(token)).status, 200, 'the second time from memory');
+      await blacklistToken(testRedis.redis, { tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 900);
+      await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+    });
+
+    it('when its session is ended after it was accepted, answers 401', async () => {
+      const sid = `sid-${newNonce()}`;
+      const token = gw.issuer.sign({ sid });
+      assert.equal((await call(token)).status, 200);
+      await testRedis.redis.set(sessionKey(sid), '1', 'EX', 900);
+      await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+    });
+
+    it('when it expires after it was accepted (the clock tolerance passed), answers 401', async () => {
+      // Early in a second, a token accepted until that second ends (exp + TOKEN_CLOCK_TOLERANCE_S is the next one).
+      await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+      const token = gw.issuer.sign({ expiresInS: 1 - TOKEN_CLOCK_TOLERANCE_S });
+      const accepted = await call(token);
+      assert.equal(accepted.status, 200, accepted.body.toString());
+      await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+      await expectBadCredentials(signedHeaders('GET', stations, { key: gw.keys.hmac, bearer: token }));
+    });
+
+    it('is held to the second factor and the binding to a client key every time', async () => {
+      const token = gw.issuer.sign({ aal: 1, sfr: true });
+      for (let i = 0; i < 2; i++) assert.equal((await call(token)).status, 403);
+      const bound = gw.issuer.sign({ cnf: { kid: 'another-client-key' } });
+      for (let i = 0; i < 2; i++) assert.equal((await call(bound)).status, 401);
+    });
   });
 
   it('lets login, refresh, logout, password-reset and password-reset-request through without a token', async () => {

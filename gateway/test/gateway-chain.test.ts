@@ -100,6 +100,31 @@ describe('the gateway chain (pipeline/chain.ts)', () => {
     assert.deepEqual(ok.released, []);
   });
 
+  it('settles the key alike when the forward step answers at once, with no promise (a cached hit)', async () => {
+    const at = (status: number): Forward => (r) => (r.res.status(status).json({}), status);
+    const failed = appOf([holdKey], at(503));
+    assert.equal((await request(failed.app).post('/v1/x')).status, 503);
+    assert.deepEqual(failed.released, ['k']);
+    const ok = appOf([holdKey], at(200));
+    assert.equal((await request(ok.app).post('/v1/x')).status, 200);
+    assert.deepEqual(ok.released, []);
+  });
+
+  it('when the forward step throws at once, answers its error and settles the key by it', async () => {
+    const conflict = appOf([holdKey], () => {
+      throw new ConflictError('no');
+    });
+    assert.equal((await request(conflict.app).post('/v1/x')).status, 409);
+    assert.deepEqual(conflict.released, []);
+    const bug = appOf([holdKey], () => {
+      throw new TypeError('bug');
+    });
+    const res = await request(bug.app).post('/v1/x');
+    assert.equal(res.status, 500);
+    assert.doesNotMatch(res.text, /bug|TypeError/);
+    assert.deepEqual(bug.released, ['k']);
+  });
+
   it('when no answer came (the forward step resolved none), releases the key', async () => {
     const { app, released } = appOf([holdKey], (r) => {
       r.res.destroy();

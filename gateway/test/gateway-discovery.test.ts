@@ -215,7 +215,10 @@ describe('gateway discovery, unsigned (CONTRACT.md part 16)', () => {
         }
         assert.deepEqual(await published(), [local.issuer.kid, dropped.kid]);
         assert.deepEqual(await algorithms(), ['ES256'], 'an algorithm of no key published is named');
-        assert.equal(await call(dropped.sign()), 200);
+        // One token accepted before the withdrawal: remembered, it is refused all the same after it.
+        const before = dropped.sign();
+        assert.equal(await call(before), 200);
+        assert.equal(await call(before), 200);
 
         served = local.issuer.jwks;
         const deadline = Date.now() + 2000;
@@ -225,6 +228,7 @@ describe('gateway discovery, unsigned (CONTRACT.md part 16)', () => {
         }
         assert.deepEqual(await published(), [local.issuer.kid]);
         assert.equal(await call(dropped.sign()), 401, 'what is published is what is accepted');
+        assert.equal(await call(before), 401, 'a token of the withdrawn key accepted before is refused now');
         assert.equal(await call(local.issuer.sign()), 200);
       } finally {
         await local.close();

@@ -2,7 +2,7 @@ import { TOKEN_BOUND_ELSEWHERE_MESSAGE, type TokenVerifier, assertSecondFactor, 
 import { UnauthorizedError } from '@platform/errors';
 import type { Step } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
-import { checkBearer } from './bearer-check.ts';
+import { checkBearer, knownBearer } from './bearer-check.ts';
 
 /**
  * Step 4, before admission: the bearer token of an operation that needs one, or that takes one and got it
@@ -12,11 +12,19 @@ import { checkBearer } from './bearer-check.ts';
  * part 3 order).
  */
 export function verifyBearer(tokens: TokenVerifier): Step {
-  return async (request) => {
+  return (request) => {
     const { operation, req } = request;
-    if (operation.needsBearer || (operation.acceptsBearer && req.headers.authorization !== undefined)) {
-      request.bearer = await checkBearer(tokens, req.headers.authorization);
+    const { authorization } = req.headers;
+    if (!operation.needsBearer && !(operation.acceptsBearer && authorization !== undefined)) return undefined;
+    // A token verified before (a client sends the same one with every request): decided at once, no promise.
+    const known = knownBearer(tokens, authorization);
+    if (known !== undefined) {
+      request.bearer = known;
+      return undefined;
     }
+    return checkBearer(tokens, authorization).then((verdict) => {
+      request.bearer = verdict;
+    });
   };
 }
 

@@ -124,7 +124,8 @@ export interface CachedForwardOptions {
 }
 
 /**
- * Answers `request` from the cache or through it; resolves with the status the client got. `exchangeOf`
+ * Answers `request` from the cache or through it, with the status the client got: a hit at once (no
+ * promise: it waits for nothing), anything else when its answer came. `exchangeOf`
  * builds the upstream request (its headers, the assertion's HMAC), called only when one is sent. Without
  * a generation confirmed in Redis, for a request that is not cacheable (`cacheKey`), and for a POST that
  * carries If-None-Match (its answer is risk's 412), the request goes upstream as it is, conditional headers
@@ -133,24 +134,31 @@ export interface CachedForwardOptions {
  * cache keeps (an error, an answer of no generation), it asks upstream itself: an answer is handed on only
  * in the form any request of the key may be given.
  */
-export async function forwardThroughCache(options: CachedForwardOptions, request: GatewayRequest, exchangeOf: () => UpstreamExchange): Promise<number> {
-  const { cache, upstream } = options;
-  const now = options.now ?? Date.now;
+export function forwardThroughCache(options: CachedForwardOptions, request: GatewayRequest, exchangeOf: () => UpstreamExchange): number | Promise<number> {
+  const { cache } = options;
   const { req, res } = request;
   const key = !cache.usable() || (req.method === 'POST' && req.headers['if-none-match'] !== undefined) ? undefined : cacheKey(request);
   if (key === undefined) {
     cache.miss();
     keepHeader(res, 'x-cache', 'MISS');
-    return await sendAsItIs(options, res, exchangeOf);
+    return sendAsItIs(options, res, exchangeOf);
   }
   const entry = cache.get(key);
   if (entry !== undefined) {
     cache.hit();
-    return writeEntry(request, entry, res, now(), 'HIT');
+    return writeEntry(request, entry, res, (options.now ?? Date.now)(), 'HIT');
   }
   cache.miss();
   // Kept before the wait: a miss says so on whatever answers it, the gateway's 502 or 504 included.
   keepHeader(res, 'x-cache', 'MISS');
+  return missed(options, request, key, exchangeOf);
+}
+
+/** A miss of `key`: one upstream request for it however many wait (`StationCache.once`), its answer stored and given. */
+async function missed(options: CachedForwardOptions, request: GatewayRequest, key: string, exchangeOf: () => UpstreamExchange): Promise<number> {
+  const { cache, upstream } = options;
+  const now = options.now ?? Date.now;
+  const { req, res } = request;
   let led = false;
   let exchange: UpstreamExchange | undefined;
   const flight = await cache.once(key, async () => {

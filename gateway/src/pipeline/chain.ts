@@ -8,10 +8,11 @@ import { GatewayRequest } from './gateway-request.ts';
 export type Step = (request: GatewayRequest) => void | Promise<void>;
 
 /**
- * The last step: hands the request on and resolves with the status of the answer the client gets (as soon
- * as it is known, before its body is relayed), or undefined when no answer came.
+ * The last step: hands the request on, with the status of the answer the client gets (as soon as it is
+ * known, before its body is relayed), or undefined when no answer came; a promise of it when it is not
+ * known at once (a cached hit is).
  */
-export type Forward = (request: GatewayRequest) => Promise<number | undefined>;
+export type Forward = (request: GatewayRequest) => number | undefined | Promise<number | undefined>;
 
 /**
  * CONTRACT.md part 3, the one rule of the idempotency key: a request that held it gives it back when its
@@ -38,7 +39,8 @@ export function chain(operation: GatewayOperation, steps: readonly Step[], forwa
         if (pending !== undefined) await pending;
         if (res.headersSent) return res.statusCode;
       }
-      return await forward(request);
+      const answer = forward(request);
+      return answer instanceof Promise ? await answer : answer;
     };
     void (async () => {
       let answer: number | undefined;

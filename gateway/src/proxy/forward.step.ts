@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { formatTraceparent, requestTrace } from '@platform/service-kit';
 import type { Forward } from '../pipeline/chain.ts';
@@ -58,21 +59,31 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
     });
     return { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
   };
-  return async (request) => {
+  return (request) => {
     const { res } = request;
     try {
-      let status: number;
+      let status: number | Promise<number>;
       if (cached !== undefined) {
-        status = await forwardThroughCache(cached, request, () => exchangeOf(request));
+        status = forwardThroughCache(cached, request, () => exchangeOf(request));
       } else {
         const timer = options.metrics.upstreamTimer(upstream.name);
-        status = await upstream.send(exchangeOf(request), res, (outcome) => timer(String(outcome)));
+        status = upstream.send(exchangeOf(request), res, (outcome) => timer(String(outcome)));
       }
-      return res.headersSent && res.statusCode !== status ? res.statusCode : status;
+      // A cached hit answered at once: no promise for it.
+      return typeof status === 'number' ? answered(res, status) : status.then((settled) => answered(res, settled), (err: unknown) => failed(res, err));
     } catch (err) {
-      // The deadline's answer went out first: the client has it, and it decides.
-      if (res.headersSent) return res.statusCode;
-      throw err;
+      return failed(res, err);
     }
   };
+}
+
+/** The status the client got: the deadline's, when its answer went out first. */
+function answered(res: ServerResponse, status: number): number {
+  return res.headersSent && res.statusCode !== status ? res.statusCode : status;
+}
+
+/** A failure after the deadline's answer went out: the client has that, and it decides; else the failure is the answer's. */
+function failed(res: ServerResponse, err: unknown): number {
+  if (res.headersSent) return res.statusCode;
+  throw err;
 }

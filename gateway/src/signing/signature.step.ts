@@ -13,10 +13,10 @@ import { type SignatureVerifierOptions, verifyRequestSignature } from './verify-
  * after admission).
  */
 export function verifySignature(options: SignatureVerifierOptions, rateLimits: RateLimits, metrics: GatewayMetrics, logger: Logger): Step {
-  return async (request) => {
+  return (request) => {
     const { req } = request;
     try {
-      const verified = await verifyRequestSignature({ method: req.method, target: req.originalUrl, authority: req.headers.host, headers: req.headers }, request.body, options);
+      const verified = verifyRequestSignature({ method: req.method, target: req.originalUrl, authority: req.headers.host, headers: req.headers }, request.body, options);
       request.keyId = verified.keyId;
       request.nonce = verified.nonce;
       request.created = verified.created;

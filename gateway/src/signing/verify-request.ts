@@ -27,13 +27,9 @@ export interface VerifiedSignature {
 
 /**
  * Verifies a request's `sig1` signature against CONTRACT.md part 2, cheapest checks first, and
- * resolves who signed it. Rejects with a SignatureFault whose message is the precise reason (for the log).
+ * says who signed it. Throws a SignatureFault whose message is the precise reason (for the log).
  */
-export async function verifyRequestSignature(
-  request: SignedRequest,
-  body: Buffer,
-  options: SignatureVerifierOptions,
-): Promise<VerifiedSignature> {
+export function verifyRequestSignature(request: SignedRequest, body: Buffer, options: SignatureVerifierOptions): VerifiedSignature {
   const entry = readSignature(request.headers, SIGNATURE_LABEL);
   const hasBody = body.length > 0;
   assertCovers(entry.bareComponents, requiredComponents({ hasBody, hasAuthorization: request.headers.authorization !== undefined }));
@@ -50,7 +46,7 @@ export async function verifyRequestSignature(
     const problem = contentDigestProblem(Array.isArray(digestHeader) ? digestHeader.join(', ') : digestHeader, body);
     if (problem !== undefined) throw new SignatureFault(problem);
   }
-  if (!(await signatureMatches(signatureBase(request, entry), entry.signature, key))) {
+  if (!signatureMatches(signatureBase(request, entry), entry.signature, key)) {
     throw new SignatureFault('signature does not match');
   }
   return { keyId: params.keyId, nonce: params.nonce, created: params.created, introspection: key.introspection === true };

@@ -17,7 +17,7 @@ export interface BearerAuthOptions {
    * True when the gateway checked this request's token against the revocations a moment ago (its `v3`
    * assertion over this very `Authorization`, CONTRACT.md part 10: service-kit's `gatewayCheckedBearer`):
    * the token is then verified without a second revocation read, and a token this verifier verified
-   * before is taken at once (`TokenVerifier.vouched`), with no promise. Without it every token is checked fully.
+   * before is taken at once (`TokenVerifier.known`), with no promise. Without it every token is checked fully.
    */
   checkedByGateway?: (req: Request) => boolean;
   /** The route is one of enrolment or of the second factor itself: an `aal` 1 token suffices (CONTRACT.md part 15). */
@@ -37,7 +37,7 @@ export function bearerAuth(verifier: TokenVerifier, options: BearerAuthOptions =
       return;
     }
     const vouched = checkedByGateway?.(req) === true;
-    const known = vouched ? verifier.vouched(token) : undefined;
+    const known = vouched ? verifier.known(token) : undefined;
     if (known !== undefined) {
       // Decided at once: no promise, no microtask. The second factor is this route's to ask all the same.
       if (!firstFactorSuffices) assertSecondFactor(known);

@@ -35,13 +35,15 @@ export interface TokenVerifier {
   /** Resolves the principal of a valid, unrevoked token; rejects with 401 `Bad Credentials` otherwise. */
   verify(token: string, options?: VerifyOptions): Promise<Principal>;
   /**
-   * For a request whose token the gateway checked against the revocations a moment ago (its `v3`
-   * assertion over this very `Authorization`, CONTRACT.md part 10): the principal of a token this verifier
-   * verified itself and remembers, unexpired and with the very key object that verified it still held, at
-   * once, with no promise; undefined otherwise (the caller verifies it, `verify` with `ignoreRevocation`).
-   * Nothing is accepted here that this verifier did not verify.
+   * The principal of a token this verifier verified itself and remembers, unexpired and with the very key
+   * object that verified it still held, at once, with no promise; undefined otherwise (the caller verifies
+   * it with `verify`). Nothing is accepted here that this verifier did not verify. Neither the revocations
+   * nor the second factor are asked: it is for a caller that has them read elsewhere, risk for a request
+   * whose token the gateway checked against the revocations a moment ago (its `v3` assertion over this very
+   * `Authorization`, CONTRACT.md part 10), the gateway for one whose admission reads them in its Redis
+   * round trip. The key source must keep its keys current by itself (`peek` reads what it holds).
    */
-  vouched(token: string): Principal | undefined;
+  known(token: string): Principal | undefined;
 }
 
 function reject(reason: string): never {
@@ -179,7 +181,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     return principal;
   };
   return {
-    vouched(token) {
+    known(token) {
       const hit = verified.get(token);
       // The same rule as `remembered`, read synchronously: a key source that cannot say what it holds has the caller verify.
       if (hit === undefined || !isAccepted(hit.principal.expiresAt) || options.keys.peek?.(hit.kid) !== hit.key) return undefined;
