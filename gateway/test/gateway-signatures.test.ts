@@ -119,6 +119,13 @@ describe('gateway request signatures (CONTRACT.md part 2)', () => {
       await expectRejected('POST', target, signedHeaders('POST', target, { key: gw.keys.hmac, body, created: now + 400 }), body, /^created is (39\d|400) s in the future$/);
     });
 
+    it('when created is rewritten as a decimal after signing (N.0, the same number), answers 401', async () => {
+      const headers = signedHeaders('POST', target, { key: gw.keys.hmac, body });
+      const input = String(headers['signature-input']).replace(/created=([0-9]+)/, 'created=$1.0');
+      assert.match(input, /created=[0-9]+\.0;/);
+      await expectRejected('POST', target, { ...headers, 'signature-input': input }, body, /^Signature-Input holds the decimal [0-9]+\.0, which is read back as an integer$/);
+    });
+
     it('when expires is past, answers 401', async () => {
       const now = Math.floor(Date.now() / 1000);
       await expectRejected('POST', target, signedHeaders('POST', target, { key: gw.keys.hmac, body, expires: now - 5 }), body, /^signature expired \d s ago$/);

@@ -197,6 +197,22 @@ describe('Signature-Input parsing', () => {
     assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("Date")', signature: 'sig1=:AA==:' }, 'sig1')), 'component "Date" is not lower case');
   });
 
+  it('refuses a decimal with no fraction, which structured-headers would read back as an integer, and takes every other number and string', () => {
+    const read = (input: string) => readSignature({ 'signature-input': input, signature: 'sig1=:AA==:' }, 'sig1');
+    for (const [input, decimal] of [
+      ['sig1=("@method");created=1618884473.0;keyid="k"', '1618884473.0'],
+      ['sig1=("@method");keyid="k";expires=-7.000', '-7.000'],
+      ['sig1=("@method");created=1;x=2.0', '2.0'],
+      ['sig1=("@method";y=0.0);created=1', '0.0'],
+      ['sig1=("@method");keyid="a\\\\";x=3.0', '3.0'],
+    ] as const) {
+      assert.equal(fault(() => read(input)), `Signature-Input holds the decimal ${decimal}, which is read back as an integer`, input);
+    }
+    for (const input of ['sig1=("@method");created=1;ratio=1.5', 'sig1=("@method");created=1;ratio=2.05', 'sig1=("@method");keyid="v=1.0";tag=a1.0', 'sig1=("@method");keyid="a\\"x=1.0";created=1']) {
+      assert.equal(read(input).params.get('created') ?? 1, 1, input);
+    }
+  });
+
   it('reads every form the canonical reader takes exactly as structured-headers does, and leaves the rest to it', () => {
     // Pieces in canonical form and near misses (spaces, escapes, upper case, repeats, other item types).
     const canonical = ['"@method"', '"@path"', '"@query"', '"x-idempotency-key"', '"content-digest"', '"authorization"', '"x-a.b_c"'];
@@ -205,7 +221,7 @@ describe('Signature-Input parsing', () => {
     const params = [
       ';created=1618884473', ';created=0', ';created=-5', ';created=007', ';created=-0', ';created=1234567890123456', ';created=1.5',
       ';keyid="test-key"', ';keyid="test-key"', ';nonce="abcdefghijklmnop"', ';created=1618884473', ';keyid="a b;c=d)"', ';keyid="a\\"b"', ';keyid=""', ';nonce="abcdefghijklmnop"', ';alg="hmac-sha256"',
-      '; created=1', ';flag', ';flag=?0', ';tag=tok', ';bytes=:AQID:', ';Created=1', ';*x-y.z_1=2',
+      '; created=1', ';flag', ';flag=?0', ';tag=tok', ';bytes=:AQID:', ';Created=1', ';*x-y.z_1=2', ';created=1.0', ';keyid="v=1.0"',
     ];
     const signatures = ['sig1=:AAAA:', 'sig1=:AQID:', 'sig1=:AQ==:', 'sig1=:AQI=:', 'sig1=:AAAA:', 'sig1=:AQID:', 'sig1=:AQ=:', 'sig1=:AQ:', 'sig1=::', 'sig1=:AAAA:, sig2=:AA==:', 'sig1=("@x")'];
     const outcome = (read: () => unknown) => {

@@ -99,8 +99,25 @@ export function canonicalEntry(inputHeader: string, signatureHeader: string, lab
   return checkedEntry({ label, input, bareComponents: names, fields, serializedInput, params, signature: Buffer.from(bytes[1] as string, 'base64') });
 }
 
+/** Strings (and display strings) of a structured field: the only places a `"` or a `=` may stand for itself. */
+const SF_STRINGS = /"(?:[^"\\]|\\.)*"/g;
+/** A bare item after `=` that is a decimal with no fraction (`1.0`, `-7.000`). */
+const INTEGRAL_DECIMAL = /=(-?[0-9]+\.0+)(?![0-9])/;
+
+/**
+ * A decimal with no fraction in a structured field's text, outside its strings, or undefined. structured-headers
+ * reads `1.0` as the number 1 and writes it back as the integer `1`: a Signature-Input holding one would be
+ * signed over other text than it says (RFC 8941 keeps `1.0` a decimal), and `created=N.0` would pass for the
+ * integer `created` RFC 9421 requires. No signer writes one; it is refused.
+ */
+function integralDecimal(text: string): string | undefined {
+  return INTEGRAL_DECIMAL.exec(text.replace(SF_STRINGS, '""'))?.[1];
+}
+
 /** The entry as structured-headers parses it: any valid form, and the reason when it is not. */
 export function libraryEntry(inputHeader: string, signatureHeader: string, label: string): SignatureEntry {
+  const decimal = integralDecimal(inputHeader);
+  if (decimal !== undefined) throw new SignatureFault(`Signature-Input holds the decimal ${decimal.slice(0, 32)}, which is read back as an integer`);
   const input = dictionary('Signature-Input', inputHeader).get(label);
   const signature = dictionary('Signature', signatureHeader).get(label);
   if (input === undefined) throw new SignatureFault(`Signature-Input has no ${label}`);
