@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import { findUserById } from '../src/user-records/users.repository.ts';
 import { RESET_DONE_MESSAGE } from '../src/password-reset/reset-password.ts';
-import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername } from './support/identity-harness.ts';
+import { type IdentityHarness, type TestUser, duringDemotion, startIdentity, uniqueUsername } from './support/identity-harness.ts';
 
 const RESET_PAGE = 'http://localhost:3000/reset-password';
 const LOGIN_PAGE = 'http://localhost:3000/login';
@@ -182,6 +182,16 @@ describe('POST /v1/users/password-reset-request', () => {
     assert.ok(Math.abs(Date.parse(res.body.expiresAt) - (Date.now() + THIRTY_MINUTES_MS)) < 10_000, res.body.expiresAt);
     const row = await identity.db('password_reset_tokens').where({ user_id: user.id }).first();
     assert.equal(row.expires_at.toISOString(), res.body.expiresAt);
+  });
+
+  it('an ADMIN\'s ticket asked while the ADMIN\'s own row is held (a demotion in flight) and its session ends: 401, and no token is issued', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const bearer = (await identity.login(admin)).accessToken;
+    const user = await identity.createUser();
+    const res = await duringDemotion(identity.db, admin.id, () => client.ask({ username: user.username }, { bearer }), 'the ticket never waited for the ADMIN\'s row');
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.message, 'Bad Credentials');
+    assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 0, 'a ticket for an ADMIN demoted before it');
   });
 
   it('when an ADMIN names an unknown username, answers 404 User not found', async () => {

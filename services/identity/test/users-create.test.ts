@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
-import { type IdentityHarness, startIdentity, uniqueUsername } from './support/identity-harness.ts';
+import { type IdentityHarness, duringDemotion, startIdentity, uniqueUsername } from './support/identity-harness.ts';
 
 describe('POST /v1/users/create', () => {
   let identity: IdentityHarness;
@@ -28,6 +28,16 @@ describe('POST /v1/users/create', () => {
   });
   const create = (body: object, token = adminToken) =>
     request(identity.app).post('/v1/users/create').set('Authorization', `Bearer ${token}`).send(body);
+
+  it('made while the ADMIN\'s own row is held (a demotion in flight) and its session ends: 401, and no user is made', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const token = (await identity.login(admin)).accessToken;
+    const body = newUser({ roles: ['ADMIN'] });
+    const res = await duringDemotion(identity.db, admin.id, () => create(body, token), 'the creation never waited for the ADMIN\'s row');
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.message, 'Bad Credentials');
+    assert.equal(await identity.db('users').whereRaw('lower(username) = lower(?)', [body.username]).first('id'), undefined, 'made by an ADMIN demoted before it');
+  });
 
   it('when an ADMIN sends a valid user, answers 201 with the User, who can then log in', async () => {
     const body = newUser();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
 import { findUserById } from '../src/user-records/users.repository.ts';
-import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+import { type IdentityHarness, duringDemotion, startIdentity } from './support/identity-harness.ts';
 
 describe('GET /v1/users/unblock/{userId}', () => {
   let identity: IdentityHarness;
@@ -26,6 +26,16 @@ describe('GET /v1/users/unblock/{userId}', () => {
 
   const unblock = (userId: string, token = adminToken) =>
     request(identity.app).get(`/v1/users/unblock/${userId}`).set('Authorization', `Bearer ${token}`);
+
+  it('made while the ADMIN\'s own row is held (a demotion in flight) and its session ends: 401, and the user stays BLOCKED', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const token = (await identity.login(admin)).accessToken;
+    const user = await blockedUser();
+    const res = await duringDemotion(identity.db, admin.id, () => unblock(user.id, token), 'the unblock never waited for the ADMIN\'s row');
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.message, 'Bad Credentials');
+    assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED', 'unblocked by an ADMIN demoted before it');
+  });
 
   it('when an ADMIN unblocks a blocked user, answers 200 with the user ACTIVE, and the user can log in again', async () => {
     const user = await blockedUser();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { Role } from '@platform/auth';
-import { type IdentityHarness, type TestUser, startIdentity, uniqueUsername, whileHeld } from './support/identity-harness.ts';
+import { type IdentityHarness, type TestUser, duringDemotion, startIdentity, uniqueUsername, whileHeld } from './support/identity-harness.ts';
 
 describe('PATCH /v1/users/update: username changes', () => {
   let identity: IdentityHarness;
@@ -47,14 +47,7 @@ describe('PATCH /v1/users/update: username changes', () => {
     const admin = await identity.createUser({ roles: ['ADMIN'] });
     const target = await identity.createUser();
     const token = await tokenOf(admin);
-    const { answer: res } = await whileHeld(identity.db, {
-      hold: (trx) => trx('users').where({ id: admin.id }).forUpdate().first('id'),
-      send: () => update(token, { userId: target.id, username: uniqueUsername() }),
-      meanwhile: async (trx) => {
-        await trx('sessions').where({ user_id: admin.id }).update({ revoked_at: trx.fn.now(), revoked_reason: 'user-changed' });
-      },
-      what: 'the change never waited for the ADMIN\'s row',
-    });
+    const res = await duringDemotion(identity.db, admin.id, () => update(token, { userId: target.id, username: uniqueUsername() }), 'the change never waited for the ADMIN\'s row');
     assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
     assert.equal(await storedUsername(target.id), target.username, 'changed by an ADMIN whose session had ended');
   });

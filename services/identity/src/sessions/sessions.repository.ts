@@ -122,10 +122,11 @@ export async function findSession(db: Knex, sessionId: string): Promise<{ id: st
 /**
  * Whether the session of `principal` still lives, for a change made on its behalf, once the change holds the
  * row of the user it changes: a block, role change or logout of the caller that committed meanwhile is seen.
- * When the caller is another user (an ADMIN), its own row is held too (shared), so a change of the caller in
- * flight (a demotion, a block) commits first and its ending is seen as well.
+ * When the caller is another user (an ADMIN), or the change makes a user (`changedUserId` undefined), its own
+ * row is held too (shared), so a change of the caller in flight (a demotion, a block) commits first and its
+ * ending is seen as well.
  */
-export async function callerSessionLives(trx: Knex.Transaction, caller: { userId: string; sessionId: string }, changedUserId: string): Promise<boolean> {
+export async function callerSessionLives(trx: Knex.Transaction, caller: { userId: string; sessionId: string }, changedUserId: string | undefined): Promise<boolean> {
   if (caller.userId !== changedUserId) await trx('users').where({ id: caller.userId }).forShare().first('id');
   return (await trx('sessions').where({ id: caller.sessionId }).whereNull('revoked_at').first('id')) !== undefined;
 }

@@ -1,4 +1,5 @@
-import { ConflictError } from '@platform/errors';
+import type { Principal } from '@platform/auth';
+import { ConflictError, UnauthorizedError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -9,6 +10,7 @@ import { assertUncommonPassword } from '../passwords/password-rules.ts';
 import { assertValidUserFields } from '../user-records/user-fields.ts';
 import { userCreated } from './user-events.ts';
 import { insertUserIfAbsent } from '../user-records/users.repository.ts';
+import { callerSessionLives } from '../sessions/sessions.repository.ts';
 
 /**
  * POST /v1/users/create (the caller is an ADMIN). One INSERT … ON CONFLICT DO NOTHING: of two
@@ -17,6 +19,7 @@ import { insertUserIfAbsent } from '../user-records/users.repository.ts';
  */
 export async function createUser(
   deps: { db: Knex; hasher: PasswordHasher },
+  principal: Principal,
   audit: AuditContext,
   input: components['schemas']['CreateUserRequest'],
 ): Promise<UserResponse> {
@@ -24,6 +27,9 @@ export async function createUser(
   if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
   const passwordHash = input.password === undefined ? null : await deps.hasher.hash(input.password);
   const user = await deps.db.transaction(async (trx) => {
+    // Judged when the request came; made only if the ADMIN's session outlived a change of the ADMIN in
+    // flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
+    if (!(await callerSessionLives(trx, principal, undefined))) return 'ended' as const;
     const created = await insertUserIfAbsent(trx, {
       username: input.username,
       passwordHash,
@@ -38,6 +44,7 @@ export async function createUser(
     if (created !== undefined) await insertAuditEvent(trx, audit, userCreated(created, { passwordSet: passwordHash !== null }));
     return created;
   });
+  if (user === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   if (user === undefined) throw new ConflictError('Username already exists');
   // A new user has no account yet: createAccount makes it.
   return toUserResponse(user, undefined);

@@ -1,10 +1,12 @@
-import { ConflictError, NotFoundError } from '@platform/errors';
+import type { Principal } from '@platform/auth';
+import { ConflictError, NotFoundError, UnauthorizedError } from '@platform/errors';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
 import { lockUserById, unblockUserRow } from '../user-records/users.repository.ts';
+import { callerSessionLives } from '../sessions/sessions.repository.ts';
 
 /** The 409 of an unblock of a user who is not BLOCKED. */
 export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
@@ -17,10 +19,12 @@ export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
  * any other status (INACTIVE, EXPIRED, DELETED) answers 409 and is left as it is: an unblock never revives a
  * deleted user; an ADMIN who means to reactivate one says so with `PATCH /v1/users/update` `status`.
  */
-export async function unblockUser(db: Knex, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
+export async function unblockUser(db: Knex, principal: Principal, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
   // Run again when Postgres picks it to break a deadlock of others queued on the same row (a 503 otherwise).
   const user = await retryingTransaction(db, async (trx) => {
     const before = await lockUserById(trx, userId);
+    // Judged when the request came; made only if the ADMIN's session outlived the wait (CONTRACT.md part 4, at once).
+    if (!(await callerSessionLives(trx, principal, userId))) return 'ended' as const;
     if (before === undefined || before.status === 'ACTIVE') return before;
     if (before.status !== 'BLOCKED') throw new ConflictError(NOT_BLOCKED_MESSAGE, { cause: new Error(`the user is ${before.status}`) });
     const after = await unblockUserRow(trx, userId);
@@ -31,6 +35,7 @@ export async function unblockUser(db: Knex, audit: AuditContext, userId: string)
     ]);
     return after;
   });
+  if (user === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   if (user === undefined) throw new NotFoundError('User not found');
   return toUserWithFullAccountResponse(user, await findAccountByUserId(db, userId));
 }

@@ -16,7 +16,8 @@ export function usersRouter(deps: UpdateUserDeps & { verifier: TokenVerifier }):
   const router = Router();
   const authenticated = bearerAuth(deps.verifier);
   router.post('/v1/users/create', authenticated, requireAnyRole('ADMIN'), async (req, res) => {
-    res.status(201).json(await createUser(deps, auditContextOf(req, principalOf(req)), req.body as Schemas['CreateUserRequest']));
+    const principal = principalOf(req);
+    res.status(201).json(await createUser(deps, principal, auditContextOf(req, principal), req.body as Schemas['CreateUserRequest']));
   });
   router.patch('/v1/users/update', authenticated, async (req, res) => {
     const principal = principalOf(req);
@@ -29,7 +30,8 @@ export function usersRouter(deps: UpdateUserDeps & { verifier: TokenVerifier }):
     res.json(await getUser(deps.db, principalOf(req), canonicalUuid(req.params.userId as string)));
   });
   router.get('/v1/users/unblock/:userId', authenticated, requireAnyRole('ADMIN'), async (req, res) => {
-    res.json(await unblockUser(deps.db, auditContextOf(req, principalOf(req)), canonicalUuid(req.params.userId as string)));
+    const principal = principalOf(req);
+    res.json(await unblockUser(deps.db, principal, auditContextOf(req, principal), canonicalUuid(req.params.userId as string)));
   });
   return router;
 }

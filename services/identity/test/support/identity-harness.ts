@@ -158,6 +158,24 @@ export async function whileHeld<T, M>(
   }
 }
 
+/**
+ * Stops an ADMIN's request at the ADMIN's own row, as a change of the ADMIN in flight holds it, and meanwhile
+ * makes that change what a demotion commits (the roles, and every session of the ADMIN ended): the answer.
+ * Fails saying `what` when the request never waits for the row.
+ */
+export async function duringDemotion<T>(db: Knex, adminId: string, send: () => PromiseLike<T>, what: string): Promise<T> {
+  const { answer } = await whileHeld(db, {
+    hold: (trx) => trx('users').where({ id: adminId }).forUpdate().first('id'),
+    send,
+    meanwhile: async (trx) => {
+      await trx('users').where({ id: adminId }).update({ roles: ['STANDARD_USER'] });
+      await trx('sessions').where({ user_id: adminId }).update({ revoked_at: trx.fn.now(), revoked_reason: 'user-changed' });
+    },
+    what,
+  });
+  return answer;
+}
+
 export function uniqueUsername(label = 'user'): string {
   return `${label}-${randomUUID()}@example.com`;
 }
