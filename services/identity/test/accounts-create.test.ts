@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
 import type { Role } from '@platform/auth';
-import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+import { type IdentityHarness, duringDemotion, startIdentity } from './support/identity-harness.ts';
 
 const UNKNOWN_USER_ID = '8f14e45f-ceea-467f-a0e6-0f5b3c8a1d2e';
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -89,6 +89,16 @@ describe('POST /v1/accounts/create', () => {
     ]);
     assert.equal(res.body.subscriptionPlan, 'NONE');
     assert.equal(res.body.type, 'INDIVIDUAL');
+  });
+
+  it('made for another user while the ADMIN\'s own row is held (a demotion in flight) and its session ends: 401, and no account is made', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const token = (await identity.login(admin)).accessToken;
+    const user = await identity.createUser();
+    const res = await duringDemotion(identity.db, admin.id, () => create(token, { userId: user.id, type: 'INDIVIDUAL', subscriptionPlan: 'PREMIUM_YEARLY' }), 'the account never waited for the ADMIN\'s row');
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.message, 'Bad Credentials');
+    assert.equal(await identity.db('accounts').where({ user_id: user.id }).first('id'), undefined, 'made by an ADMIN demoted before it');
   });
 
   it('when an ADMIN creates it for another user, answers 201 with that user as owner and the given plan', async () => {

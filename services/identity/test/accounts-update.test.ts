@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { Role } from '@platform/auth';
-import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+import { type IdentityHarness, duringDemotion, startIdentity } from './support/identity-harness.ts';
 
 const UNKNOWN_ACCOUNT_ID = '3d6f0a4e-2b1c-4e8f-9a7d-5c4b3a2f1e0d';
 
@@ -39,6 +39,16 @@ describe('PATCH /v1/accounts/update', () => {
 
   const accountRow = (id: string) => identity.db('accounts').where({ id }).first();
   const markPhoneVerified = (id: string) => identity.db('accounts').where({ id }).update({ mobile_phone_number_verified: true });
+
+  it('made on another user\'s account while the ADMIN\'s own row is held (a demotion in flight) and its session ends: 401, and the account stays as it was', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const token = (await identity.login(admin)).accessToken;
+    const { account } = await owner();
+    const res = await duringDemotion(identity.db, admin.id, () => update(token, { accountId: account.id, mobilePhoneNumber: '+905559876543' }), 'the update never waited for the ADMIN\'s row');
+    assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.message, 'Bad Credentials');
+    assert.equal((await accountRow(account.id)).mobile_phone_number, '+905321234567', 'changed by an ADMIN demoted before it');
+  });
 
   it('when the owner changes fields, answers 200 with the changes and a later updatedAt kept by the database', async () => {
     const { token, account } = await owner();
