@@ -99,7 +99,7 @@ export function canonicalEntry(inputHeader: string, signatureHeader: string, lab
   return checkedEntry({ label, input, bareComponents: names, fields, serializedInput, params, signature: Buffer.from(bytes[1] as string, 'base64') });
 }
 
-/** Strings (and display strings) of a structured field: the only places a `"` or a `=` may stand for itself. */
+/** Strings (and display strings) of a structured field: the only text where `=1.0` may stand without being a number. */
 const SF_STRINGS = /"(?:[^"\\]|\\.)*"/g;
 /** A bare item after `=` that is a decimal with no fraction (`1.0`, `-7.000`). */
 const INTEGRAL_DECIMAL = /=(-?[0-9]+\.0+)(?![0-9])/;

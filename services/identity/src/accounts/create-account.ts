@@ -1,5 +1,5 @@
 import type { Principal } from '@platform/auth';
-import { ConflictError, NotFoundError, UnauthorizedError } from '@platform/errors';
+import { ConflictError, NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -10,7 +10,7 @@ import { assertMayUseAccountOf } from './account-access.ts';
 import { assertMayChoosePlan, assertPictureUrl } from './account-rules.ts';
 import { insertAccountIfAbsent } from './accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
-import { callerSessionLives } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives } from '../sessions/sessions.repository.ts';
 
 /** POST /v1/accounts/create: the one account of a user, recorded; a second answers 409, also under a race. */
 export async function createAccount(
@@ -28,7 +28,7 @@ export async function createAccount(
   const account = await db.transaction(async (trx) => {
     // Judged when the request came; made only if the caller's session outlived a change of the caller in
     // flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
-    if (!(await callerSessionLives(trx, principal, userId))) return 'ended' as const;
+    await assertCallerSessionLives(trx, principal, userId);
     const created = await insertAccountIfAbsent(trx, userId, fields);
     if (created !== undefined) {
       const details = { accountId: created.id, type: created.type, subscriptionPlan: created.subscriptionPlan };
@@ -36,7 +36,6 @@ export async function createAccount(
     }
     return created;
   });
-  if (account === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   if (account === undefined) throw new ConflictError('Account already exists');
   return toAccountResponse(account);
 }

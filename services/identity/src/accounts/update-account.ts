@@ -1,5 +1,5 @@
 import type { Principal } from '@platform/auth';
-import { NotFoundError, UnauthorizedError } from '@platform/errors';
+import { NotFoundError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -9,7 +9,7 @@ import { mayUseAccountOf } from './account-access.ts';
 import { assertPictureUrl } from './account-rules.ts';
 import { type AccountFields, lockAccountById, updateAccountRow } from './accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
-import { callerSessionLives } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives } from '../sessions/sessions.repository.ts';
 
 /** The fields whose stored value the update changed (a field sent with its current value changed nothing). */
 function changedFields(before: AccountRecord, after: AccountRecord, sent: AccountFields): string[] {
@@ -33,7 +33,7 @@ export async function updateAccount(
     const before = await lockAccountById(trx, accountId);
     if (before === undefined || !mayUseAccountOf(principal, before.userId)) throw new NotFoundError('Account not found');
     // Judged when the request came; made only if the caller's session outlived the wait (CONTRACT.md part 4, at once).
-    if (!(await callerSessionLives(trx, principal, before.userId))) return 'ended' as const;
+    await assertCallerSessionLives(trx, principal, before.userId);
     assertPictureUrl(fields.profilePictureUrl);
     // Locked above, so it is there: undefined only to the type checker.
     const after = await updateAccountRow(trx, accountId, fields);
@@ -42,6 +42,5 @@ export async function updateAccount(
     if (changed.length > 0) await insertAuditEvent(trx, audit, { type: 'account.updated', subjectUserId: after.userId, details: { accountId, fields: changed } });
     return after;
   });
-  if (account === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   return toAccountResponse(account);
 }

@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import type { AuditContext } from '../request/audit-context.ts';
-import { callerSessionLives } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives } from '../sessions/sessions.repository.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { UserRecord } from '../user-records/user.ts';
 import { type ResetRecipient, keyShareLockUser, replaceResetToken } from './password-reset.repository.ts';
@@ -17,8 +17,8 @@ export interface IssuedResetToken {
 /**
  * A new reset token for the user the caller looked up, voiding older ones, recorded as
  * `password_reset.requested` in the same transaction (how it is delivered, never the token). Undefined
- * when the user is gone or its username is no longer the one looked up; 'ended' for an ADMIN's ticket when
- * the ADMIN's session ended while it waited.
+ * when the user is gone or its username is no longer the one looked up. An ADMIN's ticket is refused 401
+ * when the ADMIN's session ended while it waited.
  *
  * The user's row is locked first and its username compared with the one looked up: a change of the
  * username commits either before (then no token is issued for the old address) or waits for this
@@ -30,18 +30,18 @@ export async function issueResetToken(
   audit: AuditContext,
   user: Pick<UserRecord, 'id' | 'username'>,
   delivery: { by: 'e-mail' } | { by: 'ticket'; admin: Principal },
-): Promise<IssuedResetToken | 'ended' | undefined> {
+): Promise<IssuedResetToken | undefined> {
   const token = newResetToken();
   const expiresAt = new Date(Date.now() + deps.tokenTtlS * 1000);
   const current = await deps.db.transaction(async (trx) => {
     const locked = await keyShareLockUser(trx, user.id);
     // A ticket is the ADMIN's power over the user: given only if the ADMIN's session outlived a change of the
     // ADMIN in flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
-    if (delivery.by === 'ticket' && !(await callerSessionLives(trx, delivery.admin, user.id))) return 'ended' as const;
+    if (delivery.by === 'ticket') await assertCallerSessionLives(trx, delivery.admin, user.id);
     if (locked === undefined || locked.username !== user.username) return undefined;
     await replaceResetToken(trx, user.id, resetTokenHash(token), expiresAt);
     await insertAuditEvent(trx, audit, { type: 'password_reset.requested', subjectUserId: user.id, details: { delivery: delivery.by, expiresAt: expiresAt.toISOString() } });
     return locked;
   });
-  return current === undefined || current === 'ended' ? current : { token, expiresAt, user: current };
+  return current === undefined ? undefined : { token, expiresAt, user: current };
 }

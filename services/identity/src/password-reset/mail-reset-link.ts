@@ -11,9 +11,9 @@ import type { PasswordResetDeps } from './password-reset-deps.ts';
 export async function mailResetLink(deps: PasswordResetDeps, audit: AuditContext, username: string, page: URL | undefined): Promise<void> {
   const found = await findUserByUsername(deps.db, username);
   if (found === undefined) return;
-  // Undefined when the user was renamed since the lookup: the old address gets nothing. (Never 'ended': no caller's session is asked.)
+  // Undefined when the user was renamed since the lookup: the old address gets nothing.
   const issued = await issueResetToken(deps, audit, found, { by: 'e-mail' });
-  if (issued === undefined || issued === 'ended') return;
+  if (issued === undefined) return;
   const { token, user } = issued;
 
   let link = `user id: ${user.id}\nreset token: ${token}`;

@@ -1,3 +1,4 @@
+import { UnauthorizedError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit/database';
 import { type Position, exactInstant } from '../pagination/cursor.ts';
 
@@ -129,6 +130,17 @@ export async function findSession(db: Knex, sessionId: string): Promise<{ id: st
 export async function callerSessionLives(trx: Knex.Transaction, caller: { userId: string; sessionId: string }, changedUserId: string | undefined): Promise<boolean> {
   if (caller.userId !== changedUserId) await trx('users').where({ id: caller.userId }).forShare().first('id');
   return (await trx('sessions').where({ id: caller.sessionId }).whereNull('revoked_at').first('id')) !== undefined;
+}
+
+/**
+ * `callerSessionLives` as the change's answer: 401 `Bad Credentials` when the caller's session ended
+ * meanwhile (CONTRACT.md part 4: a privilege taken away acts at once). Thrown inside the change's
+ * transaction, it rolls the change back: nothing is made.
+ */
+export async function assertCallerSessionLives(trx: Knex.Transaction, caller: { userId: string; sessionId: string }, changedUserId: string | undefined): Promise<void> {
+  if (!(await callerSessionLives(trx, caller, changedUserId))) {
+    throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
+  }
 }
 
 /** A refresh: the session was used now. */

@@ -1,5 +1,5 @@
 import type { Principal } from '@platform/auth';
-import { ConflictError, UnauthorizedError } from '@platform/errors';
+import { ConflictError } from '@platform/errors';
 import type { Knex } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -10,7 +10,7 @@ import { assertUncommonPassword } from '../passwords/password-rules.ts';
 import { assertValidUserFields } from '../user-records/user-fields.ts';
 import { userCreated } from './user-events.ts';
 import { insertUserIfAbsent } from '../user-records/users.repository.ts';
-import { callerSessionLives } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives } from '../sessions/sessions.repository.ts';
 
 /**
  * POST /v1/users/create (the caller is an ADMIN). One INSERT … ON CONFLICT DO NOTHING: of two
@@ -29,7 +29,7 @@ export async function createUser(
   const user = await deps.db.transaction(async (trx) => {
     // Judged when the request came; made only if the ADMIN's session outlived a change of the ADMIN in
     // flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
-    if (!(await callerSessionLives(trx, principal, undefined))) return 'ended' as const;
+    await assertCallerSessionLives(trx, principal, undefined);
     const created = await insertUserIfAbsent(trx, {
       username: input.username,
       passwordHash,
@@ -44,7 +44,6 @@ export async function createUser(
     if (created !== undefined) await insertAuditEvent(trx, audit, userCreated(created, { passwordSet: passwordHash !== null }));
     return created;
   });
-  if (user === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   if (user === undefined) throw new ConflictError('Username already exists');
   // A new user has no account yet: createAccount makes it.
   return toUserResponse(user, undefined);

@@ -1,12 +1,12 @@
 import type { Principal } from '@platform/auth';
-import { ConflictError, NotFoundError, UnauthorizedError } from '@platform/errors';
+import { ConflictError, NotFoundError } from '@platform/errors';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
 import { lockUserById, unblockUserRow } from '../user-records/users.repository.ts';
-import { callerSessionLives } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives } from '../sessions/sessions.repository.ts';
 
 /** The 409 of an unblock of a user who is not BLOCKED. */
 export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
@@ -24,7 +24,7 @@ export async function unblockUser(db: Knex, principal: Principal, audit: AuditCo
   const user = await retryingTransaction(db, async (trx) => {
     const before = await lockUserById(trx, userId);
     // Judged when the request came; made only if the ADMIN's session outlived the wait (CONTRACT.md part 4, at once).
-    if (!(await callerSessionLives(trx, principal, userId))) return 'ended' as const;
+    await assertCallerSessionLives(trx, principal, userId);
     if (before === undefined || before.status === 'ACTIVE') return before;
     if (before.status !== 'BLOCKED') throw new ConflictError(NOT_BLOCKED_MESSAGE, { cause: new Error(`the user is ${before.status}`) });
     const after = await unblockUserRow(trx, userId);
@@ -35,7 +35,6 @@ export async function unblockUser(db: Knex, principal: Principal, audit: AuditCo
     ]);
     return after;
   });
-  if (user === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   if (user === undefined) throw new NotFoundError('User not found');
   return toUserWithFullAccountResponse(user, await findAccountByUserId(db, userId));
 }

@@ -1,12 +1,12 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
-import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '@platform/errors';
+import { ConflictError, ForbiddenError, NotFoundError } from '@platform/errors';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
-import { type SessionEndReason, callerSessionLives } from '../sessions/sessions.repository.ts';
+import { type SessionEndReason, assertCallerSessionLives } from '../sessions/sessions.repository.ts';
 import type { components } from '@platform/client/openapi/identity';
 import { voidOpenResetTokens } from '../password-reset/password-reset.repository.ts';
 import { assertCurrentPassword } from './assert-current-password.ts';
@@ -42,7 +42,7 @@ function sessionEndReason(before: UserRecord, input: UpdateUserRequest, renamed:
   return input.password !== undefined || rolesChanged || statusChanged ? 'user-changed' : undefined;
 }
 
-type Outcome = 'ended' | { taken: true } | { taken: false; updated: UserRecord; ended: string[]; previousUsername: string | undefined };
+type Outcome = { taken: true } | { taken: false; updated: UserRecord; ended: string[]; previousUsername: string | undefined };
 
 /**
  * PATCH /v1/users/update. Only present fields change; each needs the caller's permission
@@ -78,7 +78,7 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     if (before === undefined) return undefined;
     // Judged when the request came; made only if the caller's session outlived the wait for the row (a
     // block, a role change or a logout that committed meanwhile ended it: CONTRACT.md part 4, at once).
-    if (!(await callerSessionLives(trx, principal, userId))) return 'ended';
+    await assertCallerSessionLives(trx, principal, userId);
     const renamed = input.username !== undefined && input.username !== before.username;
     if (renamed) {
       assertMayRename(principal, before);
@@ -103,7 +103,6 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     return { taken: false, updated, ended, previousUsername: renamed ? before.username : undefined };
   });
   if (outcome === undefined) throw new NotFoundError('User not found');
-  if (outcome === 'ended') throw new UnauthorizedError('Bad Credentials', { cause: new Error('the caller\'s session ended while the change waited') });
   if (outcome.taken) throw new ConflictError('Username already exists');
   const user = outcome.updated;
   if (outcome.previousUsername !== undefined) {
