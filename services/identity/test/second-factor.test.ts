@@ -8,7 +8,7 @@ import request from 'supertest';
 import type { Knex } from '@platform/service-kit/database';
 import { secretBox } from '../src/factor-records/secret-box.ts';
 import { TOTP_STEP_S, hotp, stepAt } from '../src/factor-records/totp.ts';
-import { type IdentityHarness, startIdentity, whileHeld } from './support/identity-harness.ts';
+import { type IdentityHarness, duringDemotion, startIdentity, whileHeld } from './support/identity-harness.ts';
 
 /** The claims of an access token (no check: the service checked it). */
 const claimsOf = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
@@ -509,6 +509,17 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal((await identity.db('second_factors').where({ user_id: again.user.id }).select('id')).length, 0);
       const notAdmin = await request(identity.app).delete(`/v1/users/${again.user.id}/factors`).set(as(await identity.tokenFor(['POWER_USER'])));
       assert.equal(notAdmin.status, 403);
+    });
+
+    it('an ADMIN\'s reset made while the ADMIN\'s own row is held (a demotion in flight) and its session ends: 401, and the user keeps its factor and sessions', async () => {
+      const { user, first } = await enrolled();
+      const admin = await identity.createUser({ roles: ['ADMIN'] });
+      const token = (await identity.login(admin)).accessToken;
+      const res = await duringDemotion(identity.db, admin.id, () => request(identity.app).delete(`/v1/users/${user.id}/factors`).set(as(token)), 'the reset never waited for the ADMIN\'s row');
+      assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.message, 'Bad Credentials');
+      assert.equal((await identity.db('second_factors').where({ user_id: user.id, status: 'ACTIVE' }).select('id')).length, 1, 'reset by an ADMIN demoted before it');
+      assert.equal((await get('/v1/auth/sessions', first.accessToken)).status, 200, 'the user\'s sessions ended by an ADMIN demoted before it');
     });
 
     it('the last ADMIN\'s way back (docs/second-factor.md): the documented SQL removes its factors and records it in the audit trail', async () => {

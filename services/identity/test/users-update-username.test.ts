@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import type { Role } from '@platform/auth';
+import { callerSessionLives } from '../src/sessions/sessions.repository.ts';
 import { type IdentityHarness, type TestUser, duringDemotion, startIdentity, uniqueUsername, whileHeld } from './support/identity-harness.ts';
 
 describe('PATCH /v1/users/update: username changes', () => {
@@ -50,6 +51,22 @@ describe('PATCH /v1/users/update: username changes', () => {
     const res = await duringDemotion(identity.db, admin.id, () => update(token, { userId: target.id, username: uniqueUsername() }), 'the change never waited for the ADMIN\'s row');
     assert.equal(res.status, 401, `answered ${res.status}: ${JSON.stringify(res.body)}`);
     assert.equal(await storedUsername(target.id), target.username, 'changed by an ADMIN whose session had ended');
+  });
+
+  it('a logout waits for a change that read its session as live, so the change never commits after it (callerSessionLives holds the session)', async () => {
+    const user = await identity.createUser();
+    const token = await tokenOf(user);
+    const caller = { userId: user.id, sessionId: (JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString('utf8')) as { sid: string }).sid };
+    const { answer: res, meanwhile: lived } = await whileHeld(identity.db, {
+      // The test's transaction is the change, between its read of the session and its commit.
+      hold: async (trx) => assert.equal(await callerSessionLives(trx, caller, user.id), true),
+      send: () => request(identity.app).post('/v1/auth/logout').send({ jwtToken: token }),
+      meanwhile: async () => (await identity.db('sessions').where({ id: caller.sessionId }).whereNull('revoked_at').first('id')) !== undefined,
+      what: 'the logout never waited for the change that read its session',
+      at: 'sessions',
+    });
+    assert.equal(lived, true, 'the session ended while a change that read it was in flight');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
   describe('who may change whose', () => {

@@ -38,7 +38,7 @@ export function secondFactorRouter(services: SecondFactorServices): Router {
   router.delete('/v1/users/:userId/factors', full, async (req, res) => {
     const principal = principalOf(req);
     assertAnyRole(principal, ['ADMIN']);
-    await resetUserFactors(services, auditContextOf(req, principal), req.params.userId as string);
+    await resetUserFactors(services, principal, auditContextOf(req, principal), req.params.userId as string);
     res.status(200).end();
   });
   return router;

@@ -11,7 +11,7 @@ import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import type { SessionEnding } from '../sessions/session-endings.ts';
-import { callerSessionLives, insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives, callerSessionLives, insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
   type FactorRecord,
@@ -237,12 +237,14 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
 }
 
 /** DELETE /v1/users/{userId}/factors (ADMIN): every factor of the user goes, and every session of it ends. */
-export async function resetUserFactors(services: SecondFactorServices, audit: AuditContext, givenUserId: string): Promise<void> {
+export async function resetUserFactors(services: SecondFactorServices, principal: Principal, audit: AuditContext, givenUserId: string): Promise<void> {
   const userId = canonicalUuid(givenUserId);
   if ((await findUserById(services.db, userId)) === undefined) throw new NotFoundError('User not found');
   await services.sessions.transaction(async (trx, ending) => {
     // The user's row first, as every change of a user's factors: a confirmation in flight commits, then goes.
     await trx('users').where({ id: userId }).forNoKeyUpdate().first('id');
+    // Made only if the ADMIN's session outlived a change of the ADMIN in flight (CONTRACT.md part 4, at once).
+    await assertCallerSessionLives(trx, principal, userId);
     const ids = await deleteFactors(trx, userId);
     await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: userId, details: { factorIds: ids, by: 'admin' } });
     await ending.allOf(audit, userId, 'second-factor-changed');

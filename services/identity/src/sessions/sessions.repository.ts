@@ -129,7 +129,9 @@ export async function findSession(db: Knex, sessionId: string): Promise<{ id: st
  */
 export async function callerSessionLives(trx: Knex.Transaction, caller: { userId: string; sessionId: string }, changedUserId: string | undefined): Promise<boolean> {
   if (caller.userId !== changedUserId) await trx('users').where({ id: caller.userId }).forShare().first('id');
-  return (await trx('sessions').where({ id: caller.sessionId }).whereNull('revoked_at').first('id')) !== undefined;
+  // Held (shared) to the end of the change: a logout or an ending of the session in flight commits first and is
+  // seen here, or waits for the change; it never commits between this read and the change's own commit.
+  return (await trx('sessions').where({ id: caller.sessionId }).whereNull('revoked_at').forShare().first('id')) !== undefined;
 }
 
 /**
