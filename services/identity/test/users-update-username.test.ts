@@ -69,6 +69,20 @@ describe('PATCH /v1/users/update: username changes', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
+  it('two ADMINs changing each other at once, many times over, wait for one another and never deadlock (the users\' rows taken in id order)', async () => {
+    const [a, b] = await Promise.all([identity.createUser({ roles: ['ADMIN'] }), identity.createUser({ roles: ['ADMIN'] })]);
+    const [ta, tb] = await Promise.all([tokenOf(a), tokenOf(b)]);
+    const deadlocks = async () => Number((await identity.db.raw('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks);
+    const before = await deadlocks();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => [update(ta, { userId: b.id, firstName: `B${i}` }), update(tb, { userId: a.id, firstName: `A${i}` })]).flat(),
+    );
+    assert.deepEqual([...new Set(answers.map((r) => r.status))], [200], answers.map((r) => `${r.status} ${JSON.stringify(r.body)}`).join('\n'));
+    // Counted when each transaction ends: read once the statistics caught up.
+    await sleep(1100);
+    assert.equal((await deadlocks()) - before, 0, 'Postgres broke deadlocks between them');
+  });
+
   describe('who may change whose', () => {
     // [caller, target, expected]: CONTRACT.md part 4.
     const table: Array<[string, Role[], Role[], number]> = [

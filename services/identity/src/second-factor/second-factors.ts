@@ -11,7 +11,7 @@ import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import type { SessionEnding } from '../sessions/session-endings.ts';
-import { assertCallerSessionLives, callerSessionLives, insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives, callerSessionLives, holdCallerFirst, insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
   type FactorRecord,
@@ -242,6 +242,7 @@ export async function resetUserFactors(services: SecondFactorServices, principal
   if ((await findUserById(services.db, userId)) === undefined) throw new NotFoundError('User not found');
   await services.sessions.transaction(async (trx, ending) => {
     // The user's row first, as every change of a user's factors: a confirmation in flight commits, then goes.
+    await holdCallerFirst(trx, principal, userId);
     await trx('users').where({ id: userId }).forNoKeyUpdate().first('id');
     // Made only if the ADMIN's session outlived a change of the ADMIN in flight (CONTRACT.md part 4, at once).
     await assertCallerSessionLives(trx, principal, userId);

@@ -135,6 +135,16 @@ export async function callerSessionLives(trx: Knex.Transaction, caller: { userId
 }
 
 /**
+ * Before a change takes the row of the user it changes: the caller's own row, shared, when its id sorts
+ * first. Users' rows are then taken in the order of their ids whoever changes whom, so two ADMINs changing
+ * each other at once (a demotion each way) wait for one another instead of deadlocking, each holding the
+ * other's row and asking for its own (`callerSessionLives` takes the caller's row after the changed one's).
+ */
+export async function holdCallerFirst(trx: Knex.Transaction, caller: { userId: string }, changedUserId: string): Promise<void> {
+  if (caller.userId < changedUserId) await trx('users').where({ id: caller.userId }).forShare().first('id');
+}
+
+/**
  * `callerSessionLives` as the change's answer: 401 `Bad Credentials` when the caller's session ended
  * meanwhile (CONTRACT.md part 4: a privilege taken away acts at once). Thrown inside the change's
  * transaction, it rolls the change back: nothing is made.

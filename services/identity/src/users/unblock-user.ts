@@ -6,7 +6,7 @@ import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import { type UserWithFullAccountResponse, toUserWithFullAccountResponse } from './user-response.ts';
 import { lockUserById, unblockUserRow } from '../user-records/users.repository.ts';
-import { assertCallerSessionLives } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives, holdCallerFirst } from '../sessions/sessions.repository.ts';
 
 /** The 409 of an unblock of a user who is not BLOCKED. */
 export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
@@ -22,6 +22,7 @@ export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
 export async function unblockUser(db: Knex, principal: Principal, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
   // Run again when Postgres picks it to break a deadlock of others queued on the same row (a 503 otherwise).
   const user = await retryingTransaction(db, async (trx) => {
+    await holdCallerFirst(trx, principal, userId);
     const before = await lockUserById(trx, userId);
     // Judged when the request came; made only if the ADMIN's session outlived the wait (CONTRACT.md part 4, at once).
     await assertCallerSessionLives(trx, principal, userId);

@@ -6,7 +6,7 @@ import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvents } from '../audit/audit.repository.ts';
 import type { FailedLoginDeps } from '../auth/count-failed-login.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
-import { type SessionEndReason, assertCallerSessionLives } from '../sessions/sessions.repository.ts';
+import { type SessionEndReason, assertCallerSessionLives, holdCallerFirst } from '../sessions/sessions.repository.ts';
 import type { components } from '@platform/client/openapi/identity';
 import { voidOpenResetTokens } from '../password-reset/password-reset.repository.ts';
 import { assertCurrentPassword } from './assert-current-password.ts';
@@ -74,6 +74,7 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     ...(input.password === undefined ? {} : { passwordHash: await deps.hasher.hash(input.password) }),
   };
   const outcome = await deps.sessions.transaction(async (trx, ending): Promise<Outcome | undefined> => {
+    await holdCallerFirst(trx, principal, userId);
     const before = await lockUserById(trx, userId);
     if (before === undefined) return undefined;
     // Judged when the request came; made only if the caller's session outlived the wait for the row (a
