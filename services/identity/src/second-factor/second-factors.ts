@@ -11,7 +11,7 @@ import { canonicalUuid } from '../request/canonical-uuid.ts';
 import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts';
 import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import type { SessionEnding } from '../sessions/session-endings.ts';
-import { assertCallerSessionLives, callerSessionLives, holdCallerFirst, insertRefreshToken } from '../sessions/sessions.repository.ts';
+import { assertCallerSessionLives, holdCallerFirst, insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { findUserById } from '../user-records/users.repository.ts';
 import {
   type FactorRecord,
@@ -51,17 +51,22 @@ export type FactorProof = { code: string } | { recoveryCode: string };
 /** The one answer to a code that does not prove the factor, whatever was wrong (CONTRACT.md part 15). */
 const invalidCode = (reason: string): UnauthorizedError => new UnauthorizedError('Invalid code', { cause: new Error(reason) });
 
-/** The answer to a request whose own session ended while it ran (a confirmation elsewhere, a logout): as a revoked token's. */
-const sessionEnded = (reason: string): UnauthorizedError => new UnauthorizedError('Bad Credentials', { cause: new Error(reason) });
-
 /**
  * Takes the user's row, as a login does first: every change of a user's factors holds it, so one that
  * raced another (a confirmation, an enrolment, a removal) runs after it and acts on what it left, and the
- * lock order stays user, then factors, then sessions. Says whether the caller's session still lives.
+ * lock order stays user, then factors, then sessions.
  */
-async function holdUser(trx: Knex.Transaction, principal: Principal): Promise<boolean> {
+async function holdUser(trx: Knex.Transaction, principal: Principal): Promise<void> {
   await trx('users').where({ id: principal.userId }).forNoKeyUpdate().first('id');
-  return callerSessionLives(trx, principal, principal.userId);
+}
+
+/**
+ * `holdUser`, for a change the caller's own session asks for: 401 `Bad Credentials` (as a revoked token's)
+ * when that session ended while the change waited (a confirmation elsewhere, a logout).
+ */
+async function holdUserOfLiveSession(trx: Knex.Transaction, principal: Principal): Promise<void> {
+  await holdUser(trx, principal);
+  await assertCallerSessionLives(trx, principal, principal.userId);
 }
 
 /**
@@ -130,12 +135,11 @@ export async function enrollTotp(services: SecondFactorServices, principal: Prin
   const id = randomUUID();
   const outcome = await retryingTransaction(services.db, async (trx) => {
     // A confirmation in flight first: then its factor is active (409) and this session perhaps ended.
-    if (!(await holdUser(trx, principal))) return 'ended' as const;
+    await holdUserOfLiveSession(trx, principal);
     if ((await findActiveFactor(trx, principal.userId)) !== undefined) return 'active' as const;
     await insertPendingFactor(trx, { id, userId: principal.userId, secret: services.box.seal(secret, id) });
     return 'pending' as const;
   });
-  if (outcome === 'ended') throw sessionEnded('the session ended while the enrolment waited');
   if (outcome === 'active') throw new ConflictError('Second factor already active');
   const uri = otpauthUri(secret, services.issuerLabel, principal.username);
   return { factorId: id, secret: new URL(uri).searchParams.get('secret') ?? '', otpauthUri: uri, status: 'PENDING' };
@@ -162,7 +166,7 @@ export async function confirmTotp(
     // The user's row first: a login that raced this committed before (its session ends below) or waits and
     // then reads the factor active (its tokens need the second factor); a change of the factor (another
     // confirmation, a removal, a new enrolment) is over, and what it left is read here.
-    if (!(await holdUser(trx, principal))) return 'ended' as const;
+    await holdUserOfLiveSession(trx, principal);
     const factor = await lockFactor(trx, principal.userId, factorId);
     // Not a pending factor of the caller's (any more): no code is tried, so none is counted.
     if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
@@ -182,7 +186,6 @@ export async function confirmTotp(
     await endOtherSessions(trx, ending, audit, principal);
     return 'active' as const;
   });
-  if (outcome === 'ended') throw sessionEnded('the session ended before its factor was activated');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
   if (outcome === 'taken') throw new ConflictError('Second factor already active');
   if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, 'wrong code at confirmation');
@@ -219,7 +222,7 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
   const outcome = await services.sessions.transaction(async (trx, ending) => {
     // A confirmation in flight first: the factor is read as it left it (active: a code is needed), and this
     // session perhaps ended by it.
-    if (!(await holdUser(trx, principal))) return 'ended' as const;
+    await holdUserOfLiveSession(trx, principal);
     const factor = await lockFactor(trx, principal.userId, factorId);
     if (factor === undefined) return 'gone' as const;
     if (factor.status === 'ACTIVE') {
@@ -231,7 +234,6 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
     if (factor.status === 'ACTIVE') await endOtherSessions(trx, ending, audit, principal);
     return 'removed' as const;
   });
-  if (outcome === 'ended') throw sessionEnded('the session ended while the removal waited');
   if (outcome === 'gone') throw new NotFoundError('Factor not found');
   if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, 'wrong code at removal');
 }
