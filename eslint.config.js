@@ -48,6 +48,20 @@ export default tseslint.config(
     },
   },
   {
+    // Identity's changes are made in transactions that keep the request's deadline (deadlineTransaction,
+    // retryingTransaction over it), so that a 503 of the deadline never comes with a change committed after it.
+    files: ['services/identity/src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...["CallExpression[callee.property.name='transaction'][callee.object.name='db']", "CallExpression[callee.property.name='transaction'][callee.object.property.name='db']"].map((selector) => ({
+          selector,
+          message: 'open a transaction with deadlineTransaction or retryingTransaction (@platform/service-kit/database): it keeps the request\'s deadline',
+        })),
+      ],
+    },
+  },
+  {
     // The benchmark measures the packages as they ship: through their entry points (package.json
     // `exports`), so a move inside a package cannot break it unseen.
     files: ['bench/**/*.ts'],

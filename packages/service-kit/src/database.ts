@@ -2,6 +2,7 @@ import knexModule, { type Knex } from 'knex';
 import pg from 'pg';
 import type { AppEnv } from './config.ts';
 import type { ReadinessCheck } from './health.ts';
+import { currentRequest } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 
 // `@platform/service-kit/database`, apart from the main entry so that a process without a database (the
@@ -58,16 +59,53 @@ export function isTransactionConflict(err: unknown): boolean {
 const CONFLICT_ATTEMPTS = 4;
 
 /**
- * Runs `work` in one transaction, and runs it again, from the start, when Postgres rolled it back for a
- * conflict with another transaction (`isTransactionConflict`), up to a few times with a short random pause:
- * two transactions that take the same rows in different orders do not both fail. The work must be safe to
- * run again (everything it does goes through `trx`). The last conflict is thrown as it came: callers map it
- * to 503 with Retry-After (@platform/errors).
+ * Runs `work` in one transaction that keeps the deadline of the request it serves (`RequestDeadline`, from
+ * the request's async context; none outside a request: start-up, jobs, migrations). It starts and commits
+ * only before the deadline and never after the deadline's 503 was sent, so that a 503 means nothing was
+ * changed and a retry applies the change once; it throws that 503 (rolled back) instead. While the deadline
+ * is nearer than the connection's statement timeout, its statements get only the time left, so a wait for
+ * a lock ends with the deadline, not seconds after it.
+ */
+export async function deadlineTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  const deadline = currentRequest()?.deadline;
+  if (deadline === undefined) return db.transaction(work);
+  deadline.assertOpen();
+  let settle: ((committed: boolean) => void) | undefined;
+  try {
+    const result = await db.transaction(async (trx) => {
+      const leftMs = Math.ceil(deadline.remainingMs());
+      if (!(leftMs >= statementTimeoutOf(db))) await trx.raw("SELECT set_config('statement_timeout', ?, true)", [String(Math.max(1, leftMs))]);
+      const value = await work(trx);
+      // Thrown here, it rolls the transaction back: the deadline passed, or its 503 was sent.
+      settle = deadline.claimCommit();
+      return value;
+    });
+    settle?.(true);
+    return result;
+  } finally {
+    // A commit that failed (or never came): the deadline's 503 may be sent again.
+    settle?.(false);
+  }
+}
+
+/** The statement timeout the connections of `db` were opened with (`createDatabase`), or 0 when unknown. */
+function statementTimeoutOf(db: Knex): number {
+  const connection = (db.client as { config?: { connection?: { statement_timeout?: unknown } } }).config?.connection;
+  const ms = connection?.statement_timeout;
+  return typeof ms === 'number' ? ms : 0;
+}
+
+/**
+ * Runs `work` in one transaction (`deadlineTransaction`), and runs it again, from the start, when Postgres
+ * rolled it back for a conflict with another transaction (`isTransactionConflict`), up to a few times with a
+ * short random pause and never past the request's deadline: two transactions that take the same rows in
+ * different orders do not both fail. The work must be safe to run again (everything it does goes through
+ * `trx`). The last conflict is thrown as it came: callers map it to 503 with Retry-After (@platform/errors).
  */
 export async function retryingTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction(work);
+      return await deadlineTransaction(db, work);
     } catch (err) {
       if (!isTransactionConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));

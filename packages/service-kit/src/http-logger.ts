@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { SpanContext } from '@opentelemetry/api';
 import type { Logger } from './logger.ts';
+import type { RequestDeadline } from './request-deadline.ts';
 import { type TraceContext, activeSpanContext, traceContextOf } from './trace-context.ts';
 
 declare module 'http' {
@@ -35,6 +36,8 @@ export interface RequestContext {
   logger: Logger;
   /** The request itself, for `currentRequestLog`. */
   req: IncomingMessage;
+  /** Its deadline (REQUEST_DEADLINE_MS), which its transactions keep (`deadlineTransaction`); none when the process sets none. */
+  deadline: RequestDeadline | undefined;
 }
 
 const requestContext = new AsyncLocalStorage<RequestContext>();
@@ -120,8 +123,8 @@ export function currentRequestLog(fallback: Logger): Logger {
  * every line about it, and runs `next` in its async context. The request envelope (request-envelope.ts)
  * calls it first thing for every request.
  */
-export function enterRequest(req: IncomingMessage, logger: Logger, fields: RequestFields, next: () => void): void {
+export function enterRequest(req: IncomingMessage, logger: Logger, fields: RequestFields, deadline: RequestDeadline | undefined, next: () => void): void {
   req.id = fields.id;
   (req as WithRequestLog)[REQUEST_LOG] = { logger, fields, child: undefined, sdkSpan: activeSpanContext(), trace: undefined };
-  requestContext.run({ id: fields.id, logger, req }, next);
+  requestContext.run({ id: fields.id, logger, req, deadline }, next);
 }

@@ -8,6 +8,9 @@ import type { Lifecycle } from './health.ts';
 import { type RequestFields, type RequestIdSource, enterRequest, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
+
+export { DEADLINE_MESSAGE } from './request-deadline.ts';
 
 /**
  * Headers on every answer of every process. The API answers JSON that is personal and never meant to
@@ -22,9 +25,6 @@ export const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = Object
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',
 });
-
-/** The message of an answer cut short by the deadline. */
-export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
 
 /** The message of an HTTP/1.1 request without a Host header (RFC 9112 section 3.2: a 400). */
 export const HOST_MISSING_MESSAGE = 'The Host header is missing (HTTP/1.1 requires it)';
@@ -151,7 +151,12 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
     }
     if (lifecycle?.draining === true) closeAfterAnswer(res, req);
     const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
-    const timer = deadlineMs === undefined ? undefined : setTimeout(answerLate, deadlineMs, req, res, deadlineMs, logger);
+    let deadline: RequestDeadline | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    if (deadlineMs !== undefined) {
+      deadline = new RequestDeadline(started + deadlineMs);
+      timer = setTimeout(answerLate, deadlineMs, req, res, deadline, deadlineMs, logger);
+    }
     const quiet = QUIET_PATHS.test(req.url);
     res.once('close', () => {
       if (timer !== undefined) clearTimeout(timer);
@@ -174,10 +179,10 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       // Nothing further runs for it; the connection is not kept (its body, if any, was not invited).
       const [status, message] = refusal;
       closeAfterAnswer(res, req);
-      enterRequest(req, logger, fields, () => sendJson(req, res, status, errorBody(status, message, fields.url, [message])));
+      enterRequest(req, logger, fields, deadline, () => sendJson(req, res, status, errorBody(status, message, fields.url, [message])));
       return;
     }
-    enterRequest(req, logger, fields, next);
+    enterRequest(req, logger, fields, deadline, next);
   };
 }
 
@@ -185,10 +190,16 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
  * The deadline passed: a 503 unless an answer started already (a handler finishing later finds it sent), or
  * a 408 while the request itself has not all arrived (its body comes too slowly, or never: the client's
  * doing, not a fault of this server; the connection is not kept, its stream not at a message boundary).
+ * Neither when a change of the request committed or is committing (`RequestDeadline.expire`): the request's
+ * own answer then says what was done, so that the deadline's answer always means nothing was.
  * Plain `node:http` (`sendJson`), as the whole envelope is: it also runs in front of Express (the gateway).
  */
-function answerLate(req: Request, res: Response, deadlineMs: number, logger: Logger): void {
+function answerLate(req: Request, res: Response, deadline: RequestDeadline, deadlineMs: number, logger: Logger): void {
   if (res.headersSent) return;
+  if (!deadline.expire()) {
+    requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded while its change commits or after it committed; the answer waits for the change');
+    return;
+  }
   if (!req.complete) {
     requestLog(req, logger).info({ deadlineMs }, 'request body not received by the deadline; answered 408');
     closeAfterAnswer(res, req);

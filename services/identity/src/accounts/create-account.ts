@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { ConflictError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '@platform/client/openapi/identity';
@@ -25,7 +25,7 @@ export async function createAccount(
   assertMayChoosePlan(principal, fields.subscriptionPlan);
   assertPictureUrl(fields.profilePictureUrl);
   if ((await findUserById(db, userId)) === undefined) throw new NotFoundError('User not found');
-  const account = await db.transaction(async (trx) => {
+  const account = await deadlineTransaction(db, async (trx) => {
     // Judged when the request came; made only if the caller's session outlived a change of the caller in
     // flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
     await assertCallerSessionLives(trx, principal, userId);

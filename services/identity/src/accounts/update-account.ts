@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { components } from '@platform/client/openapi/identity';
@@ -29,7 +29,7 @@ export async function updateAccount(
 ): Promise<AccountResponse> {
   const { accountId: givenAccountId, ...fields } = input;
   const accountId = canonicalUuid(givenAccountId);
-  const account = await db.transaction(async (trx) => {
+  const account = await deadlineTransaction(db, async (trx) => {
     const before = await lockAccountById(trx, accountId);
     if (before === undefined || !mayUseAccountOf(principal, before.userId)) throw new NotFoundError('Account not found');
     // Judged when the request came; made only if the caller's session outlived the wait (CONTRACT.md part 4, at once).

@@ -8,6 +8,7 @@ import { newRefreshToken, refreshTokenHash } from '../sessions/refresh-token.ts'
 import { createSession, insertRefreshToken } from '../sessions/sessions.repository.ts';
 import { recordIssuedAccessToken } from '../sessions/revoked-tokens.ts';
 import { needsSecondFactor } from '../factor-records/factors.repository.ts';
+import { deadlineTransaction } from '@platform/service-kit/database';
 
 /**
  * Opens a session for a user who just proved who they are, and hands out its first tokens: the failure
@@ -19,7 +20,7 @@ import { needsSecondFactor } from '../factor-records/factors.repository.ts';
  */
 export async function startSession(services: AuthServices, user: UserRecord, audit: AuditContext): Promise<AuthenticationResult> {
   const refreshToken = newRefreshToken();
-  const { current, access } = await services.db.transaction(async (trx) => {
+  const { current, access } = await deadlineTransaction(services.db, async (trx) => {
     // The password alone does not complete the login of a user who must show a second factor: its wrong
     // codes stay counted (CONTRACT.md part 15), so that logging in again never buys more guesses.
     const complete = !(await needsSecondFactor(trx, user, services.secondFactorRequiredRoles));

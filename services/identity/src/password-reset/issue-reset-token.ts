@@ -6,6 +6,7 @@ import type { UserRecord } from '../user-records/user.ts';
 import { type ResetRecipient, keyShareLockUser, replaceResetToken } from './password-reset.repository.ts';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { newResetToken, resetTokenHash } from './reset-token.ts';
+import { deadlineTransaction } from '@platform/service-kit/database';
 
 /** A token just issued, and the user as it was under the lock (the mail goes to this username). */
 export interface IssuedResetToken {
@@ -33,7 +34,7 @@ export async function issueResetToken(
 ): Promise<IssuedResetToken | undefined> {
   const token = newResetToken();
   const expiresAt = new Date(Date.now() + deps.tokenTtlS * 1000);
-  const current = await deps.db.transaction(async (trx) => {
+  const current = await deadlineTransaction(deps.db, async (trx) => {
     const locked = await keyShareLockUser(trx, user.id);
     // A ticket is the ADMIN's power over the user: given only if the ADMIN's session outlived a change of the
     // ADMIN in flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).

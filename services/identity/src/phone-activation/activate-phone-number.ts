@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { BadRequestError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import { type AccountRecord, type AccountResponse, toAccountResponse } from '../accounts/account.ts';
 import { mayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById, lockAccountById } from '../accounts/accounts.repository.ts';
@@ -37,7 +37,7 @@ export async function activatePhoneNumber(
   const account = await findAccountById(deps.db, canonicalUuid(input.accountId));
   if (account === undefined || !mayUseAccountOf(principal, account.userId)) throw new NotFoundError('Account not found');
 
-  const outcome = await deps.db.transaction(async (trx): Promise<{ ok: false; refused: string } | { ok: true; activated: AccountRecord }> => {
+  const outcome = await deadlineTransaction(deps.db, async (trx): Promise<{ ok: false; refused: string } | { ok: true; activated: AccountRecord }> => {
     await lockAccountById(trx, account.id);
     const code = await lockOpenActivationCode(trx, account.id);
     if (code === undefined) return { ok: false, refused: 'No activation code is pending; request a new one' };

@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { BadRequestError, NotFoundError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import { assertMayUseAccountOf } from '../accounts/account-access.ts';
 import { findAccountById, lockAccountById } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
@@ -54,7 +54,7 @@ export async function requestPhoneActivation(
   const code = newActivationCode();
   const expiresAt = new Date(Date.now() + deps.codeTtlS * 1000);
   try {
-    await deps.db.transaction(async (trx) => {
+    await deadlineTransaction(deps.db, async (trx) => {
       // The account before the codes, in the order a change of the number takes them (its trigger voids
       // the open code): the other order deadlocks with it. Should the number have changed since it was
       // read above, the code keeps the number it goes to, and activation finds that the account no longer

@@ -1,5 +1,5 @@
 import type { Principal, RevocationWriter } from '@platform/auth';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -40,7 +40,7 @@ export async function revokeAccessToken(
   principal: Pick<Principal, 'tokenId' | 'sessionId' | 'expiresAt'>,
   audit?: { context: AuditContext; event: NewAuditEvent },
 ): Promise<void> {
-  await services.db.transaction(async (trx) => {
+  await deadlineTransaction(services.db, async (trx) => {
     await trx('revoked_tokens')
       .insert({ token_id: principal.tokenId, session_id: principal.sessionId, expires_at: new Date(principal.expiresAt * 1000) })
       .onConflict('token_id')

@@ -1,5 +1,5 @@
 import type { Logger } from '@platform/service-kit';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import { SYSTEM_AUDIT_CONTEXT } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
@@ -15,7 +15,7 @@ export async function ensureBootstrapAdmin(
   credentials: { username: string; password: string },
 ): Promise<void> {
   const passwordHash = await deps.hasher.hash(credentials.password);
-  const created = await deps.db.transaction(async (trx) => {
+  const created = await deadlineTransaction(deps.db, async (trx) => {
     const user = await insertUserIfAbsent(trx, {
       username: credentials.username,
       passwordHash,

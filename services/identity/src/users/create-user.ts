@@ -1,6 +1,6 @@
 import type { Principal } from '@platform/auth';
 import { ConflictError } from '@platform/errors';
-import type { Knex } from '@platform/service-kit/database';
+import { type Knex, deadlineTransaction } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
 import type { PasswordHasher } from '../passwords/password-hasher.ts';
@@ -26,7 +26,7 @@ export async function createUser(
   assertValidUserFields(input);
   if (input.password !== undefined) assertUncommonPassword(input.password, [input.username]);
   const passwordHash = input.password === undefined ? null : await deps.hasher.hash(input.password);
-  const user = await deps.db.transaction(async (trx) => {
+  const user = await deadlineTransaction(deps.db, async (trx) => {
     // Judged when the request came; made only if the ADMIN's session outlived a change of the ADMIN in
     // flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
     await assertCallerSessionLives(trx, principal, undefined);

@@ -1,0 +1,64 @@
+import { ServiceUnavailableError } from '@platform/errors';
+
+/** The message of the 503 a request gets when its deadline (REQUEST_DEADLINE_MS) passed. */
+export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
+
+/**
+ * The deadline of one request (REQUEST_DEADLINE_MS) as its changes see it, so that the deadline's 503 always
+ * means "nothing was changed": the gateway frees the idempotency key of a 5xx (CONTRACT.md part 3), and a
+ * retry must apply the change once, not twice.
+ * - The request envelope answers 503 when the deadline passes (`expire`), unless a change of the request
+ *   committed or is committing: then the request's own answer, whenever it comes, tells what happened.
+ * - A transaction of the request (`deadlineTransaction`) starts and commits only while the deadline has not
+ *   passed (`assertOpen`, `claimCommit`), and never once it was answered 503; after a first commit, the
+ *   request's further transactions are part of the same change and go on.
+ * The times are `performance.now()`'s.
+ */
+export class RequestDeadline {
+  #committing = 0;
+  #committed = false;
+  #expired = false;
+  /** When the deadline passes. */
+  readonly at: number;
+
+  constructor(at: number) {
+    this.at = at;
+  }
+
+  /** Milliseconds left before the deadline; zero or less once it passed. */
+  remainingMs(): number {
+    return this.at - performance.now();
+  }
+
+  /**
+   * The deadline passed: true when the envelope may answer 503 (nothing of the request committed or is
+   * committing), and then nothing of it commits any more; false when the answer is the request's own.
+   */
+  expire(): boolean {
+    if (this.#committed || this.#committing > 0) return false;
+    this.#expired = true;
+    return true;
+  }
+
+  /** Throws the deadline's 503 when the request may change nothing more: its deadline passed, nothing committed. */
+  assertOpen(): void {
+    if (this.#committed) return;
+    if (this.#expired || this.remainingMs() <= 0) throw new ServiceUnavailableError(DEADLINE_MESSAGE);
+  }
+
+  /**
+   * A transaction of the request is about to commit: `assertOpen`, then the commit counts as in flight (the
+   * envelope's 503 waits for it) until the returned function is called with its outcome.
+   */
+  claimCommit(): (committed: boolean) => void {
+    this.assertOpen();
+    this.#committing += 1;
+    let settled = false;
+    return (committed) => {
+      if (settled) return;
+      settled = true;
+      this.#committing -= 1;
+      if (committed) this.#committed = true;
+    };
+  }
+}
