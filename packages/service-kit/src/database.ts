@@ -73,8 +73,8 @@ export async function deadlineTransaction<T>(db: Knex, work: (trx: Knex.Transact
   let settle: ((committed: boolean) => void) | undefined;
   try {
     const result = await db.transaction(async (trx) => {
-      const leftMs = Math.ceil(deadline.remainingMs());
-      if (!(leftMs >= statementTimeoutOf(db))) await trx.raw("SELECT set_config('statement_timeout', ?, true)", [String(Math.max(1, leftMs))]);
+      const leftMs = Math.ceil(deadline.changeBudgetMs());
+      if (leftMs < statementTimeoutOf(db)) await trx.raw("SELECT set_config('statement_timeout', ?, true)", [String(Math.max(1, leftMs))]);
       const value = await work(trx);
       // Thrown here, it rolls the transaction back: the deadline passed, or its 503 was sent.
       settle = deadline.claimCommit();
@@ -88,11 +88,11 @@ export async function deadlineTransaction<T>(db: Knex, work: (trx: Knex.Transact
   }
 }
 
-/** The statement timeout the connections of `db` were opened with (`createDatabase`), or 0 when unknown. */
+/** The statement timeout the connections of `db` were opened with (`createDatabase`), or Infinity when unknown (none). */
 function statementTimeoutOf(db: Knex): number {
   const connection = (db.client as { config?: { connection?: { statement_timeout?: unknown } } }).config?.connection;
   const ms = connection?.statement_timeout;
-  return typeof ms === 'number' ? ms : 0;
+  return typeof ms === 'number' && ms > 0 ? ms : Infinity;
 }
 
 /**

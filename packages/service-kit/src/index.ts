@@ -23,6 +23,7 @@ export * from './redis.ts';
 export * from './redis-topology.ts';
 export * from './representation.ts';
 export { daysInMonth, parseRfc3339DateTime } from './rfc3339-date-time.ts';
+export * from './request-deadline.ts';
 export * from './request-envelope.ts';
 export * from './series-histogram.ts';
 export * from './server.ts';

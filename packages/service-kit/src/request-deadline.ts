@@ -10,8 +10,9 @@ export const DEADLINE_MESSAGE = 'The request took too long to complete; try agai
  * - The request envelope answers 503 when the deadline passes (`expire`), unless a change of the request
  *   committed or is committing: then the request's own answer, whenever it comes, tells what happened.
  * - A transaction of the request (`deadlineTransaction`) starts and commits only while the deadline has not
- *   passed (`assertOpen`, `claimCommit`), and never once it was answered 503; after a first commit, the
- *   request's further transactions are part of the same change and go on.
+ *   passed (`assertOpen`, `claimCommit`), and never once it was refused or answered 503; after a first
+ *   commit, the request's further transactions are part of the same change and go on, and so does work
+ *   after the request's own answer started (a mail, a reset token stored after an anonymous answer).
  * The times are `performance.now()`'s.
  */
 export class RequestDeadline {
@@ -20,14 +21,25 @@ export class RequestDeadline {
   #expired = false;
   /** When the deadline passes. */
   readonly at: number;
+  readonly #answer: { readonly headersSent: boolean };
 
-  constructor(at: number) {
+  /** `answer`: the request's response, whose answer, once started, no deadline can replace. */
+  constructor(at: number, answer: { readonly headersSent: boolean }) {
     this.at = at;
+    this.#answer = answer;
   }
 
   /** Milliseconds left before the deadline; zero or less once it passed. */
   remainingMs(): number {
     return this.at - performance.now();
+  }
+
+  /**
+   * How long a change of the request may still take: the time left while the deadline holds its changes,
+   * Infinity once it no longer does (a change committed, or the request's own answer started).
+   */
+  changeBudgetMs(): number {
+    return this.#committed || this.#answer.headersSent ? Infinity : this.remainingMs();
   }
 
   /**
@@ -40,10 +52,15 @@ export class RequestDeadline {
     return true;
   }
 
-  /** Throws the deadline's 503 when the request may change nothing more: its deadline passed, nothing committed. */
+  /**
+   * Throws the deadline's 503 when the request may change nothing more: its deadline passed with nothing
+   * committed and no answer of its own started. Once thrown, it is thrown every time after.
+   */
   assertOpen(): void {
-    if (this.#committed) return;
-    if (this.#expired || this.remainingMs() <= 0) throw new ServiceUnavailableError(DEADLINE_MESSAGE);
+    if (this.#expired) throw new ServiceUnavailableError(DEADLINE_MESSAGE);
+    if (this.changeBudgetMs() > 0) return;
+    this.#expired = true;
+    throw new ServiceUnavailableError(DEADLINE_MESSAGE);
   }
 
   /**

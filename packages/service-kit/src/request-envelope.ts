@@ -10,8 +10,6 @@ import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
 
-export { DEADLINE_MESSAGE } from './request-deadline.ts';
-
 /**
  * Headers on every answer of every process. The API answers JSON that is personal and never meant to
  * be rendered, framed, sniffed or cached: a route that wants otherwise (the JWKS may be cached, the
@@ -154,7 +152,7 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
     let deadline: RequestDeadline | undefined;
     let timer: NodeJS.Timeout | undefined;
     if (deadlineMs !== undefined) {
-      deadline = new RequestDeadline(started + deadlineMs);
+      deadline = new RequestDeadline(started + deadlineMs, res);
       timer = setTimeout(answerLate, deadlineMs, req, res, deadline, deadlineMs, logger);
     }
     const quiet = QUIET_PATHS.test(req.url);

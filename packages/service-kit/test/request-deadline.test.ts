@@ -45,6 +45,8 @@ describe('deadlineTransaction: the deadline\'s 503 means nothing was changed', (
   const thrown = new Map<string, unknown>();
   /** How many times the work of /late-start ran. */
   let lateWork = 0;
+  /** The change /after-answer makes after its answer. */
+  let afterAnswer: Promise<unknown> | undefined;
 
   const post = async (path: string, body: string): Promise<{ status: number; body: unknown; ms: number }> => {
     const started = performance.now();
@@ -105,6 +107,18 @@ describe('deadlineTransaction: the deadline\'s 503 means nothing was changed', (
       await sleep(DEADLINE_MS + 100);
       await retryingTransaction(test.db, (trx) => insert(trx, `${body} 2`));
     });
+    // Answers at once; its change is made after the deadline (as a reset token is stored after an anonymous answer).
+    app.post('/after-answer', (req, res) => {
+      const body = String(req.query.body);
+      res.status(202).json({ body });
+      afterAnswer = sleep(DEADLINE_MS + 100).then(() =>
+        deadlineTransaction(test.db, async (trx) => {
+          // A statement of some length: no timeout shortened to the deadline's (past) time left applies.
+          await trx.raw('SELECT pg_sleep(0.05)');
+          await insert(trx, body);
+        }),
+      );
+    });
     finishApp(app);
     server = await listen(app, 0, '127.0.0.1');
   });
@@ -160,6 +174,12 @@ describe('deadlineTransaction: the deadline\'s 503 means nothing was changed', (
     const res = await post('/two-parts', 'two parts');
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.deepEqual([await notes('two parts 1'), await notes('two parts 2')], [1, 1]);
+  });
+
+  it('when the request\'s own answer was sent, work that goes on after it is not held to the deadline', async () => {
+    assert.equal((await post('/after-answer', 'after answer')).status, 202);
+    await afterAnswer;
+    assert.equal(await notes('after answer'), 1);
   });
 
   it('outside a request (start-up, jobs), a transaction has no deadline', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
+import { createPasswordHasher } from '../src/passwords/password-hasher.ts';
 import { findUserById } from '../src/user-records/users.repository.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
@@ -42,5 +43,40 @@ describe('identity\'s request deadline', () => {
     const retried = await request(identity.app).patch('/v1/users/update').set('Authorization', `Bearer ${token}`).send({ userId: user.id, status: 'BLOCKED' });
     assert.equal(retried.status, 200);
     assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
+  });
+});
+
+describe('identity\'s request deadline, under a burst of logins', () => {
+  let identity: IdentityHarness;
+  /** How long one bcrypt hash takes here, at the cost the logins use. */
+  let hashMs: number;
+
+  before(async () => {
+    const hasher = await createPasswordHasher({ cost: 11, threads: 1 });
+    try {
+      const started = performance.now();
+      for (let i = 0; i < 3; i += 1) await hasher.hash('a-password-to-time');
+      hashMs = (performance.now() - started) / 3;
+    } finally {
+      await hasher.close();
+    }
+    // Three and a half hashes fit into the deadline, on one thread.
+    identity = await startIdentity({ BCRYPT_COST: '11', PASSWORD_HASH_THREADS: '1', REQUEST_DEADLINE_MS: String(Math.max(100, Math.round(hashMs * 3.5))) });
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  it('when logins queue for the hashing thread past their deadline, those answered 503 open no session and leave the thread to the next login at once', async () => {
+    const user = await identity.createUser();
+    const login = () => request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password });
+    const burst = await Promise.all(Array.from({ length: 10 }, login));
+    const statuses = burst.map((res) => res.status);
+    const late = statuses.filter((status) => status === 503).length;
+    assert.ok(late >= 4 && statuses.every((status) => status === 200 || status === 503), `${JSON.stringify(statuses)} (a hash takes ${Math.round(hashMs)} ms)`);
+    assert.equal((await identity.db('sessions').where({ user_id: user.id })).length, 10 - late, 'a login answered 503 opened a session');
+    // The hashes of the logins answered 503 are not made after their answers: the thread is free for this one.
+    const next = await login();
+    assert.equal(next.status, 200, `the next login waited behind ${late} hashes nobody needs: ${JSON.stringify(next.body)}`);
   });
 });
