@@ -1,4 +1,5 @@
 import { ServiceUnavailableError } from '@platform/errors';
+import { currentRequest } from './http-logger.ts';
 
 /** The message of the 503 a request gets when its deadline (REQUEST_DEADLINE_MS) passed. */
 export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
@@ -78,4 +79,12 @@ export class RequestDeadline {
       if (committed) this.#committed = true;
     };
   }
+}
+
+/**
+ * `RequestDeadline.assertOpen` of the request being handled where this is called: throws the deadline's 503
+ * when it may change nothing more. Nothing outside a request, or in a process without a deadline.
+ */
+export function assertRequestOpen(): void {
+  currentRequest()?.deadline?.assertOpen();
 }

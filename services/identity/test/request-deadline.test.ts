@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import { createPasswordHasher } from '../src/passwords/password-hasher.ts';
 import { findUserById } from '../src/user-records/users.repository.ts';
-import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
+import { type IdentityHarness, startIdentity, uniqueUsername } from './support/identity-harness.ts';
 
 /**
  * Identity's deadline (REQUEST_DEADLINE_MS): its 503 means nothing was changed, so that a retry (the gateway
@@ -44,6 +44,30 @@ describe('identity\'s request deadline', () => {
     assert.equal(retried.status, 200);
     assert.equal((await findUserById(identity.db, user.id))?.status, 'BLOCKED');
   });
+
+  it('when the account a user change answers with cannot be read, the change is not made: its 503 comes with nothing changed (update, unblock)', async () => {
+    const admin = await identity.createUser({ roles: ['ADMIN'] });
+    const token = (await identity.login(admin)).accessToken;
+    const renamed = await identity.createUser();
+    const blocked = await identity.createUser();
+    await identity.db('users').where({ id: blocked.id }).update({ status: 'BLOCKED' });
+    const holder = await identity.db.transaction();
+    let answers: request.Response[];
+    try {
+      // A migration or VACUUM FULL takes the table so, past the deadline.
+      await holder.raw('LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE');
+      answers = await Promise.all([
+        request(identity.app).patch('/v1/users/update').set('Authorization', `Bearer ${token}`).send({ userId: renamed.id, firstName: 'Changed' }),
+        request(identity.app).get(`/v1/users/unblock/${blocked.id}`).set('Authorization', `Bearer ${token}`),
+      ]);
+    } finally {
+      await holder.rollback();
+    }
+    assert.deepEqual(answers.map((res) => res.status), [503, 503], JSON.stringify(answers.map((res) => res.body)));
+    assert.equal((await findUserById(identity.db, renamed.id))?.firstName, 'Ada', 'the update was made, and answered 503');
+    assert.equal((await findUserById(identity.db, blocked.id))?.status, 'BLOCKED', 'the unblock was made, and answered 503');
+    assert.equal((await identity.db('audit_events').whereIn('subject_user_id', [renamed.id, blocked.id]).whereIn('type', ['user.updated', 'user.unblocked'])).length, 0);
+  });
 });
 
 describe('identity\'s request deadline, under a burst of logins', () => {
@@ -79,4 +103,15 @@ describe('identity\'s request deadline, under a burst of logins', () => {
     const next = await login();
     assert.equal(next.status, 200, `the next login waited behind ${late} hashes nobody needs: ${JSON.stringify(next.body)}`);
   });
+
+  it('when a failed login\'s compare ends past the deadline, its 503 records no failure', async () => {
+    const usernames = Array.from({ length: 8 }, () => uniqueUsername('nobody'));
+    const answers = await Promise.all(usernames.map((username) => request(identity.app).post('/v1/auth/login').send({ username, password: 'not-the-password' })));
+    const refused = answers.filter((res) => res.status === 401).length;
+    assert.ok(refused >= 1 && answers.filter((res) => res.status === 503).length >= 3, JSON.stringify(answers.map((res) => res.status)));
+    await sleep(Math.round(hashMs) + 200);
+    const recorded = (await identity.db('audit_events').where({ type: 'login.failed' }).whereRaw("details->>'username' = ANY(?)", [usernames])).length;
+    assert.equal(recorded, refused, 'a login answered 503 was recorded as failed');
+  });
 });
+

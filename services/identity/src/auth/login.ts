@@ -1,4 +1,6 @@
 import { TooManyRequestsError, UnauthorizedError } from '@platform/errors';
+import { assertRequestOpen } from '@platform/service-kit';
+import { deadlineTransaction } from '@platform/service-kit/database';
 import type { AuditContext } from '../request/audit-context.ts';
 import { attemptedUsername } from '../audit/attempted-username.ts';
 import { insertAuditEvent } from '../audit/audit.repository.ts';
@@ -34,11 +36,13 @@ export async function login(
     return startSession(services, user, audit);
   }
 
+  // A compare that ended past the deadline serves an answer already given (503): no failure is counted or recorded.
+  assertRequestOpen();
   services.countLogin(user === undefined ? 'unknown_user' : passwordMatches ? 'not_active' : 'wrong_password');
   await services.throttle.record(caller);
   if (user === undefined) {
     const attempt = attemptedUsername(input.username, services.auditKey);
-    await insertAuditEvent(services.db, audit, { type: 'login.failed', subjectUserId: null, details: { ...attempt, reason: 'unknown-username' } });
+    await deadlineTransaction(services.db, (trx) => insertAuditEvent(trx, audit, { type: 'login.failed', subjectUserId: null, details: { ...attempt, reason: 'unknown-username' } }));
     throw new UnauthorizedError('Bad Credentials', { cause: new Error('unknown user') });
   }
   // The username matched this user's (case-insensitively): it is the user's own address.
@@ -46,7 +50,7 @@ export async function login(
   if (!passwordMatches) {
     await countFailedLogin(services, user, audit, { ...attempt, reason: 'wrong-password' });
   } else {
-    await insertAuditEvent(services.db, audit, { type: 'login.failed', subjectUserId: user.id, details: { ...attempt, reason: 'user-not-active', status: user.status } });
+    await deadlineTransaction(services.db, (trx) => insertAuditEvent(trx, audit, { type: 'login.failed', subjectUserId: user.id, details: { ...attempt, reason: 'user-not-active', status: user.status } }));
   }
   throw new UnauthorizedError('Bad Credentials', { cause: new Error('login refused') });
 }

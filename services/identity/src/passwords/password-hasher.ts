@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
-import { currentRequest } from '@platform/service-kit';
+import { assertRequestOpen } from '@platform/service-kit';
 import type { PasswordTask } from './password-worker.ts';
 
 /** Hashes and checks passwords off the event loop. */
@@ -46,12 +46,11 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   const waiting: Array<() => void> = [];
   let running = 0;
   const inTurn = async <T>(task: PasswordTask): Promise<T> => {
-    const deadline = currentRequest()?.deadline;
     if (running < options.threads) running += 1;
     else await new Promise<void>((resolve) => waiting.push(resolve));
     try {
       // The request's 503 was sent while this waited: the hash would serve nobody.
-      deadline?.assertOpen();
+      assertRequestOpen();
       return (await pool.run(task)) as T;
     } finally {
       // The thread goes to the next in line, else back to the free ones.

@@ -21,12 +21,16 @@ export const NOT_BLOCKED_MESSAGE = 'User is not blocked';
  */
 export async function unblockUser(db: Knex, principal: Principal, audit: AuditContext, userId: string): Promise<UserWithFullAccountResponse> {
   // Run again when Postgres picks it to break a deadlock of others queued on the same row (a 503 otherwise).
-  const user = await retryingTransaction(db, async (trx) => {
+  const unblocked = await retryingTransaction(db, async (trx) => {
     await holdCallerFirst(trx, principal, userId);
     const before = await lockUserById(trx, userId);
     // Judged when the request came; made only if the ADMIN's session outlived the wait (CONTRACT.md part 4, at once).
     await assertCallerSessionLives(trx, principal, userId);
-    if (before === undefined || before.status === 'ACTIVE') return before;
+    if (before === undefined) return undefined;
+    // Read before the commit: nothing that can fail may come between the change and its answer (a 5xx
+    // frees the idempotency key, and the retry would make the change again).
+    const account = await findAccountByUserId(trx, userId);
+    if (before.status === 'ACTIVE') return { user: before, account };
     if (before.status !== 'BLOCKED') throw new ConflictError(NOT_BLOCKED_MESSAGE, { cause: new Error(`the user is ${before.status}`) });
     const after = await unblockUserRow(trx, userId);
     const details = { previousStatus: before.status, previousFailedLoginCount: before.failedLoginCount };
@@ -34,8 +38,8 @@ export async function unblockUser(db: Knex, principal: Principal, audit: AuditCo
       { type: 'user.status_changed', subjectUserId: userId, details: { previousStatus: before.status, newStatus: 'ACTIVE' } },
       { type: 'user.unblocked', subjectUserId: userId, details },
     ]);
-    return after;
+    return after === undefined ? undefined : { user: after, account };
   });
-  if (user === undefined) throw new NotFoundError('User not found');
-  return toUserWithFullAccountResponse(user, await findAccountByUserId(db, userId));
+  if (unblocked === undefined) throw new NotFoundError('User not found');
+  return toUserWithFullAccountResponse(unblocked.user, unblocked.account);
 }

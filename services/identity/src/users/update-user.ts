@@ -1,5 +1,6 @@
 import { type Principal, hasAnyRole } from '@platform/auth';
 import { ConflictError, ForbiddenError, NotFoundError } from '@platform/errors';
+import type { AccountRecord } from '../accounts/account.ts';
 import { findAccountByUserId } from '../accounts/accounts.repository.ts';
 import { canonicalUuid } from '../request/canonical-uuid.ts';
 import type { AuditContext } from '../request/audit-context.ts';
@@ -42,7 +43,7 @@ function sessionEndReason(before: UserRecord, input: UpdateUserRequest, renamed:
   return input.password !== undefined || rolesChanged || statusChanged ? 'user-changed' : undefined;
 }
 
-type Outcome = { taken: true } | { taken: false; updated: UserRecord; ended: string[]; previousUsername: string | undefined };
+type Outcome = { taken: true } | { taken: false; updated: UserRecord; account: AccountRecord | undefined; ended: string[]; previousUsername: string | undefined };
 
 /**
  * PATCH /v1/users/update. Only present fields change; each needs the caller's permission
@@ -73,6 +74,9 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     ...(input.status === 'ACTIVE' ? { failedLoginCount: 0 } : {}),
     ...(input.password === undefined ? {} : { passwordHash: await deps.hasher.hash(input.password) }),
   };
+  // Accounts are their owner's or an ADMIN's to read (CONTRACT.md part 4): a POWER_USER who changed
+  // someone's name gets the user back, not that user's phone number and address.
+  const mayReadAccount = isAdmin || principal.userId === userId;
   const outcome = await deps.sessions.transaction(async (trx, ending): Promise<Outcome | undefined> => {
     await holdCallerFirst(trx, principal, userId);
     const before = await lockUserById(trx, userId);
@@ -101,7 +105,10 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
     const reason = sessionEndReason(before, input, renamed);
     const ended = reason === undefined ? [] : await ending.allOf(audit, userId, reason);
     if (renamed) await voidOpenResetTokens(trx, userId);
-    return { taken: false, updated, ended, previousUsername: renamed ? before.username : undefined };
+    // Read before the commit: nothing that can fail may come between the change and its answer (a 5xx
+    // frees the idempotency key, and the retry would make the change again).
+    const account = mayReadAccount ? await findAccountByUserId(trx, userId) : undefined;
+    return { taken: false, updated, account, ended, previousUsername: renamed ? before.username : undefined };
   });
   if (outcome === undefined) throw new NotFoundError('User not found');
   if (outcome.taken) throw new ConflictError('Username already exists');
@@ -109,8 +116,5 @@ export async function updateUser(deps: UpdateUserDeps, principal: Principal, aud
   if (outcome.previousUsername !== undefined) {
     sendUsernameChangeNotice(deps.mailer, { firstName: user.firstName, previousUsername: outcome.previousUsername, newUsername: user.username });
   }
-  // Accounts are their owner's or an ADMIN's to read (CONTRACT.md part 4): a POWER_USER who changed
-  // someone's name gets the user back, not that user's phone number and address.
-  const mayReadAccount = isAdmin || principal.userId === user.id;
-  return toUserResponse(user, mayReadAccount ? await findAccountByUserId(deps.db, user.id) : undefined);
+  return toUserResponse(user, outcome.account);
 }
