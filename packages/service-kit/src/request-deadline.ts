@@ -44,6 +44,15 @@ export class RequestDeadline {
   }
 
   /**
+   * How long the request's answer may still take: the time left before the deadline until the answer
+   * started, Infinity after. What the answer waits for (a provider's call made after a commit, when the
+   * deadline's 503 no longer comes) must end by then, or the gateway's upstream timeout comes first.
+   */
+  answerBudgetMs(): number {
+    return this.#answer.headersSent ? Infinity : this.remainingMs();
+  }
+
+  /**
    * The deadline passed: true when the envelope may answer 503 (nothing of the request committed or is
    * committing), and then nothing of it commits any more; false when the answer is the request's own.
    */
@@ -87,4 +96,9 @@ export class RequestDeadline {
  */
 export function assertRequestOpen(): void {
   currentRequest()?.deadline?.assertOpen();
+}
+
+/** `RequestDeadline.answerBudgetMs` of the request being handled where this is called; Infinity outside one, or without a deadline. */
+export function answerBudgetMs(): number {
+  return currentRequest()?.deadline?.answerBudgetMs() ?? Infinity;
 }

@@ -68,6 +68,34 @@ describe('identity\'s request deadline', () => {
     assert.equal((await findUserById(identity.db, blocked.id))?.status, 'BLOCKED', 'the unblock was made, and answered 503');
     assert.equal((await identity.db('audit_events').whereIn('subject_user_id', [renamed.id, blocked.id]).whereIn('type', ['user.updated', 'user.unblocked'])).length, 0);
   });
+
+  it('when the SMS provider is slow, a phone activation request answers by its deadline (smsSent false), not after the gateway\'s upstream timeout', async () => {
+    const user = await identity.createUser();
+    await identity.db('accounts').insert({ user_id: user.id, type: 'INDIVIDUAL', mobile_phone_number: '0532 765 43 21' });
+    const account = await identity.db('accounts').where({ user_id: user.id }).first('id');
+    const token = (await identity.login(user)).accessToken;
+    const ask = () =>
+      request(identity.app)
+        .post('/v1/accounts/phone-number-activation-request')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ userId: user.id, accountId: account.id, phoneNumberActivationPageLink: 'http://localhost:3000/activate-phone' });
+    // The provider takes 3 s, its timeout is 5 s: the code is committed, the answer waits for the SMS.
+    identity.sms.answerAfter(3000);
+    try {
+      const started = performance.now();
+      const res = await ask();
+      const tookMs = performance.now() - started;
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.smsSent, false);
+      assert.ok(tookMs < 1500, `answered after ${Math.round(tookMs)} ms, past the 700 ms deadline's budget`);
+    } finally {
+      identity.sms.answerAfter(0);
+    }
+    // Answered smsSent false, the code's cooldown is released: the client may ask again at once.
+    const again = await ask();
+    assert.equal(again.status, 200);
+    assert.equal(again.body.smsSent, true);
+  });
 });
 
 describe('identity\'s request deadline, under a burst of logins', () => {

@@ -1,4 +1,4 @@
-import { type Logger, currentRequestLog } from '@platform/service-kit';
+import { type Logger, answerBudgetMs, currentRequestLog } from '@platform/service-kit';
 import { postJson } from './http-delivery.ts';
 
 /** One SMS (CONTRACT.md part 6: the http provider receives exactly `{ to, message }`). */
@@ -8,7 +8,12 @@ export interface Sms {
   message: string;
 }
 
-/** Sends SMS. Never throws: a failed delivery is logged (without the text) and answered `false`. */
+/**
+ * Sends SMS. Never throws: a failed delivery is logged (without the text) and answered `false`. The answer
+ * of the request waits for it, so it ends by the request's deadline (`answerBudgetMs`): a code committed
+ * before it is answered `smsSent: false` in time, not 504 by the gateway (whose 5xx would free the
+ * idempotency key for a retry sending another code).
+ */
 export interface SmsSender {
   send(sms: Sms): Promise<boolean>;
 }
@@ -31,7 +36,7 @@ export function createSmsSender(config: SmsSenderConfig, logger: Logger): SmsSen
   return {
     send: async (sms) => {
       try {
-        await postJson({ url: config.url, token: config.token, timeoutMs: config.timeoutMs }, sms);
+        await postJson({ url: config.url, token: config.token, timeoutMs: config.timeoutMs }, sms, answerBudgetMs());
         return true;
       } catch (err) {
         currentRequestLog(logger).warn({ reason: (err as Error).message }, 'SMS not sent');

@@ -15,6 +15,8 @@ export interface CaptureServer {
   received: CapturedRequest[];
   /** The status the next requests get (200 unless changed). */
   answerWith(status: number): void;
+  /** How long the next requests wait for their answer (0 unless changed). */
+  answerAfter(ms: number): void;
   /** Resolves once `count` requests arrived (or rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<CapturedRequest[]>;
   close(): Promise<void>;
@@ -24,6 +26,7 @@ export interface CaptureServer {
 export async function startCaptureServer(): Promise<CaptureServer> {
   const received: CapturedRequest[] = [];
   let status = 200;
+  let delayMs = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -36,7 +39,11 @@ export async function startCaptureServer(): Promise<CaptureServer> {
         // keep the raw text: a test may assert that it was not JSON
       }
       received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
-      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      const answer = () => {
+        if (!res.destroyed) res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      };
+      if (delayMs === 0) answer();
+      else setTimeout(answer, delayMs).unref();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -47,6 +54,9 @@ export async function startCaptureServer(): Promise<CaptureServer> {
     answerWith: (next) => {
       status = next;
     },
+    answerAfter: (ms) => {
+      delayMs = ms;
+    },
     async waitFor(count, timeoutMs = 3000) {
       const deadline = Date.now() + timeoutMs;
       while (received.length < count) {
@@ -55,6 +65,10 @@ export async function startCaptureServer(): Promise<CaptureServer> {
       }
       return received.slice(0, count);
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
