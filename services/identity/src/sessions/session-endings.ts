@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RevocationWriter } from '@platform/auth';
-import { type Logger, currentRequestLog } from '@platform/service-kit';
+import { type Logger, answerBudgetMs, currentRequestLog } from '@platform/service-kit';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
@@ -63,7 +63,8 @@ const REFRESH_RACE_S = 1;
 /**
  * The waits between the attempts to publish ended sessions within the request that ended them: a connection
  * that drops and comes back (ioredis reconnects within 100-300 ms) does not leave a token of an ended session
- * accepted after the answer said it ended. Past them, the sessions are handed back (`missed`).
+ * accepted after the answer said it ended. Past them, or past the request's deadline (its answer, which
+ * waits for them, is due: `answerBudgetMs`), the sessions are handed back (`missed`).
  */
 const PUBLISH_RETRY_DELAYS_MS = [100, 200, 400];
 
@@ -88,7 +89,8 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
         return;
       } catch (err) {
         const wait = PUBLISH_RETRY_DELAYS_MS[attempt];
-        if (wait === undefined) {
+        // Nor past the request's deadline: its answer must come before the gateway's upstream timeout.
+        if (wait === undefined || wait >= answerBudgetMs()) {
           missed();
           currentRequestLog(logger).warn({ err, ...what }, 'could not publish ended sessions or revoked tokens to the blacklist; they are written again as soon as Redis answers');
           return;
