@@ -154,6 +154,27 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
       assert.doesNotMatch(JSON.stringify(events[0].details), new RegExp(accessToken.slice(-20)));
     });
 
+    it('when Redis does not take a revocation, answers 503 with it recorded; the retry with the same key writes the blacklist and records nothing twice', async () => {
+      const user = await identity.createUser();
+      const { accessToken } = await loginAs(user);
+      const { revocations } = identity;
+      const revokeInRedis = revocations.revoke.bind(revocations);
+      revocations.revoke = async () => {
+        throw new Error('Command timed out');
+      };
+      let first;
+      try {
+        first = await revoke(accessToken);
+      } finally {
+        revocations.revoke = revokeInRedis;
+      }
+      assert.equal(first.status, 503, JSON.stringify(first.body));
+      assert.equal((await revoke(accessToken)).status, 200);
+      await assertInactive(accessToken, 'revoked on the retry');
+      const events = await identity.db('audit_events').where({ subject_user_id: user.id, type: 'access_token.revoked' });
+      assert.equal(events.length, 1, 'the retry recorded the revocation again');
+    });
+
     it('deletes a few records of revoked tokens no verifier needs any more with each revocation, and keeps the live ones', async () => {
       const user = await identity.createUser();
       const { accessToken } = await loginAs(user);

@@ -33,7 +33,8 @@ export interface TokenRevocationServices {
  * token; part 15's `aal` 1 token replaced by the second factor): recorded in Postgres first, with its audit
  * event when one is given, so that a Redis that lost its data is re-seeded with it (part 13), then written
  * to the blacklist. When Redis does not take it, the writer writes it again from the record as soon as
- * Redis answers, and this rejects (a 503: the caller may retry, the record is kept once).
+ * Redis answers, and this rejects (a 503: the caller may retry; the record and its audit event are kept
+ * once, so the retry only writes the blacklist again).
  */
 export async function revokeAccessToken(
   services: TokenRevocationServices,
@@ -41,11 +42,13 @@ export async function revokeAccessToken(
   audit?: { context: AuditContext; event: NewAuditEvent },
 ): Promise<void> {
   await deadlineTransaction(services.db, async (trx) => {
-    await trx('revoked_tokens')
+    const recorded = await trx('revoked_tokens')
       .insert({ token_id: principal.tokenId, session_id: principal.sessionId, expires_at: new Date(principal.expiresAt * 1000) })
       .onConflict('token_id')
-      .ignore();
-    if (audit !== undefined) await insertAuditEvent(trx, audit.context, audit.event);
+      .ignore()
+      .returning('token_id');
+    // Recorded with the revocation it is about, once: a token revoked before (a retry) changes nothing.
+    if (audit !== undefined && recorded.length > 0) await insertAuditEvent(trx, audit.context, audit.event);
     await pruneExpired(trx, 'revoked_tokens');
   });
   try {
