@@ -82,9 +82,10 @@ export async function deadlineTransaction<T>(db: Knex, work: (trx: Knex.Transact
     });
     settle?.(true);
     return result;
-  } finally {
-    // A commit that failed (or never came): the deadline's 503 may be sent again.
+  } catch (err) {
+    // A commit that failed: the deadline's 503 may be sent again.
     settle?.(false);
+    throw err;
   }
 }
 

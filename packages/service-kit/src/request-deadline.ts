@@ -30,26 +30,22 @@ export class RequestDeadline {
     this.#answer = answer;
   }
 
-  /** Milliseconds left before the deadline; zero or less once it passed. */
-  remainingMs(): number {
-    return this.at - performance.now();
-  }
-
   /**
-   * How long a change of the request may still take: the time left while the deadline holds its changes,
-   * Infinity once it no longer does (a change committed, or the request's own answer started).
-   */
-  changeBudgetMs(): number {
-    return this.#committed || this.#answer.headersSent ? Infinity : this.remainingMs();
-  }
-
-  /**
-   * How long the request's answer may still take: the time left before the deadline until the answer
-   * started, Infinity after. What the answer waits for (a provider's call made after a commit, when the
-   * deadline's 503 no longer comes) must end by then, or the gateway's upstream timeout comes first.
+   * How long the request's answer may still take: the time left before the deadline (zero or less once it
+   * passed) until the answer started, Infinity after. What the answer waits for (a provider's call made
+   * after a commit, when the deadline's 503 no longer comes) must end by then, or the gateway's upstream
+   * timeout comes first.
    */
   answerBudgetMs(): number {
-    return this.#answer.headersSent ? Infinity : this.remainingMs();
+    return this.#answer.headersSent ? Infinity : this.at - performance.now();
+  }
+
+  /**
+   * How long a change of the request may still take: the answer's budget while the deadline holds its
+   * changes, Infinity once a change committed (what follows is part of it).
+   */
+  changeBudgetMs(): number {
+    return this.#committed ? Infinity : this.answerBudgetMs();
   }
 
   /**
@@ -75,15 +71,12 @@ export class RequestDeadline {
 
   /**
    * A transaction of the request is about to commit: `assertOpen`, then the commit counts as in flight (the
-   * envelope's 503 waits for it) until the returned function is called with its outcome.
+   * envelope's 503 waits for it) until the returned function is called, once, with its outcome.
    */
   claimCommit(): (committed: boolean) => void {
     this.assertOpen();
     this.#committing += 1;
-    let settled = false;
     return (committed) => {
-      if (settled) return;
-      settled = true;
       this.#committing -= 1;
       if (committed) this.#committed = true;
     };
