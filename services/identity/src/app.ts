@@ -34,6 +34,7 @@ import { passwordResetRouter } from './password-reset/password-reset.routes.ts';
 import { allowedOrigins } from './request/link-allowlist.ts';
 import { usersRouter } from './users/users.routes.ts';
 import { loginAttemptCounter } from './auth/login-metrics.ts';
+import { passwordRefusalCounter } from './passwords/password-metrics.ts';
 import { secretBox } from './factor-records/secret-box.ts';
 import { secondFactorCounter } from './second-factor/second-factor-metrics.ts';
 import { secondFactorRouter } from './second-factor/second-factor.routes.ts';
@@ -72,6 +73,7 @@ export function createApp(deps: IdentityDeps): Express {
     audience: config.JWT_AUDIENCE,
     revocations,
   });
+  passwordRefusalCounter(deps.metrics, deps.hasher);
   const sessions = createSessionEndings({
     db,
     revocations,

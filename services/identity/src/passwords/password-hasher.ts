@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
-import { assertRequestOpen } from '@platform/service-kit';
+import { ServiceUnavailableError } from '@platform/errors';
+import { answerBudgetMs, assertRequestOpen } from '@platform/service-kit';
 import type { PasswordTask } from './password-worker.ts';
 
 /** Hashes and checks passwords off the event loop. */
@@ -11,7 +12,18 @@ export interface PasswordHasher {
    * dummy hash of the same cost is compared, so the answer takes as long as a real miss.
    */
   verify(password: string, hash: string | null | undefined): Promise<boolean>;
+  /**
+   * How many checks and hashes were refused without being made, since the start: `busy`, they would have
+   * ended past their request's deadline; `answered`, their request was answered by its deadline while they
+   * waited (`identity_password_checks_refused_total`).
+   */
+  refusals(): Readonly<PasswordRefusals>;
   close(): Promise<void>;
+}
+
+export interface PasswordRefusals {
+  busy: number;
+  answered: number;
 }
 
 export interface PasswordHasherOptions {
@@ -24,15 +36,21 @@ export interface PasswordHasherOptions {
 // Sources run as .ts through type stripping and as .js once compiled; the worker file follows suit.
 const WORKER = new URL(import.meta.url.endsWith('.ts') ? './password-worker.ts' : './password-worker.js', import.meta.url);
 
+/** The 503 of a password check that would end past its request's deadline, given the checks ahead of it. */
+export const HASHING_BUSY_MESSAGE = 'Too many password checks are waiting; try again later';
+
 /**
  * Starts the worker pool and makes the dummy hash; `close()` stops the workers.
  *
- * The hashes wait for a thread in a queue of their own, first come, first hashed, and one whose request was
- * answered by its deadline meanwhile (RequestDeadline: nothing of it may change any more) is dropped when
- * its turn comes: under a burst of logins, the hashes of requests already answered 503 would otherwise keep
- * the threads busy after them, and make the next requests late too (80 logins of one user at once on two
- * threads, a 4 s deadline: 48 answered 200; 160 right after them: 21). Piscina's own queue is not used for
- * this: its abort signal ends a running task by terminating its worker.
+ * The hashes wait for a thread in a queue of their own, first come, first hashed:
+ * - one whose request was answered by its deadline meanwhile (RequestDeadline: nothing of it may change any
+ *   more) is dropped when its turn comes: under a burst of logins, the hashes of requests already answered
+ *   503 would otherwise keep the threads busy after them, and make the next requests late too (80 logins of
+ *   one user at once on two threads, a 4 s deadline: 48 answered 200; 160 right after them: 21);
+ * - one that would end past its request's deadline, given the hashes ahead of it and how long the last ones
+ *   took, is refused at once (503 with Retry-After, `HASHING_BUSY_MESSAGE`) instead of holding its
+ *   connection until the deadline's 503. Known and unknown users queue alike: the refusal tells nothing.
+ * Piscina's own queue is not used for this: its abort signal ends a running task by terminating its worker.
  */
 export async function createPasswordHasher(options: PasswordHasherOptions): Promise<PasswordHasher> {
   const pool = new Piscina<PasswordTask, string | boolean>({
@@ -45,13 +63,31 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   /** Tasks waiting for a thread: each resolves when one is handed to it. */
   const waiting: Array<() => void> = [];
   let running = 0;
+  /** How long one hash takes, smoothed over the last ones (the dummy hash's first). */
+  let hashMs = 0;
+  const refused: PasswordRefusals = { busy: 0, answered: 0 };
   const inTurn = async <T>(task: PasswordTask): Promise<T> => {
+    // Its turn comes once the hashes ahead of it are done, a thread's share each, then it takes one hash.
+    const expectedMs = (Math.floor((running + waiting.length) / options.threads) + 1) * hashMs;
+    if (expectedMs > answerBudgetMs()) {
+      refused.busy += 1;
+      throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
+    }
     if (running < options.threads) running += 1;
     else await new Promise<void>((resolve) => waiting.push(resolve));
     try {
-      // The request's 503 was sent while this waited: the hash would serve nobody.
-      assertRequestOpen();
-      return (await pool.run(task)) as T;
+      try {
+        // The request's 503 was sent while this waited: the hash would serve nobody.
+        assertRequestOpen();
+      } catch (err) {
+        refused.answered += 1;
+        throw err;
+      }
+      const started = performance.now();
+      const result = (await pool.run(task)) as T;
+      const tookMs = performance.now() - started;
+      hashMs = hashMs === 0 ? tookMs : 0.8 * hashMs + 0.2 * tookMs;
+      return result;
     } finally {
       // The thread goes to the next in line, else back to the free ones.
       const next = waiting.shift();
@@ -67,6 +103,7 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
       const matches = await inTurn<boolean>({ op: 'compare', password, hash: storedHash ?? dummyHash });
       return matches && storedHash !== null && storedHash !== undefined;
     },
+    refusals: () => refused,
     close: () => pool.destroy(),
   };
 }
