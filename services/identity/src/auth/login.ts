@@ -29,7 +29,8 @@ export async function login(
     throw err;
   }
   const user = await findUserByUsername(services.db, input.username);
-  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash);
+  // In the caller's turn: a flood of logins from one client key or address waits behind itself.
+  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, [caller.clientKeyId ?? '', caller.address]);
 
   if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
     services.countLogin('succeeded');

@@ -2,16 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
 import { ServiceUnavailableError } from '@platform/errors';
 import { answerBudgetMs, assertRequestOpen } from '@platform/service-kit';
+import { CallerQueue, type Lane, SHARED_LANE } from './caller-queue.ts';
 import type { PasswordTask } from './password-worker.ts';
 
 /** Hashes and checks passwords off the event loop. */
 export interface PasswordHasher {
-  hash(password: string): Promise<string>;
+  /** `lane`: whose work it is, for its turn among the callers' (`CallerQueue`); the shared lane when omitted. */
+  hash(password: string, lane?: Lane): Promise<string>;
   /**
    * True when `password` matches `hash`. Without a hash (unknown user, user without a password) a
    * dummy hash of the same cost is compared, so the answer takes as long as a real miss.
    */
-  verify(password: string, hash: string | null | undefined): Promise<boolean>;
+  verify(password: string, hash: string | null | undefined, lane?: Lane): Promise<boolean>;
   /**
    * How many checks and hashes were refused without being made, since the start: `busy`, they would have
    * ended past their request's deadline; `answered`, their request was answered by its deadline while they
@@ -42,14 +44,16 @@ export const HASHING_BUSY_MESSAGE = 'Too many password checks are waiting; try a
 /**
  * Starts the worker pool and makes the dummy hash; `close()` stops the workers.
  *
- * The hashes wait for a thread in a queue of their own, first come, first hashed:
+ * The hashes wait for a thread in a queue of their own, the callers taking turns (`CallerQueue`: client keys,
+ * then addresses; each address first come, first hashed), so that a flood of logins from one caller delays
+ * its own checks and not everyone's:
  * - one whose request was answered by its deadline meanwhile (RequestDeadline: nothing of it may change any
  *   more) is dropped when its turn comes: under a burst of logins, the hashes of requests already answered
  *   503 would otherwise keep the threads busy after them, and make the next requests late too (80 logins of
  *   one user at once on two threads, a 4 s deadline: 48 answered 200; 160 right after them: 21);
- * - one that would end past its request's deadline, given the hashes ahead of it and how long the last ones
- *   took, is refused at once (503 with Retry-After, `HASHING_BUSY_MESSAGE`) instead of holding its
- *   connection until the deadline's 503. Known and unknown users queue alike: the refusal tells nothing.
+ * - one that would end past its request's deadline, given the hashes to be served before it and how long
+ *   the last ones took, is refused at once (503 with Retry-After, `HASHING_BUSY_MESSAGE`) instead of holding
+ *   its connection until the deadline's 503. Known and unknown users queue alike: the refusal tells nothing.
  * Piscina's own queue is not used for this: its abort signal ends a running task by terminating its worker.
  */
 export async function createPasswordHasher(options: PasswordHasherOptions): Promise<PasswordHasher> {
@@ -61,20 +65,20 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
     execArgv: [],
   });
   /** Tasks waiting for a thread: each resolves when one is handed to it. */
-  const waiting: Array<() => void> = [];
+  const waiting = new CallerQueue();
   let running = 0;
   /** How long one hash takes, smoothed over the last ones (the dummy hash's first). */
   let hashMs = 0;
   const refused: PasswordRefusals = { busy: 0, answered: 0 };
-  const inTurn = async <T>(task: PasswordTask): Promise<T> => {
-    // Its turn comes once the hashes ahead of it are done, a thread's share each, then it takes one hash.
-    const expectedMs = (Math.floor((running + waiting.length) / options.threads) + 1) * hashMs;
+  const inTurn = async <T>(task: PasswordTask, lane: Lane): Promise<T> => {
+    // Its turn comes once the hashes served before it are done, a thread's share each, then it takes one hash.
+    const expectedMs = (Math.floor((running + waiting.ahead(lane)) / options.threads) + 1) * hashMs;
     if (expectedMs > answerBudgetMs()) {
       refused.busy += 1;
       throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
     }
     if (running < options.threads) running += 1;
-    else await new Promise<void>((resolve) => waiting.push(resolve));
+    else await new Promise<void>((resolve) => waiting.push(lane, resolve));
     try {
       try {
         // The request's 503 was sent while this waited: the hash would serve nobody.
@@ -95,12 +99,12 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
       else running -= 1;
     }
   };
-  const hash = (password: string) => inTurn<string>({ op: 'hash', password, cost: options.cost });
+  const hash = (password: string, lane: Lane = SHARED_LANE) => inTurn<string>({ op: 'hash', password, cost: options.cost }, lane);
   const dummyHash = await hash(randomBytes(16).toString('base64url'));
   return {
     hash,
-    async verify(password, storedHash) {
-      const matches = await inTurn<boolean>({ op: 'compare', password, hash: storedHash ?? dummyHash });
+    async verify(password, storedHash, lane = SHARED_LANE) {
+      const matches = await inTurn<boolean>({ op: 'compare', password, hash: storedHash ?? dummyHash }, lane);
       return matches && storedHash !== null && storedHash !== undefined;
     },
     refusals: () => refused,
