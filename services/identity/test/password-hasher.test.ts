@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { DEADLINE_MESSAGE, RequestDeadline, createLogger, enterRequest } from '@platform/service-kit';
 import { createPasswordHasher } from '../src/passwords/password-hasher.ts';
 
 /** The nice value of every thread of this process (Linux: field 19 of /proc/self/task/<tid>/stat). */
@@ -43,6 +45,29 @@ describe('password hasher', () => {
       );
       // Ten compares at cost 4 take a few ms; a task sent to the back of the queue waited the whole run.
       assert.ok(slowest < 750, `a verification waited ${slowest} ms`);
+    } finally {
+      await hasher.close();
+    }
+  });
+
+  it('when a check\'s request is answered by its deadline while the check waits, the check is not made when its turn comes', async () => {
+    const hasher = await createPasswordHasher({ cost: 12, threads: 1 });
+    try {
+      const hash = await hasher.hash('password');
+      // The thread is busy with another check, of no request.
+      const busy = hasher.verify('password', hash);
+      // A check of a request whose deadline is far: let in, it waits.
+      const deadline = new RequestDeadline(performance.now() + 600_000, { headersSent: false });
+      const fields = { id: 'r1', clientRequestId: undefined, method: 'POST', url: '/v1/auth/login', remoteAddress: '127.0.0.1' };
+      let waiting: Promise<boolean> | undefined;
+      enterRequest({ headers: {} } as IncomingMessage, createLogger({ service: 'test', level: 'silent' }), fields, deadline, () => {
+        waiting = hasher.verify('password', hash);
+      });
+      // The envelope answers the deadline's 503 meanwhile.
+      assert.equal(deadline.expire(), true);
+      assert.equal(await busy, true);
+      await assert.rejects(waiting!, (err: Error) => err.message === DEADLINE_MESSAGE);
+      assert.deepEqual(hasher.refusals(), { busy: 0, answered: 1 });
     } finally {
       await hasher.close();
     }
