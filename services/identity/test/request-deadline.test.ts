@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEADLINE_MESSAGE } from '@platform/service-kit';
 import request from 'supertest';
+import { ServiceUnavailableError } from '@platform/errors';
+import type { AuthServices } from '../src/auth/auth-services.ts';
+import { login } from '../src/auth/login.ts';
 import { HASHING_BUSY_MESSAGE, createPasswordHasher } from '../src/passwords/password-hasher.ts';
+import type { AuditContext } from '../src/request/audit-context.ts';
 import { findUserById } from '../src/user-records/users.repository.ts';
 import { type IdentityHarness, startIdentity } from './support/identity-harness.ts';
 
@@ -206,3 +210,28 @@ describe('identity\'s request deadline, under a burst of logins', () => {
   });
 });
 
+
+describe('a login the hashing threads cannot serve in time', () => {
+  it('is refused before the user is looked up: a flood costs no query, known and unknown users alike', async () => {
+    const looked: unknown[] = [];
+    const lanes: unknown[] = [];
+    const services = {
+      throttle: { assertAllowed: async () => undefined },
+      hasher: {
+        assertRoom: (lane: unknown) => {
+          lanes.push(lane);
+          throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
+        },
+      },
+      // Any query (the user's lookup first of all) is recorded.
+      db: (table: unknown) => {
+        looked.push(table);
+        throw new Error('queried');
+      },
+    } as unknown as AuthServices;
+    const audit = { clientKeyId: 'one', ipAddress: '10.1.1.1' } as unknown as AuditContext;
+    await assert.rejects(login(services, { username: 'someone@example.com', password: 'a-password' }, { clientKeyId: 'one', address: '10.1.1.1' }, audit), (err: Error) => err.message === HASHING_BUSY_MESSAGE);
+    assert.deepEqual(looked, []);
+    assert.deepEqual(lanes, [['one', '10.1.1.1']]);
+  });
+});

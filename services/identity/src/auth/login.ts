@@ -28,9 +28,12 @@ export async function login(
     if (err instanceof TooManyRequestsError) services.countLogin('throttled');
     throw err;
   }
+  // In the caller's turn: a flood of logins from one client key or address waits behind itself, and what
+  // the hashing threads cannot serve in time is refused before the user is looked up (known or not alike).
+  const lane = [caller.clientKeyId ?? '', caller.address] as const;
+  services.hasher.assertRoom(lane);
   const user = await findUserByUsername(services.db, input.username);
-  // In the caller's turn: a flood of logins from one client key or address waits behind itself.
-  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, [caller.clientKeyId ?? '', caller.address]);
+  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, lane);
 
   if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
     services.countLogin('succeeded');

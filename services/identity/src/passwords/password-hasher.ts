@@ -20,6 +20,11 @@ export interface PasswordHasher {
    * waited (`identity_password_checks_refused_total`).
    */
   refusals(): Readonly<PasswordRefusals>;
+  /**
+   * Throws the busy 503 that a check in `lane` would meet now (counted as one), before the work that
+   * precedes the check (a login's lookup of the user) is spent on it; the check itself judges again.
+   */
+  assertRoom(lane: Lane): void;
   close(): Promise<void>;
 }
 
@@ -70,13 +75,16 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   /** How long one hash takes, smoothed over the last ones (the dummy hash's first). */
   let hashMs = 0;
   const refused: PasswordRefusals = { busy: 0, answered: 0 };
-  const inTurn = async <T>(task: PasswordTask, lane: Lane): Promise<T> => {
+  const assertRoom = (lane: Lane): void => {
     // Its turn comes once the hashes served before it are done, a thread's share each, then it takes one hash.
     const expectedMs = (Math.floor((running + waiting.ahead(lane)) / options.threads) + 1) * hashMs;
     if (expectedMs > answerBudgetMs()) {
       refused.busy += 1;
       throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
     }
+  };
+  const inTurn = async <T>(task: PasswordTask, lane: Lane): Promise<T> => {
+    assertRoom(lane);
     if (running < options.threads) running += 1;
     else await new Promise<void>((resolve) => waiting.push(lane, resolve));
     try {
@@ -108,6 +116,7 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
       return matches && storedHash !== null && storedHash !== undefined;
     },
     refusals: () => refused,
+    assertRoom,
     close: () => pool.destroy(),
   };
 }
