@@ -142,7 +142,10 @@ export function createRedis(options: RedisOptions): Redis {
           enableAutoPipelining,
           retryStrategy: reconnectDelay,
         });
-  if (isCluster(redis)) announceMoved(redis);
+  if (isCluster(redis)) {
+    announceMoved(redis);
+    restoreDroppedMasters(redis);
+  }
   let down = false;
   redis.on('error', (err: Error) => {
     if (down) return;
@@ -174,6 +177,54 @@ function announceMoved(cluster: IORedis.Cluster): void {
     if (callback === undefined) cluster.emit(MOVED_EVENT);
     refresh(callback);
   };
+}
+
+/** How soon after one slot refresh asked for a dropped master the next may be asked (a master still down drops again at once). */
+const RESTORE_SPACING_MS = 200;
+
+/**
+ * Puts a master whose connection ended back into `cluster`'s pool at once. ioredis drops a node's connection
+ * from its pool when it ends (a CLIENT KILL, a network blip) and makes it again only on a MOVED or at the
+ * periodic slot refresh (`slotsRefreshInterval`, 5 s). Meanwhile the master's slots go to any node of the
+ * pool, and a replica of those slots (connected READONLY) answers their reads itself, with no MOVED: a CI
+ * run saw a revocation reader refuse one bucket's tokens for 5 s after a blip (its master never asked who
+ * it is), and a replica's answer may lag. A slot refresh lists the master again (a lazy connection, made by
+ * its next command); it is asked for at each drop, at most every RESTORE_SPACING_MS, and again while it
+ * fails. A master that no longer serves slots is not in the refreshed pool and is not asked for again; a
+ * cluster that lost every node reconnects whole by itself.
+ */
+function restoreDroppedMasters(cluster: IORedis.Cluster): void {
+  const dropped = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  let lastAsked = 0;
+  const keyOf = (node: IORedis.Redis): string => `${node.options.host}:${node.options.port}`;
+  const restore = (): void => {
+    timer = undefined;
+    const pooled = new Set(cluster.nodes('master').map(keyOf));
+    for (const key of dropped) if (pooled.has(key)) dropped.delete(key);
+    if (dropped.size === 0) return;
+    if (cluster.status !== 'ready') {
+      dropped.clear();
+      return;
+    }
+    lastAsked = Date.now();
+    // With a callback: announceMoved takes a refresh without one for a MOVED followed.
+    cluster.refreshSlotsCache((err) => {
+      // Read: every master the cluster lists is pooled again, and one it no longer lists is gone for good.
+      if (err === undefined || err === null) dropped.clear();
+      schedule();
+    });
+  };
+  const schedule = (): void => {
+    if (timer !== undefined || dropped.size === 0) return;
+    timer = setTimeout(restore, Math.max(0, lastAsked + RESTORE_SPACING_MS - Date.now()));
+    timer.unref();
+  };
+  cluster.on('-node', (node: IORedis.Redis) => {
+    if (node.options.readOnly === true) return;
+    dropped.add(keyOf(node));
+    schedule();
+  });
 }
 
 /** `host:port` (REDIS_CLUSTER_NODES' form) as ioredis' cluster takes it. */
