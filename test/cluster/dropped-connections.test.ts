@@ -25,7 +25,8 @@ const portsOf = (nodes: IORedis.Redis[]): number[] => nodes.map((node) => Number
  * operator or a network blip does): ioredis drops a node's connection from its pool when it ends, and put a
  * dropped master back only on a MOVED or at its periodic slot refresh (5 s). Meanwhile a replica of the
  * master's slots answered their reads itself: a revocation reader never learnt who its master was and
- * refused that bucket's tokens for the 5 s (a CI run). The client now asks for the slot map again at once.
+ * refused that bucket's tokens for the 5 s (a CI run). The client now pools a master the slot map still routes
+ * to as soon as it drops, as ioredis does on a MOVED.
  */
 describe('a Redis Cluster client whose connections are cut (CLIENT KILL)', function () {
   this.timeout(60_000);

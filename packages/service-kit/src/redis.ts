@@ -179,51 +179,36 @@ function announceMoved(cluster: IORedis.Cluster): void {
   };
 }
 
-/** How soon after one slot refresh asked for a dropped master the next may be asked (a master still down drops again at once). */
-const RESTORE_SPACING_MS = 200;
+/** ioredis' pool of node connections: not in its types. `findOrCreate` is what it calls itself on a MOVED. */
+interface NodePool {
+  findOrCreate(node: { host: string; port: number }, readOnly?: boolean): IORedis.Redis;
+}
 
 /**
- * Puts a master whose connection ended back into `cluster`'s pool at once. ioredis drops a node's connection
- * from its pool when it ends (a CLIENT KILL, a network blip) and makes it again only on a MOVED or at the
- * periodic slot refresh (`slotsRefreshInterval`, 5 s). Meanwhile the master's slots go to any node of the
- * pool, and a replica of those slots (connected READONLY) answers their reads itself, with no MOVED: a CI
- * run saw a revocation reader refuse one bucket's tokens for 5 s after a blip (its master never asked who
- * it is), and a replica's answer may lag. A slot refresh lists the master again (a lazy connection, made by
- * its next command); it is asked for at each drop, at most every RESTORE_SPACING_MS, and again while it
- * fails. A master that no longer serves slots is not in the refreshed pool and is not asked for again; a
- * cluster that lost every node reconnects whole by itself.
+ * Puts a master whose connection ended back into `cluster`'s pool. ioredis drops a node's connection from its
+ * pool when it ends (a CLIENT KILL, a network blip) and makes it again only on a MOVED or at the periodic slot
+ * refresh (`slotsRefreshInterval`, 5 s). Meanwhile the master's slots go to any node of the pool, and a
+ * replica of those slots (connected READONLY) answers their reads itself, with no MOVED: a CI run saw a
+ * revocation reader refuse one bucket's tokens for 5 s after a blip (its master never asked who it is), and a
+ * replica's answer may lag. So a master the slot map still routes slots to is pooled again as soon as it
+ * drops, as ioredis does on a MOVED: a lazy connection, made by its next command (a master still down drops
+ * again then, and its commands fail as before). Not when the pool drained: the cluster then reconnects whole.
  */
 function restoreDroppedMasters(cluster: IORedis.Cluster): void {
-  const dropped = new Set<string>();
-  let timer: NodeJS.Timeout | undefined;
-  let lastAsked = 0;
-  const keyOf = (node: IORedis.Redis): string => `${node.options.host}:${node.options.port}`;
-  const restore = (): void => {
-    timer = undefined;
-    const pooled = new Set(cluster.nodes('master').map(keyOf));
-    for (const key of dropped) if (pooled.has(key)) dropped.delete(key);
-    if (dropped.size === 0) return;
-    if (cluster.status !== 'ready') {
-      dropped.clear();
-      return;
-    }
-    lastAsked = Date.now();
-    // With a callback: announceMoved takes a refresh without one for a MOVED followed.
-    cluster.refreshSlotsCache((err) => {
-      // Read: every master the cluster lists is pooled again, and one it no longer lists is gone for good.
-      if (err === undefined || err === null) dropped.clear();
-      schedule();
-    });
-  };
-  const schedule = (): void => {
-    if (timer !== undefined || dropped.size === 0) return;
-    timer = setTimeout(restore, Math.max(0, lastAsked + RESTORE_SPACING_MS - Date.now()));
-    timer.unref();
-  };
+  const pool = (cluster as unknown as { connectionPool?: Partial<NodePool> }).connectionPool;
+  const findOrCreate = pool?.findOrCreate?.bind(pool);
+  if (findOrCreate === undefined) throw new Error('ioredis changed: its cluster has no connectionPool.findOrCreate (restoreDroppedMasters)');
   cluster.on('-node', (node: IORedis.Redis) => {
     if (node.options.readOnly === true) return;
-    dropped.add(keyOf(node));
-    schedule();
+    const { host = '127.0.0.1', port = 6379 } = node.options;
+    const key = `${host}:${port}`;
+    // After the pool's own handling of the drop (a drain, a reset that removed the node).
+    setImmediate(() => {
+      if (cluster.status !== 'ready' || cluster.nodes('master').some((n) => n.options.host === host && n.options.port === port)) return;
+      const { slots } = cluster as unknown as { slots: ReadonlyArray<readonly string[] | undefined> };
+      if (!slots.some((route) => route?.[0] === key)) return;
+      findOrCreate({ host, port }, false);
+    });
   });
 }
 
