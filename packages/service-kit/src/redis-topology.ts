@@ -1,5 +1,5 @@
 import type * as IORedis from 'ioredis';
-import { MOVED_EVENT, type Redis, isCluster } from './redis.ts';
+import { MOVED_EVENT, type Redis, isCluster, nodeKeyOf } from './redis.ts';
 
 /**
  * Which server holds each key of the environment's Redis, as far as a client can tell (CONTRACT.md parts
@@ -69,8 +69,6 @@ function slotMasters(cluster: IORedis.Cluster): Array<string | undefined> {
   return Array.from({ length: SLOTS }, (_, slot) => slots[slot]?.[0]);
 }
 
-/** A node's key as ioredis' pool names it (`host:port`). */
-const nodeKeyOf = (node: IORedis.Redis): string => `${node.options.host}:${node.options.port}`;
 
 /**
  * Watches `redis`: asks each server who it is (INFO) on every connection, and compares. Costs one INFO per

@@ -201,16 +201,19 @@ function restoreDroppedMasters(cluster: IORedis.Cluster): void {
   cluster.on('-node', (node: IORedis.Redis) => {
     if (node.options.readOnly === true) return;
     const { host = '127.0.0.1', port = 6379 } = node.options;
-    const key = `${host}:${port}`;
+    const key = nodeKeyOf(node);
     // After the pool's own handling of the drop (a drain, a reset that removed the node).
     setImmediate(() => {
-      if (cluster.status !== 'ready' || cluster.nodes('master').some((n) => n.options.host === host && n.options.port === port)) return;
+      if (cluster.status !== 'ready' || cluster.nodes('master').some((pooled) => nodeKeyOf(pooled) === key)) return;
       const { slots } = cluster as unknown as { slots: ReadonlyArray<readonly string[] | undefined> };
       if (!slots.some((route) => route?.[0] === key)) return;
       findOrCreate({ host, port }, false);
     });
   });
 }
+
+/** A node connection's key as ioredis' pool and slot map name it (`host:port`). */
+export const nodeKeyOf = (node: IORedis.Redis): string => `${node.options.host}:${node.options.port}`;
 
 /** `host:port` (REDIS_CLUSTER_NODES' form) as ioredis' cluster takes it. */
 function seedOf(address: string): { host: string; port: number } {
