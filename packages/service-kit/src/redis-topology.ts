@@ -1,9 +1,9 @@
 import type * as IORedis from 'ioredis';
-import { MOVED_EVENT, type Redis, isCluster, nodeKeyOf } from './redis.ts';
+import { MOVED_EVENT, type Redis, isCluster, nodeKeyOf, slotRoutes } from './redis.ts';
 
 /**
  * Which server holds each key of the environment's Redis, as far as a client can tell (CONTRACT.md parts
- * 13 and 14): the one place that reads ioredis' slot map. A connection that drops and comes back to the
+ * 13 and 14), from ioredis' slot map (`slotRoutes`, redis.ts). A connection that drops and comes back to the
  * same server (the same `run_id` and replication id, as INFO tells them) changed nothing; another server
  * behind the same address (a restart), or a slot now served by a master this client did not know as it is
  * (a failover, perhaps to a replica that lagged), is a *replaced* server: writes made to the one before may
@@ -60,15 +60,11 @@ function identityOf(info: string): string | undefined {
   return runId === undefined ? undefined : `${runId}/${field('master_replid') ?? ''}`;
 }
 
-/** ioredis' slot map (`slots[slot] = [master, ...replicas]`, node keys `host:port`): public in its JavaScript, not in its types. */
-type SlotMap = { slots: ReadonlyArray<readonly string[] | undefined> };
-
 /** The master node key of every slot, as `cluster` routes it now. */
 function slotMasters(cluster: IORedis.Cluster): Array<string | undefined> {
-  const { slots } = cluster as unknown as SlotMap;
+  const slots = slotRoutes(cluster);
   return Array.from({ length: SLOTS }, (_, slot) => slots[slot]?.[0]);
 }
-
 
 /**
  * Watches `redis`: asks each server who it is (INFO) on every connection, and compares. Costs one INFO per
@@ -169,7 +165,7 @@ export function redisTopology(redis: Redis): RedisTopology {
     return held;
   };
   /** Where the client sends `slot`'s commands now: a MOVED points it elsewhere before any refresh. */
-  const routeOf = (slot: number): string => (cluster as unknown as SlotMap).slots[slot]?.[0] ?? '';
+  const routeOf = (slot: number): string => slotRoutes(cluster)[slot]?.[0] ?? '';
   // Each slot's MOVEDs followed: an answer across one came from another master than the one asked, even
   // when a refresh from before the MOVED points the slot back before the answer is read.
   const moves = new Uint32Array(SLOTS);

@@ -205,11 +205,18 @@ function restoreDroppedMasters(cluster: IORedis.Cluster): void {
     // After the pool's own handling of the drop (a drain, a reset that removed the node).
     setImmediate(() => {
       if (cluster.status !== 'ready' || cluster.nodes('master').some((pooled) => nodeKeyOf(pooled) === key)) return;
-      const { slots } = cluster as unknown as { slots: ReadonlyArray<readonly string[] | undefined> };
-      if (!slots.some((route) => route?.[0] === key)) return;
+      if (!slotRoutes(cluster).some((route) => route?.[0] === key)) return;
       findOrCreate({ host, port }, false);
     });
   });
+}
+
+/**
+ * ioredis' slot map, `routes[slot] = [master, ...replicas]` by node key (`nodeKeyOf`): public in its
+ * JavaScript, not in its types. Read here and in redis-topology.ts only.
+ */
+export function slotRoutes(cluster: IORedis.Cluster): ReadonlyArray<readonly string[] | undefined> {
+  return (cluster as unknown as { slots: ReadonlyArray<readonly string[] | undefined> }).slots;
 }
 
 /** A node connection's key as ioredis' pool and slot map name it (`host:port`). */
