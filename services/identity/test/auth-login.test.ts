@@ -255,6 +255,47 @@ describe('POST /v1/auth/login throttling', () => {
   });
 });
 
+describe('POST /v1/auth/login throttling under a flood', () => {
+  let identity: IdentityHarness;
+
+  beforeEach(async () => {
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+  });
+  before(async () => {
+    // One thread and hashes of tens of milliseconds: every login of the flood has arrived (and passed the
+    // throttle's look at arrival) before the first failure is counted.
+    identity = await startIdentity({ LOGIN_FAILURES_PER_MIN: '3', BCRYPT_COST: '10' });
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  it('fourteen wrong logins at once from one address: failures beyond the limit are refused 429 when their turn comes, not checked', async () => {
+    const address = '192.0.2.40';
+    const answers = await Promise.all(
+      Array.from({ length: 14 }, () =>
+        request(identity.app)
+          .post('/v1/auth/login')
+          .set(identity.viaGateway('POST', '/v1/auth/login', { address }))
+          .send({ username: uniqueUsername(), password: 'wrong-password' }),
+      ),
+    );
+    const statuses = answers.map((res) => res.status);
+    assert.ok(
+      statuses.every((status) => status === 401 || status === 429),
+      `only 401 and 429: ${statuses.join(' ')}`,
+    );
+    const checked = statuses.filter((status) => status === 401).length;
+    // The limit (3), and the checks that started before the failures ahead of them were counted: one per thread and the one behind it.
+    assert.ok(checked >= 3 && checked <= 5, `${checked} failed logins checked against a limit of 3: ${statuses.join(' ')}`);
+    for (const res of answers.filter((answer) => answer.status === 429)) {
+      assert.equal(res.body.message, 'Too many login attempts');
+      assert.ok(Number(res.headers['retry-after']) >= 1);
+    }
+  });
+});
+
 describe('POST /v1/auth/login under load', () => {
   let identity: IdentityHarness;
 

@@ -73,6 +73,34 @@ describe('password hasher', () => {
     }
   });
 
+  it('runs a check\'s beforeCompare when its turn comes; a throw refuses that check and the thread serves the next', async () => {
+    const hasher = await createPasswordHasher({ cost: 10, threads: 1 });
+    try {
+      const hash = await hasher.hash('password');
+      const order: string[] = [];
+      const first = hasher.verify('password', hash, undefined, async () => {
+        order.push('first turn');
+      });
+      // Queued behind the first: its turn comes once the first compare ended.
+      const refused = hasher.verify('password', hash, undefined, async () => {
+        order.push('second turn');
+        throw new Error('refused at its turn');
+      });
+      const third = hasher.verify('wrong', hash, undefined, async () => {
+        order.push('third turn');
+      });
+      order.push('queued');
+      assert.equal(await first, true);
+      await assert.rejects(refused, /refused at its turn/);
+      assert.equal(await third, false);
+      assert.deepEqual(order, ['first turn', 'queued', 'second turn', 'third turn']);
+      // The refused check gave its thread back: another check runs.
+      assert.equal(await hasher.verify('password', hash), true);
+    } finally {
+      await hasher.close();
+    }
+  });
+
   it('on Linux, runs its threads at a lower priority than the event loop, so logins never crowd out other requests', async function () {
     if (!existsSync('/proc/thread-self')) this.skip();
     const before = threadNiceValues().filter((n) => n === 10).length;

@@ -22,18 +22,24 @@ export async function login(
   caller: Caller,
   audit: AuditContext,
 ): Promise<AuthenticationResult> {
-  try {
-    await services.throttle.assertAllowed(caller);
-  } catch (err) {
-    if (err instanceof TooManyRequestsError) services.countLogin('throttled');
-    throw err;
-  }
+  const assertAllowed = async (): Promise<void> => {
+    try {
+      await services.throttle.assertAllowed(caller);
+    } catch (err) {
+      if (err instanceof TooManyRequestsError) services.countLogin('throttled');
+      throw err;
+    }
+  };
+  await assertAllowed();
   // In the caller's turn: a flood of logins from one client key or address waits behind itself, and what
   // the hashing threads cannot serve in time is refused before the user is looked up (known or not alike).
   const lane = [caller.clientKeyId ?? '', caller.address] as const;
   services.hasher.assertRoom(lane);
   const user = await findUserByUsername(services.db, input.username);
-  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, lane);
+  // The throttle again when the compare's turn comes: the failures of the checks served while this one
+  // waited are counted by then, so a flood's overshoot of the limit is bounded by the hashing threads, not
+  // by how many logins arrived before the first failure was counted.
+  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, lane, assertAllowed);
 
   if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
     services.countLogin('succeeded');

@@ -11,9 +11,11 @@ export interface PasswordHasher {
   hash(password: string, lane?: Lane): Promise<string>;
   /**
    * True when `password` matches `hash`. Without a hash (unknown user, user without a password) a
-   * dummy hash of the same cost is compared, so the answer takes as long as a real miss.
+   * dummy hash of the same cost is compared, so the answer takes as long as a real miss. `beforeCompare`
+   * runs when the check's turn comes, on its thread, right before the compare; a throw refuses the check
+   * (the thread goes to the next in line): a login's throttle judged on the failures counted while it waited.
    */
-  verify(password: string, hash: string | null | undefined, lane?: Lane): Promise<boolean>;
+  verify(password: string, hash: string | null | undefined, lane?: Lane, beforeCompare?: () => Promise<void>): Promise<boolean>;
   /**
    * How many checks and hashes were refused without being made, since the start: `busy`, they would have
    * ended past their request's deadline; `answered`, their request was answered by its deadline while they
@@ -83,7 +85,7 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
       throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
     }
   };
-  const inTurn = async <T>(task: PasswordTask, lane: Lane): Promise<T> => {
+  const inTurn = async <T>(task: PasswordTask, lane: Lane, beforeRun?: () => Promise<void>): Promise<T> => {
     assertRoom(lane);
     if (running < options.threads) running += 1;
     else await new Promise<void>((resolve) => waiting.push(lane, resolve));
@@ -95,6 +97,7 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
         refused.answered += 1;
         throw err;
       }
+      if (beforeRun !== undefined) await beforeRun();
       const started = performance.now();
       const result = (await pool.run(task)) as T;
       const tookMs = performance.now() - started;
@@ -111,8 +114,8 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   const dummyHash = await hash(randomBytes(16).toString('base64url'));
   return {
     hash,
-    async verify(password, storedHash, lane = SHARED_LANE) {
-      const matches = await inTurn<boolean>({ op: 'compare', password, hash: storedHash ?? dummyHash }, lane);
+    async verify(password, storedHash, lane = SHARED_LANE, beforeCompare) {
+      const matches = await inTurn<boolean>({ op: 'compare', password, hash: storedHash ?? dummyHash }, lane, beforeCompare);
       return matches && storedHash !== null && storedHash !== undefined;
     },
     refusals: () => refused,
