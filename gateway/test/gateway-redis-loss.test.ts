@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
 import { ALL_BUCKETS, freshEnvironment, ledgerKey } from '@platform/auth/testing';
 import { startPrivateRedis } from '@platform/stack';
-import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { type TestRedis, createTestRedis, nextReady } from '@platform/service-kit/testing';
 import { idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
 import { SIGNED_NEAR_LOSS_MESSAGE } from '../src/admission/admit.step.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
@@ -218,7 +217,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   it('after a reconnect to the same server (a cut connection, CONTRACT.md part 14 amended), closes nothing: bearer requests are served, the birth stays', async () => {
     assert.deepEqual(await mirror(), { born: '0', ready: '1' });
     assert.equal((await stationsCall()).status, 200);
-    const reconnected = once(testRedis.redis, 'ready');
+    const reconnected = nextReady(testRedis.redis);
     testRedis.redis.disconnect(true);
     await reconnected;
     // The gateway asks the server who it is (INFO) once connected again: served as soon as it knows.
@@ -241,7 +240,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       const call = () => send(local.url, 'GET', cities, signedHeaders('GET', cities, { key: local.keys.hmac, bearer: local.issuer.sign() }));
       assert.equal((await call()).status, 200);
       const born = await own.redis.hget(replayBornKey(local.keys.hmac.keyId), 'born');
-      const reconnected = once(own.redis, 'ready');
+      const reconnected = nextReady(own.redis);
       await server.restart({ keepData: true });
       await reconnected;
       const deadline = Date.now() + 5000;
@@ -369,7 +368,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     it('a reconnect finds it before any request (a failover always reconnects), so another replica cannot be replayed to', async () => {
       const headers = await answeredThenRolledBack();
       // Dropped and connected again, as by a failover; the gateway checks its stamp on `ready`.
-      const reconnected = once(testRedis.redis, 'ready');
+      const reconnected = nextReady(testRedis.redis);
       testRedis.redis.disconnect(true);
       await reconnected;
       const deadline = Date.now() + 5000;

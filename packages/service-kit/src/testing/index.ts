@@ -166,3 +166,22 @@ export async function createTestRedis(prefix: string, url?: string): Promise<Tes
 export function unreachableRedis(): Redis {
   return createRedis({ url: 'redis://127.0.0.1:1/0', keyPrefix: 'unreachable:', logger: createLogger({ service: 'test', level: 'silent' }) });
 }
+
+/**
+ * Resolves at `redis`'s next `ready` (a reconnect made), however many of its attempts fail before it: not
+ * `events.once(redis, 'ready')`, which rejects at the first `error` event, and a reconnect to a server that is
+ * still starting emits one per refused attempt. Rejects after `withinMs`, naming the client's status.
+ */
+export function nextReady(redis: Redis, withinMs = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ready = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      redis.off('ready', ready);
+      reject(new Error(`Redis was not ready again within ${withinMs} ms (status ${redis.status})`));
+    }, withinMs);
+    redis.once('ready', ready);
+  });
+}
