@@ -2,21 +2,21 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { LOG_HOLD_BYTES } from '../src/index.ts';
+import { LOG_HOLD_BYTES, LOG_HOLD_MS } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/log-turns.ts', import.meta.url));
 
 /**
- * Runs the fixture: its exit code, its JSON lines (stdout), how many writes it made (stderr) and how many
- * it had made when each turn's lines were logged.
+ * Runs the fixture: its exit code, its JSON lines (stdout), how many writes it made (stderr), how many it had
+ * made when each turn's lines were logged and when (ms, performance.now) each turn's first line was.
  */
 async function logTurns(
   turns: number,
   lines: number,
   exit: 'return' | 'exit',
   gap: '20ms' | 'immediate' = '20ms',
-): Promise<{ code: number | null; lines: Array<{ turn: number; line: number }>; writes: number; largest: number; during: number[] }> {
+): Promise<{ code: number | null; lines: Array<{ turn: number; line: number }>; writes: number; largest: number; during: number[]; at: number[] }> {
   const child = spawn(process.execPath, ['--conditions=development', '--disable-warning=ExperimentalWarning', FIXTURE, String(turns), String(lines), exit, gap], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -32,8 +32,10 @@ async function logTurns(
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as { turn: number; line: number });
-  const during = [...stderr.matchAll(/^during (\d+)$/gm)].map((m) => Number(m[1]));
-  return { code, lines: parsed, writes: Number(writes[1]), largest: Number(/^largest (\d+)$/m.exec(stderr)?.[1]), during };
+  const turnLines = [...stderr.matchAll(/^during (\d+) ([\d.]+)$/gm)];
+  const during = turnLines.map((m) => Number(m[1]));
+  const at = turnLines.map((m) => Number(m[2]));
+  return { code, lines: parsed, writes: Number(writes[1]), largest: Number(/^largest (\d+)$/m.exec(stderr)?.[1]), during, at };
 }
 
 /** Asserts that `logged` holds every line of `turns` turns of `lines` lines, each once, in the order logged. */
@@ -57,11 +59,24 @@ describe('the log on stdout', function () {
   });
 
   it('writes the lines of turns that follow each other at once together (a request alone in its turn does not pay a write)', async () => {
-    const run = await logTurns(20, 2, 'return', 'immediate');
+    // 20 lines of at most 110 bytes: within LOG_HOLD_BYTES, so only the hold (or the exit) makes a write.
+    const run = await logTurns(20, 1, 'return', 'immediate');
     assert.equal(run.code, 0);
-    assertEveryLineInOrder(run.lines, 20, 2);
-    // Twenty turns within a few milliseconds: one write, or two on a machine slow enough to cross LOG_HOLD_MS.
-    assert.ok(run.writes <= 2, `${run.writes} writes for 20 turns`);
+    assertEveryLineInOrder(run.lines, 20, 1);
+    assert.equal(run.at.length, 20);
+    // Each write between turns went out no sooner than LOG_HOLD_MS after the first line it held: how many
+    // writes that is depends on how fast this machine turns (one when twenty turns take under LOG_HOLD_MS).
+    // A timer may fire up to a millisecond early (libuv's clock is in whole milliseconds).
+    let firstHeld = 0;
+    for (let turn = 1; turn < 20; turn += 1) {
+      const made = (run.during[turn] as number) - (run.during[turn - 1] as number);
+      if (made === 0) continue;
+      assert.equal(made, 1, `${made} writes between turns ${turn - 1} and ${turn}`);
+      const held = (run.at[turn] as number) - (run.at[firstHeld] as number);
+      assert.ok(held >= LOG_HOLD_MS - 1, `turns ${firstHeld}-${turn - 1} written after ${held.toFixed(2)} ms`);
+      firstHeld = turn;
+    }
+    assert.ok(run.writes - (run.during[19] as number) <= 1, 'the rest went out in one write at exit');
   });
 
   it('never writes more than LOG_HOLD_BYTES at once (a pipe shared by several processes takes such a write whole): a burst goes out in writes that fill it', async () => {
