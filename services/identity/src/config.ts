@@ -4,6 +4,9 @@ import { ROLES, isRole, tokenSettingsSpec } from '@platform/auth';
 import { publicKeyPemsOf } from './auth/signing-key.ts';
 import { isPhoneRegion } from './phone-activation/phone-number.ts';
 
+/** PASSWORD_HASH_NICENESS's default: a hashing thread yields the CPU to the event loop (password-worker.ts). */
+export const DEFAULT_HASHING_NICENESS = 10;
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -36,6 +39,9 @@ export const identityConfigSpec = {
   BCRYPT_COST: env.integer('bcrypt cost factor for password hashes', { min: 4, max: 15 }, { default: 10 }),
   PASSWORD_HASH_THREADS: env.integer('Worker threads hashing passwords, so logins never stall the event loop', { min: 1, max: 64 }, {
     default: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  }),
+  PASSWORD_HASH_NICENESS: env.integer('How much the hashing threads yield the CPU to other threads (0: not at all, 19: most)', { min: 0, max: 19 }, {
+    default: DEFAULT_HASHING_NICENESS,
   }),
   AUTH_MAX_FAILED_LOGINS: env.integer('Consecutive failed logins allowed; the next blocks the user', { min: 1, max: 100 }, { default: 5 }),
   LOGIN_FAILURES_PER_MIN: env.integer('Failed logins per minute per client key and per source address', { min: 1, max: 1_000_000 }, { default: 100 }),

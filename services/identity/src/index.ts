@@ -41,7 +41,7 @@ export async function startIdentity(host: Host = { env: process.env }): Promise<
   const keyFile = isAbsolute(config.JWT_LOCAL_KEY_FILE) ? config.JWT_LOCAL_KEY_FILE : join(packageRoot(import.meta.url), config.JWT_LOCAL_KEY_FILE);
   const signingKey = await signingKeyFromPem(config.JWT_PRIVATE_KEY !== '' ? config.JWT_PRIVATE_KEY : await loadOrCreateLocalKeyPem(keyFile));
   const previousKeys = await Promise.all(config.JWT_PREVIOUS_PUBLIC_KEYS.map(verificationKeyFromPem));
-  const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS });
+  const hasher = await createPasswordHasher({ cost: config.BCRYPT_COST, threads: config.PASSWORD_HASH_THREADS, niceness: config.PASSWORD_HASH_NICENESS });
   const db = await connectDatabase({
     appEnv: config.APP_ENV,
     url: config.IDENTITY_DATABASE_URL,

@@ -114,4 +114,21 @@ describe('password hasher', () => {
       await hasher.close();
     }
   });
+
+  it('on Linux, runs its threads at the niceness it is given (PASSWORD_HASH_NICENESS), 0 leaving them at the event loop\'s priority', async function () {
+    if (!existsSync('/proc/thread-self')) this.skip();
+    for (const niceness of [15, 0]) {
+      const counted = (values: number[]) => values.filter((n) => n === niceness).length;
+      const before = counted(threadNiceValues());
+      const hasher = await createPasswordHasher({ cost: 4, threads: 2, niceness });
+      try {
+        await Promise.all([hasher.hash('a'), hasher.hash('b')]);
+        const after = threadNiceValues();
+        assert.equal(counted(after) - before, 2, `niceness ${niceness}: ${after.join(' ')}`);
+        assert.equal(threadNice(process.pid), 0, 'the main thread keeps its priority');
+      } finally {
+        await hasher.close();
+      }
+    }
+  });
 });

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
 import { ServiceUnavailableError } from '@platform/errors';
 import { answerBudgetMs, assertRequestOpen } from '@platform/service-kit';
+import { DEFAULT_HASHING_NICENESS } from '../config.ts';
 import { CallerQueue, type Lane, SHARED_LANE } from './caller-queue.ts';
-import type { PasswordTask } from './password-worker.ts';
+import type { PasswordTask, PasswordWorkerData } from './password-worker.ts';
 
 /** Hashes and checks passwords off the event loop. */
 export interface PasswordHasher {
@@ -40,6 +41,8 @@ export interface PasswordHasherOptions {
   cost: number;
   /** Worker threads; each hashes one password at a time. */
   threads: number;
+  /** The nice value of the worker threads (PASSWORD_HASH_NICENESS, password-worker.ts); 10 when not given. */
+  niceness?: number;
 }
 
 // Sources run as .ts through type stripping and as .js once compiled; the worker file follows suit.
@@ -70,11 +73,12 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
     maxThreads: options.threads,
     // Workers inherit --conditions=development only through execArgv; bcryptjs needs no condition.
     execArgv: [],
+    workerData: { niceness: options.niceness ?? DEFAULT_HASHING_NICENESS } satisfies PasswordWorkerData,
   });
   /** Tasks waiting for a thread: each resolves when one is handed to it. */
   const waiting = new CallerQueue();
   let running = 0;
-  /** How long one hash takes, smoothed over the last ones (the dummy hash's first). */
+  /** How long one hash takes, smoothed over the last ones (a compare with the dummy hash's first). */
   let hashMs = 0;
   const refused: PasswordRefusals = { busy: 0, answered: 0 };
   const assertRoom = (lane: Lane): void => {
@@ -112,6 +116,10 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   };
   const hash = (password: string, lane: Lane = SHARED_LANE) => inTurn<string>({ op: 'hash', password, cost: options.cost }, lane);
   const dummyHash = await hash(randomBytes(16).toString('base64url'));
+  // The first hash's time holds the thread's start (its module loaded and compiled); a compare with the dummy
+  // hash, on a thread started by then, is what the estimate starts from.
+  hashMs = 0;
+  await inTurn<boolean>({ op: 'compare', password: randomBytes(16).toString('base64url'), hash: dummyHash }, SHARED_LANE);
   return {
     hash,
     async verify(password, storedHash, lane = SHARED_LANE, beforeCompare) {

@@ -1,5 +1,6 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { workerData } from 'node:worker_threads';
 import bcrypt from 'bcryptjs';
 
 /** One job for the password worker: make a hash, or compare a password with one. */
@@ -7,20 +8,24 @@ export type PasswordTask =
   | { op: 'hash'; password: string; cost: number }
   | { op: 'compare'; password: string; hash: string };
 
-/** How much nicer than the event loop a hashing thread is (0 = same priority, 19 = lowest). */
-const HASHING_NICENESS = 10;
+/** What a worker is started with (piscina's workerData). */
+export interface PasswordWorkerData {
+  /** How much nicer than the event loop a hashing thread is (PASSWORD_HASH_NICENESS: 0 = same priority, 19 = lowest). */
+  niceness: number;
+}
 
 /**
  * A hashing thread yields the CPU to every other thread of the machine that wants it, so that ten
  * logins at once delay the event loop, and with it every other request, as little as possible (two
  * cores, one hashing thread: an account read's p99 during ten logins halved, the bench diary, `git show f0a4e11:bench/README.md`).
  * Linux keeps a nice value per thread and names the calling thread in /proc/thread-self; elsewhere
- * (or when refused) the thread keeps the normal priority, as before.
+ * (or when refused, or with a niceness of 0) the thread keeps the normal priority.
  */
 function yieldToOtherWork(): void {
   try {
     const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, HASHING_NICENESS);
+    const { niceness } = (workerData ?? {}) as Partial<PasswordWorkerData>;
+    if (Number.isInteger(threadId) && threadId > 0 && niceness !== undefined && niceness > 0) setPriority(threadId, niceness);
   } catch {
     // Not Linux: nothing to do.
   }

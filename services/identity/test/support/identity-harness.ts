@@ -192,7 +192,7 @@ export async function startIdentity(env: Record<string, string> = {}): Promise<I
   const baseEnv: Record<string, string> = { ...identityTestEnv({ mail, sms }), OPENAPI_VALIDATE_RESPONSES: 'true', ...env };
   const firstConfig = loadConfig(identityConfigSpec, baseEnv);
   const log = captureLogger('identity');
-  const hasher = await createPasswordHasher({ cost: firstConfig.BCRYPT_COST, threads: firstConfig.PASSWORD_HASH_THREADS });
+  const hasher = await createPasswordHasher({ cost: firstConfig.BCRYPT_COST, threads: firstConfig.PASSWORD_HASH_THREADS, niceness: firstConfig.PASSWORD_HASH_NICENESS });
   const mailer = createMailer({ provider: 'http', url: firstConfig.MAIL_HTTP_URL, timeoutMs: firstConfig.NOTIFY_HTTP_TIMEOUT_MS }, log.logger);
   // As the composition root does: the revocation mirror checked before the first request.
   const revocations = await startRevocationKeeper(database.db, testRedis.redis, firstConfig, log.logger);
