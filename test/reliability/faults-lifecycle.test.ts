@@ -160,8 +160,10 @@ describe('processes under faults of their own (real processes)', function () {
   });
 
   it('when identity gets SIGTERM under login load, finishes the logins in flight, accepts no new ones, and exits 0', async () => {
-    // A realistic hash cost on one worker thread keeps the logins queued for about a second.
-    const identity = await startIdentity({ BCRYPT_COST: '11' }, undefined);
+    // A realistic hash cost on one worker thread keeps the logins queued for about a second. The deadline and
+    // the drain far: a loaded machine slows the hashing thread, which yields to every other, several times, and
+    // eight hashes in a row could then outlast the default 8 s (a 503 of the deadline, not of the shutdown).
+    const identity = await startIdentity({ BCRYPT_COST: '11', REQUEST_DEADLINE_MS: '60000', DRAIN_TIMEOUT_MS: '60000' }, undefined);
     const logins = Array.from({ length: 8 }, () => loginInFlight(identity.url));
     // Every request read by identity (its head answered 100 Continue) and its body sent: in flight, not on its way.
     await Promise.all(logins.map((login) => login.inFlight));
