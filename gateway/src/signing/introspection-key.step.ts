@@ -1,9 +1,7 @@
+import { INTROSPECTION_KEY_MESSAGE } from '@platform/auth';
 import { ForbiddenError } from '@platform/errors';
 import type { Step } from '../pipeline/chain.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
-
-/** The 403 of a client key whose entry does not say `"introspection": true`, at the introspection endpoint. */
-export const INTROSPECTION_KEY_MESSAGE = 'This client key may not introspect tokens';
 
 /**
  * After admission: introspection tells which tokens are alive, so only the resource servers' keys (their

@@ -3,6 +3,7 @@ export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, require
 export { type TokenAlgorithm, algorithmOf } from './key-algorithm.ts';
 export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, publicJwks, staticKeySource } from './key-source.ts';
 export {
+  INTROSPECTION_KEY_MESSAGE,
   type Principal,
   SECOND_FACTOR_REQUIRED_MESSAGE,
   TOKEN_BOUND_ELSEWHERE_MESSAGE,

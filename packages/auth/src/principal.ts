@@ -38,6 +38,12 @@ export function assertSecondFactor(principal: Principal): void {
 export const TOKEN_BOUND_ELSEWHERE_MESSAGE = 'Token bound to another client';
 
 /**
+ * The 403 at the introspection endpoint of a client key whose entry does not say `"introspection": true`
+ * (the gateway's), or of a caller with no client key at all (identity called directly) (CONTRACT.md part 16).
+ */
+export const INTROSPECTION_KEY_MESSAGE = 'This client key may not introspect tokens';
+
+/**
  * Whether a token bound to a client key (`cnf.kid`) is presented under another one: `clientKeyId` is the key
  * whose signature the request carries. An unbound token, or a request under no verified key (a direct call
  * inside the cluster), is not bound elsewhere.

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
+import { INTROSPECTION_KEY_MESSAGE } from '@platform/auth';
 import { createAccessTokenIssuer } from '../src/auth/access-tokens.ts';
 import { type IdentityHarness, type TestUser, startIdentity } from './support/identity-harness.ts';
 
@@ -134,6 +135,29 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
       assert.equal(during.body.status, 503);
       assert.ok(Number(during.headers['retry-after']) >= 1);
       await identity.revocations.checkNow();
+      assert.equal((await introspect(accessToken)).body.active, true);
+    });
+
+    it('answers 403 to a caller the gateway does not vouch for (no client key), whatever the token: a direct call cannot introspect', async () => {
+      const { accessToken, refreshToken } = await loginAs(await identity.createUser());
+      const path = '/v1/auth/introspect';
+      // Called directly; with a client key header the gateway did not assert; with an assertion of another request.
+      const forged = identity.viaGateway('POST', '/v1/auth/revoke', origin('resource-server'));
+      const callers = {
+        direct: {},
+        'a client key header alone': { 'x-client-key-id': 'resource-server' },
+        'an assertion of another path': forged,
+      };
+      for (const [how, headers] of Object.entries(callers)) {
+        for (const token of [accessToken, refreshToken, 'not-a-token']) {
+          const res = await request(identity.app).post(path).set(headers).type('form').send({ token });
+          assert.equal(res.status, 403, `${how}: ${JSON.stringify(res.body)}`);
+          assert.equal(res.body.message, INTROSPECTION_KEY_MESSAGE, how);
+          assert.equal(res.body.path, path, how);
+          assert.equal(res.body.active, undefined, how);
+        }
+      }
+      // The same token, vouched for: alive.
       assert.equal((await introspect(accessToken)).body.active, true);
     });
   });
