@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { DEADLINE_MESSAGE, RequestDeadline, createLogger, enterRequest } from '@platform/service-kit';
-import { createPasswordHasher } from '../src/passwords/password-hasher.ts';
+import { HASHING_BUSY_MESSAGE, createPasswordHasher } from '../src/passwords/password-hasher.ts';
 
 /** The nice value of every thread of this process (Linux: field 19 of /proc/self/task/<tid>/stat). */
 function threadNice(tid: string | number): number {
@@ -45,6 +45,38 @@ describe('password hasher', () => {
       );
       // Ten compares at cost 4 take a few ms; a task sent to the back of the queue waited the whole run.
       assert.ok(slowest < 750, `a verification waited ${slowest} ms`);
+    } finally {
+      await hasher.close();
+    }
+  });
+
+  it('when a check\'s turn comes with less of its request\'s time left than a hash takes, refuses it busy then and gives the thread to the next', async () => {
+    const hasher = await createPasswordHasher({ cost: 10, threads: 1 });
+    try {
+      const hash = await hasher.hash('password');
+      // The thread is busy with another check, of no request.
+      const first = hasher.verify('password', hash);
+      // A check of a request with time enough on arrival: let in, it waits. While it waits, the hashes ahead
+      // slow down, and when its turn comes a millisecond is left.
+      const deadline = new RequestDeadline(performance.now() + 600_000, { headersSent: false });
+      let leftMs = 600_000;
+      deadline.answerBudgetMs = () => leftMs;
+      const fields = { id: 'r1', clientRequestId: undefined, method: 'POST', url: '/v1/auth/login', remoteAddress: '127.0.0.1' };
+      let late: Promise<boolean> | undefined;
+      let ranBeforeCompare = false;
+      enterRequest({ headers: {} } as IncomingMessage, createLogger({ service: 'test', level: 'silent' }), fields, deadline, () => {
+        late = hasher.verify('password', hash, undefined, async () => {
+          ranBeforeCompare = true;
+        });
+      });
+      // Queued behind it, of no request.
+      const next = hasher.verify('password', hash);
+      leftMs = 1;
+      assert.equal(await first, true);
+      await assert.rejects(late!, (err: Error & { status?: number }) => err.message === HASHING_BUSY_MESSAGE && err.status === 503);
+      assert.equal(ranBeforeCompare, false, 'the refused check went on to its compare');
+      assert.equal(await next, true);
+      assert.deepEqual(hasher.refusals(), { busy: 1, answered: 0 });
     } finally {
       await hasher.close();
     }

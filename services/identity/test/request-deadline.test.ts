@@ -180,10 +180,10 @@ describe('identity\'s request deadline, under a burst of logins', () => {
     const burst = await Promise.all(Array.from({ length: 30 }, timed));
     const served = burst.filter((res) => res.status === 200).length;
     const busy = burst.filter((res) => res.status === 503 && res.message === HASHING_BUSY_MESSAGE);
-    // A check let in may still meet the deadline when the machine slows down meanwhile: a 503 of the deadline.
-    assert.ok(served >= 1 && busy.length >= 6 && burst.every((res) => res.status === 200 || res.status === 503), `${JSON.stringify(burst)} (a hash takes ${Math.round(hashMs)} ms)`);
-    // Refused at once, not at the deadline (eight hashes).
-    assert.ok(busy.every((res) => res.ms < deadlineMs / 2), `refused after ${busy.map((res) => Math.round(res.ms)).join(', ')} ms`);
+    // Refused at once, not at the deadline (eight hashes). A check let in may still be late when the machine
+    // slows down meanwhile: refused busy at its turn (less than a hash's time left), or a 503 of the deadline.
+    const atOnce = busy.filter((res) => res.ms < deadlineMs / 2);
+    assert.ok(served >= 1 && atOnce.length >= 6 && burst.every((res) => res.status === 200 || res.status === 503), `${JSON.stringify(burst)} (a hash takes ${Math.round(hashMs)} ms)`);
     assert.equal(identity.hasher.refusals().busy - busyBefore, busy.length);
     assert.equal((await identity.db('sessions').where({ user_id: user.id })).length, served, 'a login answered 503 opened a session');
     assert.equal((await request(identity.app).post('/v1/auth/login').send({ username: user.username, password: user.password })).status, 200);

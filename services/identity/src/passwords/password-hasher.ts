@@ -19,7 +19,7 @@ export interface PasswordHasher {
   verify(password: string, hash: string | null | undefined, lane?: Lane, beforeCompare?: () => Promise<void>): Promise<boolean>;
   /**
    * How many checks and hashes were refused without being made, since the start: `busy`, they would have
-   * ended past their request's deadline; `answered`, their request was answered by its deadline while they
+   * ended past their request's deadline (judged on arrival and again at their turn); `answered`, their request was answered by its deadline while they
    * waited (`identity_password_checks_refused_total`).
    */
   refusals(): Readonly<PasswordRefusals>;
@@ -63,7 +63,10 @@ export const HASHING_BUSY_MESSAGE = 'Too many password checks are waiting; try a
  *   one user at once on two threads, a 4 s deadline: 48 answered 200; 160 right after them: 21);
  * - one that would end past its request's deadline, given the hashes to be served before it and how long
  *   the last ones took, is refused at once (503 with Retry-After, `HASHING_BUSY_MESSAGE`) instead of holding
- *   its connection until the deadline's 503. Known and unknown users queue alike: the refusal tells nothing.
+ *   its connection until the deadline's 503. Known and unknown users queue alike: the refusal tells nothing;
+ * - one whose turn comes with less of its request's time left than a hash takes is refused the same way then:
+ *   hashes that slowed down while it waited (a flood that fills the machine) made it late, and its hash would
+ *   keep the thread from the next check for an answer the deadline gives anyway.
  * Piscina's own queue is not used for this: its abort signal ends a running task by terminating its worker.
  */
 export async function createPasswordHasher(options: PasswordHasherOptions): Promise<PasswordHasher> {
@@ -100,6 +103,10 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
       } catch (err) {
         refused.answered += 1;
         throw err;
+      }
+      if (answerBudgetMs() < hashMs) {
+        refused.busy += 1;
+        throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
       }
       if (beforeRun !== undefined) await beforeRun();
       const started = performance.now();

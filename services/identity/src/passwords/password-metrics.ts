@@ -4,7 +4,7 @@ import type { PasswordHasher } from './password-hasher.ts';
 
 /**
  * Registers `identity_password_checks_refused_total{reason}`, read from the hasher when scraped: `busy`, a
- * check that would have ended past its request's deadline, refused at once; `answered`, one whose request the
+ * check that would have ended past its request's deadline, refused at once or at its turn; `answered`, one whose request the
  * deadline answered while it waited. Either growing says the hashing threads (PASSWORD_HASH_THREADS) or the
  * cost (BCRYPT_COST) do not fit the logins that come.
  */
