@@ -14,6 +14,12 @@ function threadNiceValues(): number[] {
   return readdirSync('/proc/self/task').map(threadNice);
 }
 
+/** Runs `run` as a login request under `deadline` would, as the request envelope enters one. */
+function inRequest(deadline: RequestDeadline, run: () => void): void {
+  const fields = { id: 'r1', clientRequestId: undefined, method: 'POST', url: '/v1/auth/login', remoteAddress: '127.0.0.1' };
+  enterRequest({ headers: {} } as IncomingMessage, createLogger({ service: 'test', level: 'silent' }), fields, deadline, run);
+}
+
 describe('password hasher', () => {
   it('hashes and verifies off the event loop', async () => {
     const hasher = await createPasswordHasher({ cost: 4, threads: 1 });
@@ -61,10 +67,9 @@ describe('password hasher', () => {
       const deadline = new RequestDeadline(performance.now() + 600_000, { headersSent: false });
       let leftMs = 600_000;
       deadline.answerBudgetMs = () => leftMs;
-      const fields = { id: 'r1', clientRequestId: undefined, method: 'POST', url: '/v1/auth/login', remoteAddress: '127.0.0.1' };
       let late: Promise<boolean> | undefined;
       let ranBeforeCompare = false;
-      enterRequest({ headers: {} } as IncomingMessage, createLogger({ service: 'test', level: 'silent' }), fields, deadline, () => {
+      inRequest(deadline, () => {
         late = hasher.verify('password', hash, undefined, async () => {
           ranBeforeCompare = true;
         });
@@ -90,9 +95,8 @@ describe('password hasher', () => {
       const busy = hasher.verify('password', hash);
       // A check of a request whose deadline is far: let in, it waits.
       const deadline = new RequestDeadline(performance.now() + 600_000, { headersSent: false });
-      const fields = { id: 'r1', clientRequestId: undefined, method: 'POST', url: '/v1/auth/login', remoteAddress: '127.0.0.1' };
       let waiting: Promise<boolean> | undefined;
-      enterRequest({ headers: {} } as IncomingMessage, createLogger({ service: 'test', level: 'silent' }), fields, deadline, () => {
+      inRequest(deadline, () => {
         waiting = hasher.verify('password', hash);
       });
       // The envelope answers the deadline's 503 meanwhile.
