@@ -19,8 +19,8 @@ export interface PasswordHasher {
   verify(password: string, hash: string | null | undefined, lane?: Lane, beforeCompare?: () => Promise<void>): Promise<boolean>;
   /**
    * How many checks and hashes were refused without being made, since the start: `busy`, they would have
-   * ended past their request's deadline (judged on arrival and again at their turn); `answered`, their request was answered by its deadline while they
-   * waited (`identity_password_checks_refused_total`).
+   * ended past their request's deadline (judged on arrival and again at their turn); `answered`, their
+   * request was answered by its deadline while they waited (`identity_password_checks_refused_total`).
    */
   refusals(): Readonly<PasswordRefusals>;
   /**
@@ -84,14 +84,15 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   /** How long one hash takes, smoothed over the last ones (a compare with the dummy hash's first). */
   let hashMs = 0;
   const refused: PasswordRefusals = { busy: 0, answered: 0 };
-  const assertRoom = (lane: Lane): void => {
-    // Its turn comes once the hashes served before it are done, a thread's share each, then it takes one hash.
-    const expectedMs = (Math.floor((running + waiting.ahead(lane)) / options.threads) + 1) * hashMs;
+  /** The busy 503 (counted) of a check that would end `expectedMs` from now, past its request's deadline. */
+  const refuseIfLate = (expectedMs: number): void => {
     if (expectedMs > answerBudgetMs()) {
       refused.busy += 1;
       throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
     }
   };
+  // Its turn comes once the hashes served before it are done, a thread's share each, then it takes one hash.
+  const assertRoom = (lane: Lane): void => refuseIfLate((Math.floor((running + waiting.ahead(lane)) / options.threads) + 1) * hashMs);
   const inTurn = async <T>(task: PasswordTask, lane: Lane, beforeRun?: () => Promise<void>): Promise<T> => {
     assertRoom(lane);
     if (running < options.threads) running += 1;
@@ -104,10 +105,8 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
         refused.answered += 1;
         throw err;
       }
-      if (answerBudgetMs() < hashMs) {
-        refused.busy += 1;
-        throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
-      }
+      // Its turn: nothing ahead any more, its own hash to take.
+      refuseIfLate(hashMs);
       if (beforeRun !== undefined) await beforeRun();
       const started = performance.now();
       const result = (await pool.run(task)) as T;
