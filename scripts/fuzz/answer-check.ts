@@ -25,7 +25,12 @@ function responseValidators(doc: OpenApiDocument) {
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addSchema(doc, 'api');
   const cache = new Map<string, ValidateFunction | null>();
-  return (op: Operation, status: number): ValidateFunction | null => {
+  return (op: Operation, status: number | 'no-route'): ValidateFunction | null => {
+    if (status === 'no-route') {
+      // SPEC.md's error shape, as every service's document names it.
+      if (!cache.has(status)) cache.set(status, doc.components?.schemas?.ErrorBody === undefined ? null : ajv.compile({ $ref: 'api#/components/schemas/ErrorBody' }));
+      return cache.get(status) ?? null;
+    }
     const key = `${op.method} ${op.path} ${status}`;
     if (!cache.has(key)) {
       const byStatus = documentedOperation(doc, op).responses ?? {};
@@ -88,11 +93,26 @@ function checkAnswer(
 }
 
 
+/** Whether `target`'s path is one of `op`'s (an empty path value makes it another path: `/v1/auth/factors/`). */
+function isPathOf(op: Operation, target: string): boolean {
+  const path = target.split('?', 1)[0] ?? '';
+  const pattern = op.path.split(/\{[^}]+\}/).map((literal) => literal.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+');
+  return new RegExp(`^${pattern}$`).test(path);
+}
+
+/** The one status a request whose path is no operation's may get: the router's 404, in SPEC.md's error shape. */
+const NO_ROUTE = new Set(['404']);
+
 /** The checker of the answers to `doc`'s operations (each status's schema compiled once, when first met). */
 export function answerChecker(doc: OpenApiDocument): AnswerCheck {
   const validatorFor = responseValidators(doc);
   const statusesOf = new Map<Operation, ReadonlySet<string>>();
   return (op, request, answer, problem) => {
+    // Generated for `op`, but with an empty path value: no operation's path, answered as any unknown path is.
+    if (!isPathOf(op, request.target)) {
+      checkAnswer(op, request, answer, NO_ROUTE, () => validatorFor(op, 'no-route'), problem);
+      return;
+    }
     let statuses = statusesOf.get(op);
     if (statuses === undefined) {
       statuses = new Set(Object.keys(documentedOperation(doc, op).responses ?? {}));
