@@ -104,17 +104,18 @@ describe('security: the second factor through the stack (ADMIN outside local)', 
     }
   });
 
-  it('another user\'s factor: confirmation and removal answer 404 as for an unknown one, and change nothing', async () => {
+  it('another user\'s factor: confirmation and removal answer as for an unknown one, as a wrong code does (401 Invalid code), and change nothing of it', async () => {
     const victim = await stack.userWith(['STANDARD_USER']);
     const attacker = await stack.userWith(['STANDARD_USER']);
     const enrolment = (await stack.call('POST', '/v1/auth/factors/totp', { bearer: victim.accessToken })).json() as { factorId: string; otpauthUri: string };
     const code = await codeOf(enrolment.otpauthUri);
     const confirm = await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer: attacker.accessToken, body: { factorId: enrolment.factorId, code } });
     const unknown = await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer: attacker.accessToken, body: { factorId: randomUUID(), code } });
-    assert.deepEqual([confirm.status, (confirm.json() as { message: string }).message], [404, 'Factor not found']);
-    assert.deepEqual([unknown.status, (unknown.json() as { message: string }).message], [404, 'Factor not found']);
     const remove = await stack.call('DELETE', `/v1/auth/factors/${enrolment.factorId}`, { bearer: attacker.accessToken, body: { code } });
-    assert.equal(remove.status, 404, remove.body.toString());
+    for (const [what, res] of Object.entries({ confirm, unknown, remove })) {
+      const { timestamp: _t, path: _p, ...shape } = res.json() as Record<string, unknown>;
+      assert.deepEqual([res.status, shape], [401, { status: 401, error: 'Unauthorized', message: 'Invalid code' }], what);
+    }
     // The victim's pending factor is untouched: it confirms with that very code.
     const mine = await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer: victim.accessToken, body: { factorId: enrolment.factorId, code } });
     assert.equal(mine.status, 200, mine.body.toString());
@@ -162,5 +163,27 @@ describe('security: the second factor through the stack (ADMIN outside local)', 
     const { apart, comparisons } = await toldApartAgain(measure, 0.15);
     assert.deepEqual([...bodies], ['401 {"status":401,"error":"Unauthorized","message":"Invalid code","path":"/v1/auth/second-factor"}']);
     assert.ok(!apart, `${comparisons.map(describeComparison).join('; then ')} (a: a user with a factor, b: one without; bound 15 %)`);
+  });
+
+  it('a confirmation with a wrong code of one\'s pending factor and one with an unknown factor take the same time (and answer alike)', async () => {
+    const owner = await stack.userWith(['STANDARD_USER']);
+    const { factorId } = (await stack.call('POST', '/v1/auth/factors/totp', { bearer: owner.accessToken })).json() as { factorId: string };
+    const stranger = await stack.userWith(['STANDARD_USER']);
+    const bodies = new Set<string>();
+    const measure = async () => (await abba(16, async (which) => {
+      const user = which === 'a' ? owner : stranger;
+      // A session of its own each time (five wrong codes end one); the login is not timed.
+      const login = await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
+      const bearer = (login.json() as { accessToken: string }).accessToken;
+      const started = performance.now();
+      const res = await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer, body: { factorId: which === 'a' ? factorId : randomUUID(), code: '000000' } });
+      const ms = performance.now() - started;
+      const { timestamp: _t, ...shape } = res.json() as Record<string, unknown>;
+      bodies.add(`${res.status} ${JSON.stringify(shape)}`);
+      return { answer: ms };
+    })).answer;
+    const { apart, comparisons } = await toldApartAgain(measure, 0.15);
+    assert.deepEqual([...bodies], ['401 {"status":401,"error":"Unauthorized","message":"Invalid code","path":"/v1/auth/factors/totp/confirm"}']);
+    assert.ok(!apart, `${comparisons.map(describeComparison).join('; then ')} (a: a wrong code of one's pending factor, b: an unknown factor; bound 15 %)`);
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -331,16 +332,43 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal(again.status, 200, `the recovery code was spent by a second factor that answered 401: ${JSON.stringify(again.body)}`);
     });
 
-    it('a confirmation whose pending factor a new enrolment replaced meanwhile answers 404 and counts no failure', async () => {
+    it('a confirmation whose pending factor a new enrolment replaced meanwhile answers as for an unknown factor: 401 Invalid code, counted', async () => {
       // The test's transaction holds the user's row, as an enrolment does, and replaces the pending factor as one does.
       const { user, confirmed } = await confirmationHeldAtUser(async ({ trx, factorId }) => {
         await trx('second_factors').where({ id: factorId }).delete();
       });
-      assert.equal(confirmed.status, 404, `answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
-      assert.equal(confirmed.body.message, 'Factor not found');
+      assert.deepEqual([confirmed.status, confirmed.body.message], [401, 'Invalid code'], JSON.stringify(confirmed.body));
       const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
-      assert.ok(!events.includes('second_factor.failed') && !events.includes('login.failed'), `a right code was counted as a failure: ${events.join(', ')}`);
-      assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 0);
+      assert.ok(events.includes('second_factor.failed'), `not counted as a wrong code: ${events.join(', ')}`);
+      assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 1);
+    });
+
+    it('an unknown factor (made up, another user\'s) is answered at confirmation and removal as a wrong code of one\'s own: 401 Invalid code, counted, the fifth ends the session', async () => {
+      const other = await identity.createUser();
+      const othersFactor = await pendingFactor((await identity.login(other)).accessToken);
+      const user = await identity.createUser();
+      const session = await identity.login(user);
+      const own = await pendingFactor(session.accessToken);
+      const wrong = own.code === '000000' ? '000001' : '000000';
+      const shape = (res: request.Response) => [res.status, res.body.error, res.body.message, res.headers['www-authenticate']];
+      const attempts = [
+        () => post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: own.factorId, code: wrong }),
+        () => post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: randomUUID(), code: own.code }),
+        () => post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: othersFactor.factorId, code: othersFactor.code }),
+        () => request(identity.app).delete(`/v1/auth/factors/${othersFactor.factorId}`).set(as(session.accessToken)).send({ code: othersFactor.code }),
+        () => request(identity.app).delete(`/v1/auth/factors/${randomUUID()}`).set(as(session.accessToken)).send({ recoveryCode: 'ABCD-EFGH-IJKL-MNOP' }),
+      ];
+      const answers: request.Response[] = [];
+      for (const attempt of attempts) answers.push(await attempt());
+      for (const answer of answers) assert.deepEqual(shape(answer), shape(answers[0]!), JSON.stringify(answer.body));
+      assert.deepEqual(shape(answers[0]!).slice(0, 3), [401, 'Unauthorized', 'Invalid code']);
+      const failures = (await identity.db('audit_events').where({ subject_user_id: user.id, type: 'second_factor.failed' }).select('id')).length;
+      assert.equal(failures, 5, 'each attempt counted as a wrong code');
+      assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 5);
+      assert.equal((await get('/v1/auth/sessions', session.accessToken)).status, 401, 'the fifth did not end the session');
+      // Nothing of the other user's changed: its factor is pending and confirms with its code.
+      assert.equal((await identity.db('audit_events').where({ subject_user_id: other.id, type: 'second_factor.failed' }).select('id')).length, 0);
+      assert.deepEqual(await identity.db('second_factors').where({ id: othersFactor.factorId }).pluck('status'), ['PENDING']);
     });
 
     it('an aal 1 token logs out: the user who does not go on to the second factor can end the session it opened', async () => {
@@ -482,8 +510,9 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       await midStep();
       const code = await codeOf(enrolment.body.otpauthUri);
       const answers = await Promise.all([0, 1].map(() => post('/v1/auth/factors/totp/confirm', session.accessToken, { factorId: enrolment.body.factorId, code })));
-      // The second finds the factor active, no longer the pending one it names: no code is tried, none counted.
-      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 404]);
+      // The second finds the factor active: 409, and no code is tried, none counted.
+      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 409]);
+      assert.equal(answers.find((r) => r.status === 409)?.body.message, 'Second factor already active');
       assert.equal((await identity.db('second_factors').where({ user_id: user.id, status: 'ACTIVE' }).select('id')).length, 1);
       const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
       assert.ok(!events.includes('second_factor.failed'), `the losing confirmation was counted as a wrong code: ${events.join(', ')}`);

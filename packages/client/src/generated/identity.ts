@@ -216,8 +216,9 @@ export interface paths {
          *     once in place of a code, shown only here. The session of this request is at `aal` 2 from then on (a
          *     refresh gives its tokens), and every access token the session was given before, the one of this
          *     request among them, is refused from then on (401); every other session of the user ends. A wrong code answers 401 `Invalid
-         *     code` (and counts as a wrong second-factor code); a factor that is not the caller's pending one,
-         *     404 `Factor not found`; another factor confirmed first, 409 `Second factor already active`.
+         *     code` (and counts as a wrong second-factor code), and so does an unknown factor (another user's, or one a
+         *     new enrolment replaced), alike and in the same time; a factor of the caller's already active (this one or
+         *     another), 409 `Second factor already active`, counting nothing.
          */
         post: operations["confirmTotp"];
         delete?: never;
@@ -240,7 +241,8 @@ export interface paths {
          * Remove one of the caller's factors
          * @description An active factor goes only with a current code or a recovery code of it in the body (else 401
          *     `Invalid code`, counted as a wrong second-factor code); a pending one needs neither. Every other
-         *     session of the user ends. Unknown, or another user's: 404 `Factor not found`.
+         *     session of the user ends. An unknown factor (another user's among them) answers as a wrong code does, in
+         *     the same time, and counts as one.
          */
         delete: operations["removeFactor"];
         options?: never;
@@ -1681,8 +1683,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The caller has no pending factor of that id. */
-            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1714,8 +1714,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The caller has no factor of that id. */
-            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalServerError"];

@@ -32,6 +32,8 @@ import { matchingStep, otpauthUri } from '../factor-records/totp.ts';
 
 /** Wrong codes in one session before it ends (CONTRACT.md part 15); each also counts as a failed login. */
 export const MAX_SECOND_FACTOR_FAILURES = 5;
+/** The id a proof is looked up under when there is no factor: the nil UUID, never a factor's (randomUUID). */
+const NO_FACTOR_ID = '00000000-0000-0000-0000-000000000000';
 /** The bytes of a TOTP secret: 160 bits, RFC 4226's recommendation for HMAC-SHA-1. */
 const SECRET_BYTES = 20;
 
@@ -76,8 +78,9 @@ async function holdUserOfLiveSession(trx: Knex.Transaction, principal: Principal
  */
 async function proves(db: Knex, box: SecretBox, factor: FactorRecord | undefined, proof: FactorProof): Promise<boolean> {
   if ('recoveryCode' in proof) {
-    const hash = recoveryCodeHash(proof.recoveryCode);
-    return factor !== undefined && (await useRecoveryCode(db, factor.id, hash));
+    // Looked up for no factor too (the nil id is never a factor's), so that it takes a wrong code's time.
+    const used = await useRecoveryCode(db, factor?.id ?? NO_FACTOR_ID, recoveryCodeHash(proof.recoveryCode));
+    return factor !== undefined && used;
   }
   const secret = factor === undefined ? randomBytes(SECRET_BYTES) : box.open(factor.secret, factor.id);
   const step = matchingStep(secret, proof.code, Date.now());
@@ -168,10 +171,13 @@ export async function confirmTotp(
     // confirmation, a removal, a new enrolment) is over, and what it left is read here.
     await holdUserOfLiveSession(trx, principal);
     const factor = await lockFactor(trx, principal.userId, factorId);
-    // Not a pending factor of the caller's (any more): no code is tried, so none is counted.
-    if (factor === undefined || factor.status !== 'PENDING') return 'gone' as const;
+    // The caller's factor is active already (this one, confirmed by a request that raced this one, or
+    // another, which dropped this one when it was confirmed): 409, and no code is tried, so none is counted.
+    if (factor?.status === 'ACTIVE' || (await findActiveFactor(trx, principal.userId)) !== undefined) return 'taken' as const;
+    // An unknown factor (another user's, or one a new enrolment replaced) is tried as a factor of no one: it
+    // answers, counts and takes the time of a wrong code (CONTRACT.md part 15).
     const tried = await tryProof(trx, ending, services, principal, audit, factor, { code: input.code });
-    if (tried !== 'proved') return { refused: tried };
+    if (tried !== 'proved') return { refused: tried, why: factor === undefined ? 'unknown factor at confirmation' : 'wrong code at confirmation' };
     if (!(await activateFactor(trx, factorId))) return 'taken' as const;
     // Enrolments started beside this one (at once, from two devices) can no longer be confirmed: they go.
     await deletePendingFactorsBut(trx, principal.userId, factorId);
@@ -186,9 +192,8 @@ export async function confirmTotp(
     await endOtherSessions(trx, ending, audit, principal);
     return 'active' as const;
   });
-  if (outcome === 'gone') throw new NotFoundError('Factor not found');
   if (outcome === 'taken') throw new ConflictError('Second factor already active');
-  if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, 'wrong code at confirmation');
+  if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, outcome.why);
   return { factorId, status: 'ACTIVE', recoveryCodes };
 }
 
@@ -215,7 +220,9 @@ export async function listFactors(services: SecondFactorServices, principal: Pri
 
 /**
  * DELETE /v1/auth/factors/{factorId}: with a current code or a recovery code of the user's active factor,
- * the factor goes (a pending one needs neither), and every other session of the user ends.
+ * the factor goes (a pending one needs neither), and every other session of the user ends. An unknown factor
+ * (another user's among them) is tried as a factor of no one: it answers, counts and takes the time of a
+ * wrong code (CONTRACT.md part 15).
  */
 export async function removeFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, givenFactorId: string, proof: FactorProof | undefined): Promise<void> {
   const factorId = canonicalUuid(givenFactorId);
@@ -224,18 +231,18 @@ export async function removeFactor(services: SecondFactorServices, principal: Pr
     // session perhaps ended by it.
     await holdUserOfLiveSession(trx, principal);
     const factor = await lockFactor(trx, principal.userId, factorId);
-    if (factor === undefined) return 'gone' as const;
-    if (factor.status === 'ACTIVE') {
+    if (factor?.status !== 'PENDING') {
       const tried = await tryProof(trx, ending, services, principal, audit, factor, proof);
-      if (tried !== 'proved') return { refused: tried };
+      if (tried !== 'proved') return { refused: tried, why: factor === undefined ? 'unknown factor at removal' : 'wrong code at removal' };
     }
+    // A proof holds only against a factor (proves): one that passed the check above is the caller's.
+    if (factor === undefined) throw new Error('a proof was taken for no factor');
     await deleteFactors(trx, principal.userId, factorId);
     await insertAuditEvent(trx, audit, { type: 'factor.removed', subjectUserId: principal.userId, details: { factorId, type: factor.type, by: 'owner' } });
     if (factor.status === 'ACTIVE') await endOtherSessions(trx, ending, audit, principal);
     return 'removed' as const;
   });
-  if (outcome === 'gone') throw new NotFoundError('Factor not found');
-  if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, 'wrong code at removal');
+  if (typeof outcome === 'object') throw refusal(services, principal, outcome.refused, outcome.why);
 }
 
 /** DELETE /v1/users/{userId}/factors (ADMIN): every factor of the user goes, and every session of it ends. */
