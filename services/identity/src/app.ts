@@ -144,6 +144,7 @@ export function createApp(deps: IdentityDeps): Express {
         mailer: deps.mailer,
         logger: deps.logger,
         tokenTtlS: config.PASSWORD_RESET_TTL_S,
+        mailsPerUserPerHour: config.PASSWORD_RESET_MAILS_PER_USER_PER_HOUR,
         tokenBinding: auth.tokenBinding,
         allowedOrigins: allowedOrigins(config.RESET_REDIRECT_ALLOWLIST),
         throttle: createCallerThrottle(deps.redis, {

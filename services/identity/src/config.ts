@@ -80,6 +80,9 @@ export const identityConfigSpec = {
   PASSWORD_RESET_REQUESTS_PER_HOUR: env.integer('Password reset requests per hour per client key and per source address', { min: 1, max: 100_000 }, {
     default: 20,
   }),
+  PASSWORD_RESET_MAILS_PER_USER_PER_HOUR: env.integer('Password reset e-mails one user may be sent per hour, whoever asks (further requests are answered alike and send nothing)', { min: 1, max: 1000 }, {
+    default: 5,
+  }),
   RESET_REDIRECT_ALLOWLIST: env.list('Origins that reset e-mail links (resetPageLink) and post-reset redirects (loginPageLink) may point at', {
     default: [],
     localDefault: ['http://localhost:3000'],

@@ -526,3 +526,71 @@ describe('POST /v1/users/password-reset-request throttling', () => {
     );
   });
 });
+
+describe('POST /v1/users/password-reset-request: e-mails to one user (PASSWORD_RESET_MAILS_PER_USER_PER_HOUR)', () => {
+  let identity: IdentityHarness;
+  let adminToken: string;
+  const client = resetClient(() => identity);
+  const WITHHELD = 'password reset e-mail withheld: the user was sent as many in the last hour';
+
+  before(async () => {
+    identity = await startIdentity({ PASSWORD_RESET_MAILS_PER_USER_PER_HOUR: '2' });
+    adminToken = await identity.tokenFor(['ADMIN']);
+  });
+  after(async () => {
+    await identity.close();
+  });
+
+  const withheldFor = (user: TestUser) => identity.log.lines().filter((line) => line.msg === WITHHELD && line.userId === user.id).length;
+  /** Asks anonymously (each from its own address) and waits until the request's work is done: a mail sent, or one withheld. */
+  async function askAndSettle(user: TestUser): Promise<request.Response> {
+    const before = client.mailsTo(user.username).length + withheldFor(user);
+    const res = await client.ask({ username: user.username, resetPageLink: RESET_PAGE });
+    const deadline = Date.now() + 3000;
+    while (client.mailsTo(user.username).length + withheldFor(user) === before) {
+      if (Date.now() > deadline) throw new Error(`the request for ${user.username} neither mailed nor was withheld`);
+      await sleep(10);
+    }
+    return res;
+  }
+
+  it('past the allowance, requests from other addresses are answered alike and send nothing; the last token mailed stays usable', async () => {
+    const user = await identity.createUser();
+    const other = await identity.createUser();
+    const answers = [];
+    for (let i = 0; i < 4; i += 1) answers.push(await askAndSettle(user));
+    for (const res of answers) assert.deepEqual([res.status, res.text, res.headers['content-type']], [202, '', undefined]);
+    assert.equal(client.mailsTo(user.username).length, 2, 'mails past the allowance');
+    assert.equal(withheldFor(user), 2);
+    assert.equal((await identity.db('password_reset_tokens').where({ user_id: user.id })).length, 2, 'a withheld request stored a token');
+    // Another user's mail is not held back by this one's.
+    await askAndSettle(other);
+    assert.equal(client.mailsTo(other.username).length, 1);
+    // The second mail's token was not voided by the requests withheld after it.
+    const link = new URL(/https?:\/\/\S+/.exec(client.mailsTo(user.username).at(-1)!.text)![0]);
+    const reset = await client.reset({ userId: user.id, token: link.searchParams.get('token'), newPassword: 'a-new-password-after-the-flood' });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+  });
+
+  it('an ADMIN\'s ticket is not an e-mail: it is issued past the allowance, and does not spend it', async () => {
+    const user = await identity.createUser();
+    for (let i = 0; i < 2; i += 1) {
+      const ticket = await client.ask({ username: user.username }, { bearer: adminToken });
+      assert.equal(ticket.status, 201, JSON.stringify(ticket.body));
+    }
+    for (let i = 0; i < 3; i += 1) await askAndSettle(user);
+    assert.equal(client.mailsTo(user.username).length, 2);
+    const ticket = await client.ask({ username: user.username }, { bearer: adminToken });
+    assert.equal(ticket.status, 201, JSON.stringify(ticket.body));
+  });
+
+  it('requests for one user at once send no more than the allowance', async () => {
+    const user = await identity.createUser();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => client.ask({ username: user.username })));
+    assert.deepEqual(new Set(answers.map((res) => res.status)), new Set([202]));
+    const deadline = Date.now() + 5000;
+    while (client.mailsTo(user.username).length + withheldFor(user) < 8 && Date.now() < deadline) await sleep(10);
+    assert.equal(client.mailsTo(user.username).length, 2);
+    assert.equal(withheldFor(user), 6);
+  });
+});

@@ -8,6 +8,8 @@ export interface PasswordResetDeps {
   mailer: Mailer;
   logger: Logger;
   tokenTtlS: number;
+  /** Reset e-mails one user may be sent per hour (PASSWORD_RESET_MAILS_PER_USER_PER_HOUR); the requests beyond are answered alike and send nothing. */
+  mailsPerUserPerHour: number;
   /** Origins that reset links and post-reset redirects may point at. */
   allowedOrigins: ReadonlySet<string>;
 }

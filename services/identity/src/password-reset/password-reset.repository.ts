@@ -31,8 +31,27 @@ export async function keyShareLockUser(trx: Knex.Transaction, id: string): Promi
  * requests each void only what their snapshot shows, and the second insert breaks the one-open-token
  * index (a 500, which would also tell an anonymous caller that the user exists).
  */
-export async function replaceResetToken(trx: Knex.Transaction, userId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
+/**
+ * Holds the user's reset tokens until the transaction ends (an advisory lock, not a row's): requests for one
+ * user, from any replica, issue their tokens one after the other.
+ */
+export async function holdResetTokens(trx: Knex.Transaction, userId: string): Promise<void> {
   await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`password-reset:${userId}`]);
+}
+
+/** How many reset e-mails the user was sent in the last hour: its `password_reset.requested` events delivered by e-mail. */
+export async function resetMailsInLastHour(trx: Knex.Transaction, userId: string): Promise<number> {
+  const row = (await trx('audit_events')
+    .where({ subject_user_id: userId, type: 'password_reset.requested' })
+    .whereRaw("details->>'delivery' = 'e-mail'")
+    .whereRaw("at > now() - interval '1 hour'")
+    .count({ n: '*' })
+    .first()) as { n: string | number } | undefined;
+  return Number(row?.n ?? 0);
+}
+
+export async function replaceResetToken(trx: Knex.Transaction, userId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
+  await holdResetTokens(trx, userId);
   await trx('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
   await trx('password_reset_tokens').insert({ user_id: userId, token_hash: tokenHash, expires_at: expiresAt });
 }
