@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { generate } from 'otplib';
 import { forgeJwt } from './support/forge-jwt.ts';
-import { abba, describeComparison, toldApartAgain } from './support/timing.ts';
+import { type Which, abba, describeComparison, toldApartAgain } from './support/timing.ts';
+import type { Answer } from './support/raw-http.ts';
 import { type LoggedInUser, type Stack, startStack } from './support/stack.ts';
 
 const STEP_S = 30;
@@ -142,48 +143,45 @@ describe('security: the second factor through the stack (ADMIN outside local)', 
     assert.equal(replay.status, 401);
   });
 
+  /**
+   * Times `send` for users a and b, in blocks (abba), each sample in a session of its own (five wrong codes
+   * end one; the login is not timed): whether the times are told apart (bound 15 %, measured again when they
+   * are), and every answer seen, its timestamp left out.
+   */
+  async function timedAlike(users: Record<Which, LoggedInUser>, blocks: number, send: (bearer: string, which: Which) => Promise<Answer>) {
+    const answers = new Set<string>();
+    const measure = async () => (await abba(blocks, async (which) => {
+      const login = await stack.call('POST', '/v1/auth/login', { body: { username: users[which].username, password: users[which].password } });
+      const bearer = (login.json() as { accessToken: string }).accessToken;
+      const started = performance.now();
+      const res = await send(bearer, which);
+      const ms = performance.now() - started;
+      const { timestamp: _t, ...shape } = res.json() as Record<string, unknown>;
+      answers.add(`${res.status} ${JSON.stringify(shape)}`);
+      return { answer: ms };
+    })).answer;
+    const { apart, comparisons } = await toldApartAgain(measure, 0.15);
+    return { apart, told: comparisons.map(describeComparison).join('; then '), answers: [...answers] };
+  }
+
   it('a wrong code of a user with a factor and any code of a user without one take the same time (and answer alike)', async () => {
     const withFactor = await stack.userWith(['STANDARD_USER']);
     const enrolment = (await stack.call('POST', '/v1/auth/factors/totp', { bearer: withFactor.accessToken })).json() as { factorId: string; otpauthUri: string };
     assert.equal((await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer: withFactor.accessToken, body: { factorId: enrolment.factorId, code: await codeOf(enrolment.otpauthUri) } })).status, 200);
     const without = await stack.userWith(['STANDARD_USER']);
-    const bodies = new Set<string>();
-    const measure = async () => (await abba(24, async (which) => {
-      const user = which === 'a' ? withFactor : without;
-      // A session of its own each time (five wrong codes end one); the login is not timed.
-      const login = await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
-      const bearer = (login.json() as { accessToken: string }).accessToken;
-      const started = performance.now();
-      const res = await stack.call('POST', '/v1/auth/second-factor', { bearer, body: { code: '000000' } });
-      const ms = performance.now() - started;
-      const { timestamp: _t, ...shape } = res.json() as Record<string, unknown>;
-      bodies.add(`${res.status} ${JSON.stringify(shape)}`);
-      return { answer: ms };
-    })).answer;
-    const { apart, comparisons } = await toldApartAgain(measure, 0.15);
-    assert.deepEqual([...bodies], ['401 {"status":401,"error":"Unauthorized","message":"Invalid code","path":"/v1/auth/second-factor"}']);
-    assert.ok(!apart, `${comparisons.map(describeComparison).join('; then ')} (a: a user with a factor, b: one without; bound 15 %)`);
+    const { apart, told, answers } = await timedAlike({ a: withFactor, b: without }, 24, (bearer) => stack.call('POST', '/v1/auth/second-factor', { bearer, body: { code: '000000' } }));
+    assert.deepEqual(answers, ['401 {"status":401,"error":"Unauthorized","message":"Invalid code","path":"/v1/auth/second-factor"}']);
+    assert.ok(!apart, `${told} (a: a user with a factor, b: one without; bound 15 %)`);
   });
 
   it('a confirmation with a wrong code of one\'s pending factor and one with an unknown factor take the same time (and answer alike)', async () => {
     const owner = await stack.userWith(['STANDARD_USER']);
     const { factorId } = (await stack.call('POST', '/v1/auth/factors/totp', { bearer: owner.accessToken })).json() as { factorId: string };
     const stranger = await stack.userWith(['STANDARD_USER']);
-    const bodies = new Set<string>();
-    const measure = async () => (await abba(16, async (which) => {
-      const user = which === 'a' ? owner : stranger;
-      // A session of its own each time (five wrong codes end one); the login is not timed.
-      const login = await stack.call('POST', '/v1/auth/login', { body: { username: user.username, password: user.password } });
-      const bearer = (login.json() as { accessToken: string }).accessToken;
-      const started = performance.now();
-      const res = await stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer, body: { factorId: which === 'a' ? factorId : randomUUID(), code: '000000' } });
-      const ms = performance.now() - started;
-      const { timestamp: _t, ...shape } = res.json() as Record<string, unknown>;
-      bodies.add(`${res.status} ${JSON.stringify(shape)}`);
-      return { answer: ms };
-    })).answer;
-    const { apart, comparisons } = await toldApartAgain(measure, 0.15);
-    assert.deepEqual([...bodies], ['401 {"status":401,"error":"Unauthorized","message":"Invalid code","path":"/v1/auth/factors/totp/confirm"}']);
-    assert.ok(!apart, `${comparisons.map(describeComparison).join('; then ')} (a: a wrong code of one's pending factor, b: an unknown factor; bound 15 %)`);
+    const { apart, told, answers } = await timedAlike({ a: owner, b: stranger }, 16, (bearer, which) =>
+      stack.call('POST', '/v1/auth/factors/totp/confirm', { bearer, body: { factorId: which === 'a' ? factorId : randomUUID(), code: '000000' } }),
+    );
+    assert.deepEqual(answers, ['401 {"status":401,"error":"Unauthorized","message":"Invalid code","path":"/v1/auth/factors/totp/confirm"}']);
+    assert.ok(!apart, `${told} (a: a wrong code of one's pending factor, b: an unknown factor; bound 15 %)`);
   });
 });
