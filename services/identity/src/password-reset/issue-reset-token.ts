@@ -52,10 +52,8 @@ export async function issueResetToken(
     // ADMIN in flight (a demotion, a block, a logout: CONTRACT.md part 4, at once).
     if (delivery.by === 'ticket') await assertCallerSessionLives(trx, delivery.admin, user.id);
     if (locked === undefined || locked.username !== user.username) return undefined;
-    if (delivery.by === 'e-mail') {
-      await holdResetTokens(trx, user.id);
-      if ((await resetMailsInLastHour(trx, user.id)) >= delivery.mailsPerHour) return 'withheld' as const;
-    }
+    await holdResetTokens(trx, user.id);
+    if (delivery.by === 'e-mail' && (await resetMailsInLastHour(trx, user.id)) >= delivery.mailsPerHour) return 'withheld' as const;
     await replaceResetToken(trx, user.id, resetTokenHash(token), expiresAt);
     // The e-mails' count reads these (resetMailsInLastHour).
     await insertAuditEvent(trx, audit, { type: 'password_reset.requested', subjectUserId: user.id, details: { delivery: delivery.by, expiresAt: expiresAt.toISOString() } });

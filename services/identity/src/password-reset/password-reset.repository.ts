@@ -26,14 +26,10 @@ export async function keyShareLockUser(trx: Knex.Transaction, id: string): Promi
 }
 
 /**
- * Voids the user's open tokens and stores the new one, in the caller's transaction (a partial index allows
- * one open token). Requests for one user take turns on an advisory lock: without it two concurrent
- * requests each void only what their snapshot shows, and the second insert breaks the one-open-token
- * index (a 500, which would also tell an anonymous caller that the user exists).
- */
-/**
  * Holds the user's reset tokens until the transaction ends (an advisory lock, not a row's): requests for one
- * user, from any replica, issue their tokens one after the other.
+ * user, from any process, take turns. Without it two concurrent requests each void only what their snapshot
+ * shows, and the second insert breaks the one-open-token index (a 500, which would also tell an anonymous
+ * caller that the user exists); and two could each count the e-mails sent before either is.
  */
 export async function holdResetTokens(trx: Knex.Transaction, userId: string): Promise<void> {
   await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`password-reset:${userId}`]);
@@ -50,8 +46,11 @@ export async function resetMailsInLastHour(trx: Knex.Transaction, userId: string
   return Number(row?.n ?? 0);
 }
 
+/**
+ * Voids the user's open tokens and stores the new one, in the caller's transaction, which holds the user's
+ * tokens (holdResetTokens; a partial index allows one open token).
+ */
 export async function replaceResetToken(trx: Knex.Transaction, userId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
-  await holdResetTokens(trx, userId);
   await trx('password_reset_tokens').where({ user_id: userId }).whereNull('used_at').whereNull('voided_at').update({ voided_at: trx.fn.now() });
   await trx('password_reset_tokens').insert({ user_id: userId, token_hash: tokenHash, expires_at: expiresAt });
 }
