@@ -93,11 +93,10 @@ function checkAnswer(
 }
 
 
-/** Whether `target`'s path is one of `op`'s (an empty path value makes it another path: `/v1/auth/factors/`). */
-function isPathOf(op: Operation, target: string): boolean {
-  const path = target.split('?', 1)[0] ?? '';
+/** The paths of `op`: its template with a segment of one character or more for each parameter. */
+function pathsOf(op: Operation): RegExp {
   const pattern = op.path.split(/\{[^}]+\}/).map((literal) => literal.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+');
-  return new RegExp(`^${pattern}$`).test(path);
+  return new RegExp(`^${pattern}$`);
 }
 
 /** The one status a request whose path is no operation's may get: the router's 404, in SPEC.md's error shape. */
@@ -107,9 +106,15 @@ const NO_ROUTE = new Set(['404']);
 export function answerChecker(doc: OpenApiDocument): AnswerCheck {
   const validatorFor = responseValidators(doc);
   const statusesOf = new Map<Operation, ReadonlySet<string>>();
+  const pathsOfOperation = new Map<Operation, RegExp>();
   return (op, request, answer, problem) => {
-    // Generated for `op`, but with an empty path value: no operation's path, answered as any unknown path is.
-    if (!isPathOf(op, request.target)) {
+    let paths = pathsOfOperation.get(op);
+    if (paths === undefined) {
+      paths = pathsOf(op);
+      pathsOfOperation.set(op, paths);
+    }
+    // Generated for `op`, but with an empty path value (`/v1/auth/factors/`): no operation's path, answered as any unknown path is.
+    if (!paths.test(request.target.split('?', 1)[0] ?? '')) {
       checkAnswer(op, request, answer, NO_ROUTE, () => validatorFor(op, 'no-route'), problem);
       return;
     }
