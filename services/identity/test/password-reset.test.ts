@@ -517,6 +517,23 @@ describe('POST /v1/users/password-reset-request throttling', () => {
     await client.mailTo(user.username);
   });
 
+  it('an ADMIN\'s ticket is no e-mail: from an address and a client key whose allowance anonymous callers spent, it is issued, and they stay refused', async () => {
+    const user = await identity.createUser();
+    const adminToken = await identity.tokenFor(['ADMIN']);
+    const origin = { address: '203.0.113.50', clientKeyId: 'shared-app-key' };
+    const ask = (bearer?: string) =>
+      request(identity.app)
+        .post('/v1/users/password-reset-request')
+        .set({ ...identity.viaGateway('POST', '/v1/users/password-reset-request', origin), ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }) })
+        .send({ username: user.username });
+    assert.deepEqual([(await ask()).status, (await ask()).status, (await ask()).status], [202, 202, 429]);
+    const ticket = await ask(adminToken);
+    assert.equal(ticket.status, 201, JSON.stringify(ticket.body));
+    assert.equal(ticket.body.userId, user.id);
+    // Anonymous callers of that key and address are still refused: the ticket neither spent nor lifted their allowance.
+    assert.equal((await ask()).status, 429);
+  });
+
   it('when 10 requests from one address arrive at once, lets exactly 2 through', async () => {
     const address = '203.0.113.99';
     const answers = await Promise.all(Array.from({ length: 10 }, () => client.ask({ username: uniqueUsername('burst') }, { address })));

@@ -7,7 +7,7 @@ import type { PasswordHasher } from '../passwords/password-hasher.ts';
 import type { SessionEndings } from '../sessions/session-endings.ts';
 import type { components } from '@platform/client/openapi/identity';
 import type { PasswordResetDeps } from './password-reset-deps.ts';
-import { requestPasswordReset } from './request-password-reset.ts';
+import { asksForTicket, requestPasswordReset } from './request-password-reset.ts';
 import { createResetWorkQueue } from './reset-work-queue.ts';
 import { resetPassword } from './reset-password.ts';
 
@@ -35,8 +35,9 @@ export function passwordResetRouter(
   const queue = createResetWorkQueue(deps.logger);
   router.post('/v1/users/password-reset-request', async (req, res) => {
     const principal = await optionalPrincipal(req, deps.verifier, deps.tokenBinding);
-    const caller = callerOf(req);
-    await deps.throttle.consume(caller);
+    // The throttle bounds the e-mails anonymous callers set off; an ADMIN's ticket is no e-mail, and anonymous
+    // callers sharing its client key or address must not stop it (the gateway's rate limit bounds it).
+    if (!asksForTicket(principal)) await deps.throttle.consume(callerOf(req));
     const outcome = await requestPasswordReset(deps, queue, principal, auditContextOf(req, principal), req.body as Schemas['PasswordResetRequestBody']);
     if ('ticket' in outcome) res.status(201).json(outcome.ticket);
     else res.status(202).end();

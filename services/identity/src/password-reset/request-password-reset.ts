@@ -9,6 +9,9 @@ import type { PasswordResetDeps } from './password-reset-deps.ts';
 import { assertAllowedLink } from '../request/link-allowlist.ts';
 import type { ResetWorkQueue } from './reset-work-queue.ts';
 
+/** Whether `principal` asks for a ticket (an ADMIN: 201 and the token) rather than an e-mail. */
+export const asksForTicket = (principal: Principal | undefined): principal is Principal => principal !== undefined && hasAnyRole(principal, ['ADMIN']);
+
 /** 201 for an ADMIN (the ticket), 202 for everyone else (nothing). */
 export type ResetRequestOutcome = { ticket: components['schemas']['PasswordResetTicket'] } | { accepted: true };
 
@@ -28,7 +31,7 @@ export async function requestPasswordReset(
 ): Promise<ResetRequestOutcome> {
   // Checked first, so a refused link says nothing about the username either.
   const page = input.resetPageLink === undefined ? undefined : assertAllowedLink(input.resetPageLink, deps.allowedOrigins, 'resetPageLink');
-  if (principal === undefined || !hasAnyRole(principal, ['ADMIN'])) {
+  if (!asksForTicket(principal)) {
     queue.add(() => mailResetLink(deps, audit, input.username, page));
     return { accepted: true };
   }
