@@ -8,7 +8,8 @@ type Evaluator = (lua: string, keys: string[], args: string[]) => Promise<unknow
 const evaluator = (redis: Redis): Evaluator => (lua, keys, args) => redis.eval(lua, keys.length, ...keys, ...args);
 
 /**
- * What the platform's Lua (packages/auth/src/revocations/lua, the gateway's admission script) may rely on
+ * What the platform's Lua (packages/auth/src/revocations/lua, the gateway's admission script, identity's
+ * caller throttle) may rely on
  * in the embedded fallback's stand-in (ioredis-mock, whose Lua is fengari), held against a real Redis.
  * This is the one place that says what the stand-in does differently: a script follows the rules below,
  * and no script carries a comment of its own about the stand-in. When a rule here stops holding (a new
@@ -55,6 +56,15 @@ describe('Lua in the embedded stand-in (ioredis-mock) against a real Redis: what
     ['SET NX answers false when the key exists', "redis.call('SET', KEYS[1], 'a'); if not redis.call('SET', KEYS[1], 'b', 'NX', 'PX', 1000) then return 1 end; return 0", 1, [], 1],
     ['INCR then PEXPIRE on a new key', "local n = redis.call('INCR', KEYS[1]); redis.call('PEXPIRE', KEYS[1], 60000); return n", 1, [], 1],
     ['a function defined first in the script is called by the body', 'local function twice(x) return x * 2 end\nreturn twice(21)', 0, [], 42],
+    [
+      'a sorted set scored in milliseconds given as text: ZADD, ZREMRANGEBYSCORE up to a time, ZCARD, and ZRANGE WITHSCORES read back as a number',
+      "redis.call('ZADD', KEYS[1], ARGV[1], 'a'); redis.call('ZADD', KEYS[1], ARGV[2], 'b'); redis.call('ZADD', KEYS[1], ARGV[3], 'c'); " +
+        "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]); local e = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES'); " +
+        'return { redis.call(\'ZCARD\', KEYS[1]), tonumber(e[2]) + 60000 - tonumber(ARGV[3]) }',
+      1,
+      ['1795701276000', '1795701290000', '1795701300000'],
+      [2, 50000],
+    ],
   ];
   for (const [name, lua, keys, args, expected] of relied) {
     it(`relied on, the same on both: ${name}`, async () => {

@@ -192,18 +192,8 @@ describe('POST /v1/auth/login', () => {
   });
 });
 
-/**
- * The failures are counted in fixed windows of a minute: a test whose attempts straddle the turn of a
- * minute would see the count start again. Each test starts with at least 15 s of its window left.
- */
-async function inOneThrottleWindow(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
-}
-
 describe('POST /v1/auth/login throttling', () => {
   let identity: IdentityHarness;
-  beforeEach(inOneThrottleWindow);
 
   before(async () => {
     identity = await startIdentity({ LOGIN_FAILURES_PER_MIN: '3' });
@@ -260,7 +250,6 @@ describe('POST /v1/auth/login throttling', () => {
 describe('POST /v1/auth/login throttling under a flood', () => {
   let identity: IdentityHarness;
 
-  beforeEach(inOneThrottleWindow);
   before(async () => {
     // One thread and hashes of tens of milliseconds: every login of the flood has arrived (and passed the
     // throttle's look at arrival) before the first failure is counted. A deadline far enough that none is

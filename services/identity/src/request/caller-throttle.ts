@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ServiceUnavailableError, TooManyRequestsError } from '@platform/errors';
 import { type Redis, requestOrigin } from '@platform/service-kit';
 import type { Request } from 'express';
@@ -11,17 +12,19 @@ export interface Caller {
 }
 
 /**
- * Counts events per caller (per client key and per source address) in fixed windows: failed logins per
- * minute (CONTRACT.md part 4), password reset requests per hour.
+ * Counts events per caller (per client key and per source address) over a sliding window: failed logins
+ * in the last minute (CONTRACT.md part 4), password reset requests in the last hour. Any window's span
+ * holds at most the limit, not twice it across the turn of a clock minute or hour as fixed windows allowed.
  */
 export interface CallerThrottle {
-  /** Throws 429 with Retry-After when the caller used up its allowance for this window. */
+  /** Throws 429 with Retry-After when the caller used up its allowance for the window that ends now. */
   assertAllowed(caller: Caller): Promise<void>;
   /** Counts one event for the caller. */
   record(caller: Caller): Promise<void>;
   /**
-   * Counts one event and throws 429 when that passes the allowance: count first, so N concurrent
-   * requests cannot all pass the check before any of them is counted.
+   * Counts one event unless the caller's allowance is used up, then throws 429: the look and the count are
+   * one step in Redis, so N concurrent requests cannot all pass the look before any of them is counted, and
+   * a refused request is not counted (the caller's allowance returns as its events age out).
    */
   consume(caller: Caller): Promise<void>;
 }
@@ -36,6 +39,8 @@ export interface CallerThrottleOptions {
   message: string;
   /** The 503 message when Redis cannot count. */
   unavailableMessage: string;
+  /** The clock (ms), for tests. */
+  now?: () => number;
 }
 
 /**
@@ -46,50 +51,65 @@ export function callerOf(req: Request): Caller {
   return requestOrigin(req);
 }
 
+/**
+ * One subject's events (a sorted set, scored by the time in ms): those at or before `cutoff` (the window's
+ * start) go, then `peek` counts, `take` adds the event unless the count is at the limit, `add` adds it.
+ * Returns the count after, whether the event was added, and the ms until the count is below the limit again
+ * (0 when it is). The times go to Redis as the text they came in (packages/embedded's Lua rule).
+ */
+const THROTTLE_SCRIPT = `
+local key, now, cutoff, window, limit, member, mode = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6]
+redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
+local count = redis.call('ZCARD', key)
+local added = 0
+if mode == 'add' or (mode == 'take' and count < limit) then
+  redis.call('ZADD', key, now, member)
+  redis.call('PEXPIRE', key, window)
+  count = count + 1
+  added = 1
+end
+local wait = 0
+if count >= limit then
+  local entry = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')
+  wait = tonumber(entry[2]) + window - tonumber(now)
+end
+return { count, added, wait }
+`;
+
+type Mode = 'peek' | 'take' | 'add';
+type ThrottleRedis = Redis & { callerThrottle(key: string, now: number, cutoff: number, windowMs: number, limit: number, member: string, mode: Mode): Promise<[number, number, number]> };
 
 /**
- * Fixed windows in Redis: one GET per counter before the action, one transaction per counter to count it,
- * all in parallel. Each counter is a key of its own subject (the address, the client key), so on a Redis
- * Cluster the two live on different shards and no command spans slots (CONTRACT.md part 14).
+ * Sliding windows in Redis: one script call per subject (the address, the client key), in parallel. Each
+ * subject is a key of its own, so on a Redis Cluster the two live on different shards and no script spans
+ * slots (CONTRACT.md part 14).
  */
 export function createCallerThrottle(redis: Redis, options: CallerThrottleOptions): CallerThrottle {
-  const windowOf = () => {
-    const now = Math.floor(Date.now() / 1000);
-    return { window: Math.floor(now / options.windowS), secondsLeft: options.windowS - (now % options.windowS) };
-  };
+  redis.defineCommand('callerThrottle', { numberOfKeys: 1, lua: THROTTLE_SCRIPT });
+  const scripted = redis as ThrottleRedis;
+  const windowMs = options.windowS * 1000;
+  const now = options.now ?? Date.now;
   // Redis down means nothing can be counted; refusing then is safer than allowing unlimited attempts.
   const redisFault = (cause: unknown): never => {
     throw new ServiceUnavailableError(options.unavailableMessage, { cause });
   };
-  const keysOf = (caller: Caller, window: number) => {
-    const keys = [`identity:${options.name}:addr:${caller.address}:${window}`];
-    if (caller.clientKeyId !== undefined) keys.push(`identity:${options.name}:client:${caller.clientKeyId}:${window}`);
+  const keysOf = (caller: Caller) => {
+    const keys = [`identity:${options.name}:addr:${caller.address}`];
+    if (caller.clientKeyId !== undefined) keys.push(`identity:${options.name}:client:${caller.clientKeyId}`);
     return keys;
   };
-  /** Counts one event on each counter (INCR and EXPIRE in one transaction per key); resolves with the counts. */
-  const count = (keys: readonly string[]): Promise<number[]> =>
-    Promise.all(
-      keys.map(async (key) => {
-        const results = ((await redis.multi().incr(key).expire(key, options.windowS * 2).exec()) ?? []) as Array<[Error | null, unknown]>;
-        const failed = results.find(([err]) => err !== null);
-        if (failed !== undefined) throw failed[0];
-        return Number(results[0]?.[1]);
-      }),
-    ).catch(redisFault);
+  /** Runs `mode` on each of the caller's subjects; throws 429 when `refused` says one of them is at its limit. */
+  const run = async (caller: Caller, mode: Mode, refused: (count: number, added: boolean) => boolean): Promise<void> => {
+    const at = now();
+    const member = `${at}:${randomBytes(6).toString('base64url')}`;
+    const results = await Promise.all(keysOf(caller).map((key) => scripted.callerThrottle(key, at, at - windowMs, windowMs, options.limit, member, mode))).catch(redisFault);
+    const waits = results.filter(([count, added]) => refused(count, added === 1)).map(([, , wait]) => wait);
+    if (waits.length > 0) throw new TooManyRequestsError(options.message, Math.max(...waits) / 1000);
+  };
   return {
-    async assertAllowed(caller) {
-      const { window, secondsLeft } = windowOf();
-      const counts = await Promise.all(keysOf(caller, window).map((key) => redis.get(key))).catch(redisFault);
-      if (counts.some((count) => Number(count ?? 0) >= options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
-    },
-    async record(caller) {
-      await count(keysOf(caller, windowOf().window));
-    },
-    async consume(caller) {
-      const { window, secondsLeft } = windowOf();
-      const counts = await count(keysOf(caller, window));
-      if (counts.some((n) => n > options.limit)) throw new TooManyRequestsError(options.message, secondsLeft);
-    },
+    assertAllowed: (caller) => run(caller, 'peek', (count) => count >= options.limit),
+    record: (caller) => run(caller, 'add', () => false),
+    consume: (caller) => run(caller, 'take', (_count, added) => !added),
   };
 }
 
