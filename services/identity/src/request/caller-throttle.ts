@@ -98,7 +98,11 @@ export function createCallerThrottle(redis: Redis, options: CallerThrottleOption
     if (caller.clientKeyId !== undefined) keys.push(`identity:${options.name}:client:${caller.clientKeyId}`);
     return keys;
   };
-  /** Runs `mode` on each of the caller's subjects; throws 429 when `refused` says one of them is at its limit. */
+  /**
+   * Runs `mode` on each of the caller's subjects; throws 429 when `refused` says one of them is at its limit.
+   * A request one subject refuses and the other takes stays counted by the other (the two are on different
+   * shards, so no step takes both): stricter by that one event, never looser.
+   */
   const run = async (caller: Caller, mode: Mode, refused: (count: number, added: boolean) => boolean): Promise<void> => {
     const at = now();
     const member = `${at}:${randomBytes(6).toString('base64url')}`;
