@@ -50,7 +50,7 @@ describe('caller throttle: a sliding window per client key and per address', () 
     const caller = newCaller();
     for (const seconds of [50, 55, 65]) {
       at(seconds);
-      await throttle.record(caller);
+      await throttle.consume(caller);
     }
     at(70);
     assert.equal(await outcome(throttle.assertAllowed(caller)), 40, 'the first event ages out at 1:50');
@@ -74,31 +74,64 @@ describe('caller throttle: a sliding window per client key and per address', () 
 
   it('the client key and the address are counted apart: a key spent from many addresses refuses a fresh address under it, not the address under another key', async () => {
     at(0);
-    for (let i = 0; i < LIMIT; i += 1) await throttle.record(newCaller('bulk-key'));
+    for (let i = 0; i < LIMIT; i += 1) await throttle.consume(newCaller('bulk-key'));
     const fresh = newCaller('bulk-key');
     assert.equal(await outcome(throttle.assertAllowed(fresh)), WINDOW_S);
     assert.equal(await outcome(throttle.assertAllowed({ ...fresh, clientKeyId: 'other-key' })), 'allowed');
     assert.equal(await outcome(throttle.assertAllowed({ address: fresh.address, clientKeyId: undefined })), 'allowed');
   });
 
-  it('Retry-After is the time until enough events age out, never below a second', async () => {
+  it('a request refused by one subject is not counted by the other: a full address leaves a fresh key whole, and a full key a fresh address', async () => {
+    at(0);
+    const full = newCaller();
+    for (let i = 0; i < LIMIT; i += 1) await throttle.consume(full);
+    // Refused by the address, many times and at once: the key 'fresh-key' counts none of them.
+    const refused = await Promise.all(Array.from({ length: 6 }, () => outcome(throttle.consume({ ...full, clientKeyId: 'fresh-key' }))));
+    assert.deepEqual(refused, Array.from({ length: 6 }, () => WINDOW_S));
+    const underFreshKey = await Promise.all(Array.from({ length: LIMIT }, () => outcome(throttle.consume(newCaller('fresh-key')))));
+    assert.deepEqual(underFreshKey, Array.from({ length: LIMIT }, () => 'allowed'), 'the refused requests were counted by the key');
+    // The key is full now: refused under it, a fresh address counts none of them.
+    const address = newCaller().address;
+    for (let i = 0; i < 4; i += 1) assert.equal(await outcome(throttle.consume({ address, clientKeyId: 'fresh-key' })), WINDOW_S);
+    const alone = await Promise.all(Array.from({ length: LIMIT }, () => outcome(throttle.consume({ address, clientKeyId: undefined }))));
+    assert.deepEqual(alone, Array.from({ length: LIMIT }, () => 'allowed'), 'the refused requests were counted by the address');
+  });
+
+  it('Retry-After is the time until the oldest event that holds the caller back ages out, never below a second', async () => {
     const caller = newCaller();
-    for (const seconds of [0, 10, 20, 30, 40]) {
+    for (const seconds of [0, 10, 20]) {
       at(seconds);
-      await throttle.record(caller);
+      await throttle.consume(caller);
     }
-    // Five events against a limit of three: the third oldest (0:20) must age out, at 1:20.
     at(45);
-    assert.equal(await outcome(throttle.assertAllowed(caller)), 35);
-    at(79.5);
-    assert.equal(await outcome(throttle.assertAllowed(caller)), 1);
+    assert.equal(await outcome(throttle.assertAllowed(caller)), 15);
+    at(59.5);
+    assert.equal(await outcome(throttle.consume(caller)), 1);
+    at(60);
+    assert.equal(await outcome(throttle.consume(caller)), 'allowed');
+  });
+
+  it('a reserved event counts at once and is gone when released: checks running at once pass no more than the limit, the released ones free their place', async () => {
+    const caller = newCaller('reserving-key');
+    at(0);
+    const reservations = await Promise.all(Array.from({ length: 8 }, () => throttle.reserve(caller).then((r) => r, (err: unknown) => err)));
+    const held = reservations.filter((r): r is { release: () => Promise<void> } => !(r instanceof Error));
+    assert.equal(held.length, LIMIT);
+    assert.ok(reservations.filter((r) => r instanceof TooManyRequestsError).length === 8 - LIMIT);
+    assert.equal(await outcome(throttle.assertAllowed(caller)), WINDOW_S);
+    // Two turn out to be none (the password was right): their places are free again, under the key and the address.
+    await held[0]!.release();
+    await held[1]!.release();
+    assert.equal(await outcome(throttle.consume(caller)), 'allowed');
+    assert.equal(await outcome(throttle.consume({ ...caller, clientKeyId: undefined })), 'allowed');
+    assert.equal(await outcome(throttle.consume(caller)), WINDOW_S);
   });
 
   it('a Redis that cannot count refuses with 503, never lets an attempt through unchecked', async () => {
     const down = unreachableRedis();
     try {
       const blind = createCallerThrottle(down, { name: 'test', limit: LIMIT, windowS: WINDOW_S, message: 'Too many attempts', unavailableMessage: 'Unavailable', now: () => clock });
-      for (const attempt of [blind.assertAllowed(newCaller()), blind.consume(newCaller()), blind.record(newCaller())]) {
+      for (const attempt of [blind.assertAllowed(newCaller()), blind.consume(newCaller()), blind.reserve(newCaller())]) {
         await assert.rejects(attempt, (err: unknown) => err instanceof ServiceUnavailableError && err.message === 'Unavailable');
       }
     } finally {

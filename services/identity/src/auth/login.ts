@@ -22,34 +22,49 @@ export async function login(
   caller: Caller,
   audit: AuditContext,
 ): Promise<AuthenticationResult> {
-  const assertAllowed = async (): Promise<void> => {
+  const throttled = async <T>(look: Promise<T>): Promise<T> => {
     try {
-      await services.throttle.assertAllowed(caller);
+      return await look;
     } catch (err) {
       if (err instanceof TooManyRequestsError) services.countLogin('throttled');
       throw err;
     }
   };
-  await assertAllowed();
+  await throttled(services.throttle.assertAllowed(caller));
   // In the caller's turn: a flood of logins from one client key or address waits behind itself, and what
   // the hashing threads cannot serve in time is refused before the user is looked up (known or not alike).
   const lane = [caller.clientKeyId ?? '', caller.address] as const;
   services.hasher.assertRoom(lane);
   const user = await findUserByUsername(services.db, input.username);
-  // The throttle again when the compare's turn comes: the failures of the checks served while this one
-  // waited are counted by then, so a flood's overshoot of the limit is bounded by the hashing threads, not
-  // by how many logins arrived before the first failure was counted.
-  const passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, lane, assertAllowed);
+  // When the compare's turn comes, the attempt is counted as a failure before it is made (429 when the
+  // allowance is used up), and given back if the password was right: the checks served at once see each
+  // other's attempts, so a flood of them passes no more failures than the limit.
+  let counted: { release: () => Promise<void> } | undefined;
+  let passwordMatches: boolean;
+  try {
+    passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, lane, async () => {
+      counted = await throttled(services.throttle.reserve(caller));
+    });
+  } catch (err) {
+    // No compare, or one whose outcome never came (the hashing thread failed): no failure to count.
+    await counted?.release();
+    throw err;
+  }
 
   if (user !== undefined && passwordMatches && user.status === 'ACTIVE') {
+    await counted?.release();
     services.countLogin('succeeded');
     return startSession(services, user, audit);
   }
 
   // A compare that ended past the deadline serves an answer already given (503): no failure is counted or recorded.
-  assertRequestOpen();
+  try {
+    assertRequestOpen();
+  } catch (err) {
+    await counted?.release();
+    throw err;
+  }
   services.countLogin(user === undefined ? 'unknown_user' : passwordMatches ? 'not_active' : 'wrong_password');
-  await services.throttle.record(caller);
   if (user === undefined) {
     const attempt = attemptedUsername(input.username, services.auditKey);
     await deadlineTransaction(services.db, (trx) => insertAuditEvent(trx, audit, { type: 'login.failed', subjectUserId: null, details: { ...attempt, reason: 'unknown-username' } }));

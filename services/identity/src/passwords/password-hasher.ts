@@ -14,7 +14,7 @@ export interface PasswordHasher {
    * True when `password` matches `hash`. Without a hash (unknown user, user without a password) a
    * dummy hash of the same cost is compared, so the answer takes as long as a real miss. `beforeCompare`
    * runs when the check's turn comes, its thread held for it, right before the compare; a throw refuses the
-   * check (the thread goes to the next in line): a login's throttle judged on the failures counted while it waited.
+   * check (the thread goes to the next in line): a login's attempt counted by its throttle before the compare.
    */
   verify(password: string, hash: string | null | undefined, lane?: Lane, beforeCompare?: () => Promise<void>): Promise<boolean>;
   /**

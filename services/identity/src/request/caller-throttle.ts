@@ -19,14 +19,18 @@ export interface Caller {
 export interface CallerThrottle {
   /** Throws 429 with Retry-After when the caller used up its allowance for the window that ends now. */
   assertAllowed(caller: Caller): Promise<void>;
-  /** Counts one event for the caller. */
-  record(caller: Caller): Promise<void>;
   /**
    * Counts one event unless the caller's allowance is used up, then throws 429: the look and the count are
    * one step in Redis, so N concurrent requests cannot all pass the look before any of them is counted, and
    * a refused request is not counted (the caller's allowance returns as its events age out).
    */
   consume(caller: Caller): Promise<void>;
+  /**
+   * `consume`, for an event whose outcome is not known yet (a login before its password's compare):
+   * `release` takes it back when it turns out to be none (the password was right). Checks running at once
+   * see each other's events before their outcomes, so together they pass no more than the limit.
+   */
+  reserve(caller: Caller): Promise<{ release: () => Promise<void> }>;
 }
 
 export interface CallerThrottleOptions {
@@ -53,16 +57,17 @@ export function callerOf(req: Request): Caller {
 
 /**
  * One subject's events (a sorted set, scored by the time in ms): those at or before `cutoff` (the window's
- * start) go, then `peek` counts, `take` adds the event unless the count is at the limit, `add` adds it.
- * Returns the count after, whether the event was added, and the ms until the count is below the limit again
- * (0 when it is). The times go to Redis as the text they came in (packages/embedded's Lua rule).
+ * start) go, then `peek` counts, `take` adds the event unless the count is at the limit. Returns the count
+ * after, whether the event was added, and the ms until the count is below the limit again (0 when it is; the
+ * count may pass the limit only if the limit was lowered since). The times go to Redis as the text they came
+ * in (packages/embedded's Lua rule).
  */
 const THROTTLE_SCRIPT = `
 local key, now, cutoff, window, limit, member, mode = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6]
 redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
 local count = redis.call('ZCARD', key)
 local added = 0
-if mode == 'add' or (mode == 'take' and count < limit) then
+if mode == 'take' and count < limit then
   redis.call('ZADD', key, now, member)
   redis.call('PEXPIRE', key, window)
   count = count + 1
@@ -76,7 +81,7 @@ end
 return { count, added, wait }
 `;
 
-type Mode = 'peek' | 'take' | 'add';
+type Mode = 'peek' | 'take';
 type ThrottleRedis = Redis & { callerThrottle(key: string, now: number, cutoff: number, windowMs: number, limit: number, member: string, mode: Mode): Promise<[number, number, number]> };
 
 /**
@@ -100,20 +105,38 @@ export function createCallerThrottle(redis: Redis, options: CallerThrottleOption
   };
   /**
    * Runs `mode` on each of the caller's subjects; throws 429 when `refused` says one of them is at its limit.
-   * A request one subject refuses and the other takes stays counted by the other (the two are on different
-   * shards, so no step takes both): stricter by that one event, never looser.
+   * Resolves with the event's member and the keys that took it.
+   * The two subjects are on different shards, so no one step takes both: a request one refuses and the other
+   * took is taken back from the other before the 429, so that a refused request counts nowhere (while it is
+   * taken back, a request racing it may find that subject one event fuller: stricter for a moment, never
+   * looser). Were the taking back to fail (Redis failing meanwhile), the event stays: stricter, never looser.
    */
-  const run = async (caller: Caller, mode: Mode, refused: (count: number, added: boolean) => boolean): Promise<void> => {
+  const run = async (caller: Caller, mode: Mode): Promise<{ member: string; taken: string[] }> => {
     const at = now();
     const member = `${at}:${randomBytes(6).toString('base64url')}`;
-    const results = await Promise.all(keysOf(caller).map((key) => scripted.callerThrottle(key, at, at - windowMs, windowMs, options.limit, member, mode))).catch(redisFault);
-    const waits = results.filter(([count, added]) => refused(count, added === 1)).map(([, , wait]) => wait);
-    if (waits.length > 0) throw new TooManyRequestsError(options.message, Math.max(...waits) / 1000);
+    const keys = keysOf(caller);
+    const results = await Promise.all(keys.map((key) => scripted.callerThrottle(key, at, at - windowMs, windowMs, options.limit, member, mode))).catch(redisFault);
+    const taken = keys.filter((_key, i) => results[i]?.[1] === 1);
+    const waits = results.filter(([count, added]) => (mode === 'peek' ? count >= options.limit : added === 0)).map(([, , wait]) => wait);
+    if (waits.length === 0) return { member, taken };
+    await takeBack(member, taken);
+    throw new TooManyRequestsError(options.message, Math.max(...waits) / 1000);
+  };
+  /** Removes the event `member` from `keys`; a failure leaves it counted (stricter, never looser). */
+  const takeBack = async (member: string, keys: readonly string[]): Promise<void> => {
+    await Promise.all(keys.map((key) => redis.zrem(key, member))).catch(() => undefined);
   };
   return {
-    assertAllowed: (caller) => run(caller, 'peek', (count) => count >= options.limit),
-    record: (caller) => run(caller, 'add', () => false),
-    consume: (caller) => run(caller, 'take', (_count, added) => !added),
+    async assertAllowed(caller) {
+      await run(caller, 'peek');
+    },
+    async consume(caller) {
+      await run(caller, 'take');
+    },
+    async reserve(caller) {
+      const { member, taken } = await run(caller, 'take');
+      return { release: () => takeBack(member, taken) };
+    },
   };
 }
 
