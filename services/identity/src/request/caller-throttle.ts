@@ -104,9 +104,9 @@ export function createCallerThrottle(redis: Redis, options: CallerThrottleOption
     return keys;
   };
   /**
-   * Runs `mode` on each of the caller's subjects; throws 429 when `refused` says one of them is at its limit.
-   * Resolves with the event's member and the keys that took it.
-   * The two subjects are on different shards, so no one step takes both: a request one refuses and the other
+   * Runs `mode` on each of the caller's subjects; throws 429 when one of them is at its limit (a peek) or did
+   * not take the event (a take). Resolves with the event's member and the keys that took it.
+   * The two subjects may be on different shards, so no one step takes both: a request one refuses and the other
    * took is taken back from the other before the 429, so that a refused request counts nowhere (while it is
    * taken back, a request racing it may find that subject one event fuller: stricter for a moment, never
    * looser). Were the taking back to fail (Redis failing meanwhile), the event stays: stricter, never looser.
