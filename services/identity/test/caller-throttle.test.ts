@@ -26,6 +26,13 @@ describe('caller throttle: a sliding window per client key and per address', () 
   const at = (seconds: number) => {
     clock = 1_800_000_000_000 + seconds * 1000;
   };
+  /** One event of `caller` consumed at each of `seconds`. */
+  async function consumeAt(caller: Caller, seconds: readonly number[]): Promise<void> {
+    for (const second of seconds) {
+      at(second);
+      await throttle.consume(caller);
+    }
+  }
   /** The Retry-After of the 429 `attempt` throws, or 'allowed'. */
   async function outcome(attempt: Promise<void>): Promise<number | 'allowed'> {
     try {
@@ -48,10 +55,7 @@ describe('caller throttle: a sliding window per client key and per address', () 
 
   it('events across the turn of a clock minute count together: three at 0:50, 0:55 and 1:05 hold back a fourth until 1:50', async () => {
     const caller = newCaller();
-    for (const seconds of [50, 55, 65]) {
-      at(seconds);
-      await throttle.consume(caller);
-    }
+    await consumeAt(caller, [50, 55, 65]);
     at(70);
     assert.equal(await outcome(throttle.assertAllowed(caller)), 40, 'the first event ages out at 1:50');
     at(109.999);
@@ -99,10 +103,7 @@ describe('caller throttle: a sliding window per client key and per address', () 
 
   it('Retry-After is the time until the oldest event that holds the caller back ages out, never below a second', async () => {
     const caller = newCaller();
-    for (const seconds of [0, 10, 20]) {
-      at(seconds);
-      await throttle.consume(caller);
-    }
+    await consumeAt(caller, [0, 10, 20]);
     at(45);
     assert.equal(await outcome(throttle.assertAllowed(caller)), 15);
     at(59.5);

@@ -45,8 +45,11 @@ export async function login(
     passwordMatches = await services.hasher.verify(input.password, user?.passwordHash, lane, async () => {
       counted = await throttled(services.throttle.reserve(caller));
     });
+    // A failure whose compare ended past the deadline serves an answer already given (503).
+    if (!passwordMatches || user?.status !== 'ACTIVE') assertRequestOpen();
   } catch (err) {
-    // No compare, or one whose outcome never came (the hashing thread failed): no failure to count.
+    // No compare, one whose outcome never came (the hashing thread failed), or one past the deadline: no
+    // failure is counted or recorded.
     await counted?.release();
     throw err;
   }
@@ -57,13 +60,6 @@ export async function login(
     return startSession(services, user, audit);
   }
 
-  // A compare that ended past the deadline serves an answer already given (503): no failure is counted or recorded.
-  try {
-    assertRequestOpen();
-  } catch (err) {
-    await counted?.release();
-    throw err;
-  }
   services.countLogin(user === undefined ? 'unknown_user' : passwordMatches ? 'not_active' : 'wrong_password');
   if (user === undefined) {
     const attempt = attemptedUsername(input.username, services.auditKey);
