@@ -8,6 +8,10 @@ import { newIdempotencyKey, signedHeaders } from './support/signing-client.ts';
 const LOGIN = '/v1/auth/login';
 const BODY = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits for `done` (a log line is written at the answer's close, after the client read it). */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i += 1) await sleep(10);
+}
 
 /** The proxy's failure paths beside those of gateway-proxy, gateway-replay and gateway-deadline. */
 describe('gateway proxy failures', () => {
@@ -50,6 +54,27 @@ describe('gateway proxy failures', () => {
       assert.equal((await login(gw, idempotencyKey)).status, 504);
       delayMs = 0;
       assert.equal((await login(gw, idempotencyKey)).status, 200, 'the key was not released');
+    } finally {
+      await close();
+    }
+  });
+
+  it('logs an upstream\'s 503 it relays at warn with no stack (the upstream logs its reason), and its own 504 at error with the timeout', async () => {
+    let busy = true;
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      if (busy) res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"status":503,"message":"Password hashing is busy"}');
+      else setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 1000);
+    }, { UPSTREAM_TIMEOUT_MS: '200' });
+    try {
+      assert.equal((await login(gw, newIdempotencyKey())).status, 503);
+      busy = false;
+      assert.equal((await login(gw, newIdempotencyKey())).status, 504);
+      const line = (status: number) => gw.logs.lines().find((l) => l.msg === `POST ${status}`);
+      await until(() => line(504) !== undefined);
+      assert.equal(line(503)?.level, 'warn', gw.logs.text());
+      assert.equal(line(503)?.err, undefined);
+      assert.equal(line(504)?.level, 'error');
+      assert.ok(line(504)?.err !== undefined, 'the 504 names its cause');
     } finally {
       await close();
     }

@@ -41,7 +41,8 @@ export function sendJson(req: IncomingMessage, res: ServerResponse, status: numb
  * The 4-argument Express error middleware every process mounts last (and the gateway's API front calls
  * itself). Renders SPEC.md's error body with the error's headers, and hands 5xx causes to the request log
  * line (the request envelope reads `res.err`), so the log carries the stack and the request id while the
- * client gets fixed text. Plain `node:http` (`sendJson`) but for `originalUrl`, which Express sets (and
+ * client gets fixed text; a 503 thrown without a cause (a refusal the process chose) hands on its message
+ * instead (`res.refusal`), which the line carries at warn. Plain `node:http` (`sendJson`) but for `originalUrl`, which Express sets (and
  * the front sets as Express would).
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
@@ -60,7 +61,11 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       return;
     }
     const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
-    if (httpError.status >= 500) {
+    if (httpError.status === 503 && httpError.cause === undefined) {
+      // A refusal the process chose (busy, starting, draining, a Redis loss's recovery), not a fault: its
+      // line says why, at warn, with no stack.
+      (res as { refusal?: string }).refusal = httpError.message;
+    } else if (httpError.status >= 500) {
       (res as { err?: unknown }).err = httpError.cause ?? httpError;
     }
     for (const [name, value] of Object.entries(httpError.headers)) res.setHeader(name, value);

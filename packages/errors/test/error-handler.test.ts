@@ -50,10 +50,11 @@ function assertErrorBody(res: request.Response, expected: ExpectedBody): void {
   assert.ok(errors.isErrorBody(body));
 }
 
-/** What the request logger would see: pino-http reads `res.err` when the answer finishes. */
+/** What the request log line would see: the envelope reads `res.err` and `res.refusal` when the answer finishes. */
 interface LoggedError {
   finished: boolean;
   err?: unknown;
+  refusal?: string;
 }
 
 /** Placed before the routes: records `res.err` as it stands when the response finishes. */
@@ -62,6 +63,7 @@ function recordLoggedError(seen: LoggedError): RequestHandler {
     res.on('finish', () => {
       seen.finished = true;
       seen.err = (res as { err?: unknown }).err;
+      seen.refusal = (res as { refusal?: string }).refusal;
     });
     next();
   };
@@ -190,8 +192,11 @@ describe('errorHandler', () => {
       assertErrorBody(res, { status: c.status, error: c.error, message: c.message, path: '/boom?page=2&sort=name' });
       for (const [header, value] of Object.entries(c.headers ?? {})) assert.equal(res.headers[header], value);
       assert.equal(seen.finished, true);
-      // Only a 5xx is a fault worth a stack in the log; without a cause the error itself is logged.
-      assert.equal(seen.err, c.status >= 500 ? thrown : undefined);
+      // Only a 5xx is a fault worth a stack in the log; without a cause the error itself is logged. A 503
+      // thrown without a cause is a refusal the process chose: its message, no stack.
+      const refusal = c.status === 503;
+      assert.equal(seen.err, c.status >= 500 && !refusal ? thrown : undefined);
+      assert.equal(seen.refusal, refusal ? c.message : undefined);
     });
   }
 

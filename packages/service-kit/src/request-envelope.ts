@@ -129,7 +129,11 @@ export interface RequestEnvelopeOptions {
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
  *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
- *   cannot reach the log by accident.
+ *   cannot reach the log by accident. Its level: `error` for a fault (a 5xx with a cause, which the line
+ *   carries, or any 5xx but 503 without one: a 500, 502 or 504 relayed from upstream); `warn` for a 503
+ *   without a cause, a refusal the process chose or relayed (busy, starting, draining, a deadline, a Redis
+ *   loss's recovery) with its `reason` when it was thrown here, and for a 4xx; `info` otherwise. A line never
+ *   carries a stack that names no cause.
  *
  * The line of an answer below 500 is written in a fixed shape (`accessLine`): it holds nothing but the
  * allow-listed fields, in which pino's redaction (its wildcard paths cost ~25 µs a line) could find
@@ -164,10 +168,13 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       if (quiet) return;
       const traceId = requestTrace(req).traceId;
       const responseTime = Math.round(elapsedMs);
-      // The error handler leaves a 5xx's cause here, so the line carries its stack.
-      const err = (res as { err?: unknown }).err;
-      if (err !== undefined || status >= 500) {
-        logger.error({ req: fields, traceId, res: { statusCode: status }, responseTime, err: err ?? new Error(`failed with status code ${status}`) }, `${req.method} ${status}`);
+      // The error handler leaves a 5xx's cause here, so the line carries its stack; or the reason of a 503
+      // the process chose (busy, starting, draining), which is no fault.
+      const { err, refusal } = res as { err?: unknown; refusal?: string };
+      if (err !== undefined || (status >= 500 && status !== 503)) {
+        logger.error({ req: fields, traceId, res: { statusCode: status }, responseTime, err }, `${req.method} ${status}`);
+      } else if (status === 503) {
+        logger.warn({ req: fields, traceId, res: { statusCode: status }, responseTime, reason: refusal }, `${req.method} ${status}`);
       } else {
         access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
       }
@@ -208,6 +215,7 @@ function answerLate(req: Request, res: Response, deadline: RequestDeadline, dead
   // `messages` always: the station operations require it, and it is optional everywhere else.
   // A retry may well be served (whatever was slow recovers), so the answer says when, as every 503 does.
   res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
+  (res as { refusal?: string }).refusal = DEADLINE_MESSAGE;
   sendJson(req, res, 503, errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
 }
 

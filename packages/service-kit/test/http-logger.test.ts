@@ -4,6 +4,7 @@ import { get as httpGet } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { ServiceUnavailableError } from '@platform/errors';
 import request from 'supertest';
 import { createBaseApp, createLogger, createMetrics, finishApp, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
@@ -16,6 +17,16 @@ function buildApp() {
   });
   app.get('/broken', () => {
     throw Object.assign(new Error('database exploded'), { token: 'leaked-token-value', nested: { password: 'leaked-password' } });
+  });
+  app.get('/busy', () => {
+    throw new ServiceUnavailableError('Hashing is busy');
+  });
+  app.get('/down', () => {
+    throw new ServiceUnavailableError(undefined, { cause: new Error('connect ECONNREFUSED 127.0.0.1:6379') });
+  });
+  // As the gateway relays an upstream's answer: a status and a body, nothing thrown.
+  app.get('/relayed/:status', (req, res) => {
+    res.status(Number(req.params.status)).json({ relayed: true });
   });
   finishApp(app);
   return { app, log };
@@ -47,6 +58,35 @@ describe('request log line (the request envelope)', () => {
     assert.equal(err.token, '[redacted]');
     assert.equal(err.nested?.password, '[redacted]');
     assert.ok(!log.text().includes('leaked-'));
+  });
+
+  it('when a 503 is a refusal the process chose (thrown without a cause), logs it at warn with its reason and no stack', async () => {
+    const { app, log } = buildApp();
+    const res = await request(app).get('/busy');
+    assert.equal(res.status, 503);
+    const line = log.lines().find((l) => l.msg === 'GET 503');
+    assert.ok(line, log.text());
+    assert.equal(line.level, 'warn');
+    assert.equal(line.reason, 'Hashing is busy');
+    assert.equal(line.err, undefined);
+    assert.ok(!log.text().includes('"stack"'), log.text());
+  });
+
+  it('when a 503 has a cause (a dependency down), logs it at error with the cause', async () => {
+    const { app, log } = buildApp();
+    assert.equal((await request(app).get('/down')).status, 503);
+    const line = log.lines().find((l) => l.msg === 'GET 503');
+    assert.ok(line, log.text());
+    assert.equal(line.level, 'error');
+    assert.match(String((line.err as { stack?: string }).stack), /ECONNREFUSED 127\.0\.0\.1:6379/);
+  });
+
+  it('when a 5xx is relayed (nothing thrown), makes up no stack: a 503 at warn, another 5xx at error', async () => {
+    const { app, log } = buildApp();
+    for (const status of [503, 502, 500, 504]) assert.equal((await request(app).get(`/relayed/${status}`)).status, status);
+    const levels = Object.fromEntries([503, 502, 500, 504].map((status) => [status, log.lines().find((l) => l.msg === `GET ${status}`)?.level]));
+    assert.deepEqual(levels, { 503: 'warn', 502: 'error', 500: 'error', 504: 'error' });
+    assert.ok(!log.text().includes('"err"'), log.text());
   });
 
   it('carries the trace id of a valid traceparent (CONTRACT.md part 12) on the request line', async () => {
