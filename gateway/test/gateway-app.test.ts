@@ -23,9 +23,18 @@ describe('gateway app', () => {
     await testRedis.close();
   });
 
+  // Every gateway a test builds is closed after it: each watches the shared Redis client (its connection's
+  // events), and one left open keeps its listeners there for the rest of the file.
+  const built: Array<ReturnType<typeof createGateway>> = [];
+  afterEach(async () => {
+    await Promise.all(built.splice(0).map((gateway) => gateway.close()));
+  });
+
   function buildGateway(redis = testRedis.redis, env: Record<string, string> = {}, extra: Partial<Parameters<typeof createGateway>[0]> = {}) {
     const config = loadConfig(gatewayConfigSpec, env);
-    return createGateway({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument, ...extra });
+    const gateway = createGateway({ config, logger: captureLogger('gateway').logger, redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument, ...extra });
+    built.push(gateway);
+    return gateway;
   }
   const build = (redis = testRedis.redis) => buildGateway(redis).app;
 

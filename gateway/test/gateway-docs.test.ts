@@ -121,12 +121,15 @@ describe('GET /openapi.json and GET /docs', () => {
     testRedis = await createTestRedis('gw-docs');
     doc = await loadApiDocument({ identityPath: config.IDENTITY_OPENAPI_PATH, riskPath: config.RISK_OPENAPI_PATH }, facts);
   });
+  afterEach(async () => {
+    await Promise.all(built.splice(0).map((gateway) => gateway.close()));
+  });
   after(async () => {
-    for (const gateway of built) gateway.close();
     await testRedis.close();
   });
 
-  // Each gateway built here is closed after the tests (its background work: the JWKS refresh, the stamp watch).
+  // Each gateway built here is closed after its test (its background work: the JWKS refresh, the stamp watch;
+  // its watch of the shared Redis client's connection events, which piled up over the file's tests).
   const built: Gateway[] = [];
   const build = (apiDocument: OpenApiDocument) => {
     const gateway = createGateway({ config, logger: captureLogger('gateway').logger, redis: testRedis.redis, metrics: createMetrics('gateway'), lifecycle: { draining: false }, apiDocument });
