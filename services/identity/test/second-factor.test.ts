@@ -371,6 +371,29 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.deepEqual(await identity.db('second_factors').where({ id: othersFactor.factorId }).pluck('status'), ['PENDING']);
     });
 
+    it('a removal with no code (the caller\'s active factor, an unknown one) answers 401 Invalid code alike and counts nothing: a faulty client cannot end its session or block its user', async () => {
+      const { user, factorId, first, uri } = await enrolled();
+      const shape = (res: request.Response) => [res.status, res.body.error, res.body.message, res.headers['www-authenticate']];
+      const answers: request.Response[] = [];
+      // Past the session's five and the user's six: none of them is counted.
+      for (let i = 0; i < 4; i += 1) {
+        answers.push(await request(identity.app).delete(`/v1/auth/factors/${factorId}`).set(as(first.accessToken)).send());
+        answers.push(await request(identity.app).delete(`/v1/auth/factors/${randomUUID()}`).set(as(first.accessToken)));
+      }
+      for (const answer of answers) assert.deepEqual(shape(answer), [401, 'Unauthorized', 'Invalid code', answers[0]!.headers['www-authenticate']], JSON.stringify(answer.body));
+      const events = (await identity.db('audit_events').where({ subject_user_id: user.id }).pluck('type')) as string[];
+      assert.ok(!events.includes('second_factor.failed') && !events.includes('login.failed'), `counted: ${events.join(', ')}`);
+      assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 0);
+      assert.equal((await identity.db('sessions').where({ user_id: user.id }).whereNull('revoked_at').first('second_factor_failures')).second_factor_failures, 0);
+      assert.equal((await get('/v1/auth/sessions', first.accessToken)).status, 200, 'the session ended');
+      assert.deepEqual(await identity.db('second_factors').where({ id: factorId }).pluck('status'), ['ACTIVE']);
+      // A wrong code still counts.
+      const wrongCode = (await codeOf(uri)) === '000000' ? '000001' : '000000';
+      const wrong = await request(identity.app).delete(`/v1/auth/factors/${factorId}`).set(as(first.accessToken)).send({ code: wrongCode });
+      assert.deepEqual(shape(wrong), shape(answers[0]!));
+      assert.equal((await identity.db('users').where({ id: user.id }).first('failed_login_count')).failed_login_count, 1);
+    });
+
     it('an aal 1 token logs out: the user who does not go on to the second factor can end the session it opened', async () => {
       const { user } = await enrolled();
       const login = await identity.login(user);

@@ -240,9 +240,10 @@ export interface paths {
         /**
          * Remove one of the caller's factors
          * @description An active factor goes only with a current code or a recovery code of it in the body (else 401
-         *     `Invalid code`, counted as a wrong second-factor code); a pending one needs neither. Every other
-         *     session of the user ends. An unknown factor (another user's among them) answers as a wrong code does, in
-         *     the same time, and counts as one.
+         *     `Invalid code`: a wrong one is counted as a wrong second-factor code, no code at all is counted
+         *     nowhere); a pending one needs neither. Every other session of the user ends. An unknown factor
+         *     (another user's among them) answers as the caller's active factor does, in the same time: with a code,
+         *     as a wrong code, counted; without one, 401 uncounted.
          */
         delete: operations["removeFactor"];
         options?: never;

@@ -88,16 +88,21 @@ async function proves(db: Knex, box: SecretBox, factor: FactorRecord | undefined
   return useStep(db, factor.id, step);
 }
 
-/** What trying a proof came to, in the transaction that tried it: proved, or why not (a failure: what was counted). */
-type Tried = 'proved' | 'ended' | { failures: number; login: CountedFailure | undefined };
+/**
+ * What trying a proof came to, in the transaction that tried it: proved, or why not: the session ended, no
+ * proof was given (nothing was guessed, so nothing is counted), or a failure (what was counted).
+ */
+type Tried = 'proved' | 'ended' | 'unproven' | { failures: number; login: CountedFailure | undefined };
 
 /**
  * Tries `proof` against `factor` in `trx`, the transaction of the change it allows: the user's row is held
  * (holdUser), so the factor read there stays as it is, and what the proof spends (a step, a recovery code)
  * is spent only if the change commits. It runs on the session's locked row: the codes of one session are
  * tried one at a time, and none once the session has ended, so codes sent in parallel cannot try more than
- * MAX_SECOND_FACTOR_FAILURES. A proof that fails (none given included) is counted against the session (the
- * fifth ends it) and as a failed login of the user (part 4's permanent block), and recorded, in this
+ * MAX_SECOND_FACTOR_FAILURES. No proof (a removal with no body) guesses nothing: it is refused as a wrong code
+ * is, uncounted, whatever the factor (the caller's active one or an unknown one alike, in the same time), so a
+ * client's faulty request cannot end a session or block a user. A proof that fails is counted against the
+ * session (the fifth ends it) and as a failed login of the user (part 4's permanent block), and recorded, in this
  * transaction, under the user's row: codes of other sessions queued behind it see the count, and a block
  * (which ends every session), before they are tried. `refusal` does the rest once it commits.
  */
@@ -113,7 +118,8 @@ async function tryProof(
   const session = (await trx('sessions').where({ id: principal.sessionId }).whereNull('revoked_at').forUpdate().first('second_factor_failures as failures')) as { failures: number } | undefined;
   // Ended while this request waited (its fifth failure, a logout): its code is not tried.
   if (session === undefined || session.failures >= MAX_SECOND_FACTOR_FAILURES) return 'ended';
-  if (proof !== undefined && (await proves(trx, services.box, factor, proof))) return 'proved';
+  if (proof === undefined) return 'unproven';
+  if (await proves(trx, services.box, factor, proof)) return 'proved';
   const failures = session.failures + 1;
   await trx('sessions').where({ id: principal.sessionId }).update({ second_factor_failures: failures });
   await insertAuditEvent(trx, audit, { type: 'second_factor.failed', subjectUserId: principal.userId, details: { sessionId: principal.sessionId, failures } });
@@ -126,6 +132,7 @@ async function tryProof(
 /** The refusal of a proof that failed, once its transaction committed the counts: the metrics, the logs, a block's mail; the one 401 to throw. */
 function refusal(services: SecondFactorServices, principal: Principal, tried: Exclude<Tried, 'proved'>, why: string): UnauthorizedError {
   if (tried === 'ended') return invalidCode(`${why}: the session ended before its code was tried`);
+  if (tried === 'unproven') return invalidCode(`${why}: no code given, nothing counted`);
   services.countVerification('failed');
   if (tried.failures >= MAX_SECOND_FACTOR_FAILURES) currentRequestLog(services.logger).warn({ sessionId: principal.sessionId, failures: tried.failures }, 'session ended after repeated wrong second-factor codes');
   if (tried.login !== undefined) afterFailedLogin(services, tried.login);
@@ -222,7 +229,8 @@ export async function listFactors(services: SecondFactorServices, principal: Pri
  * DELETE /v1/auth/factors/{factorId}: with a current code or a recovery code of the user's active factor,
  * the factor goes (a pending one needs neither), and every other session of the user ends. An unknown factor
  * (another user's among them) is tried as a factor of no one: it answers, counts and takes the time of a
- * wrong code (CONTRACT.md part 15).
+ * wrong code (CONTRACT.md part 15). No code at all is refused uncounted, for an active factor and an unknown
+ * one alike (`tryProof`).
  */
 export async function removeFactor(services: SecondFactorServices, principal: Principal, audit: AuditContext, givenFactorId: string, proof: FactorProof | undefined): Promise<void> {
   const factorId = canonicalUuid(givenFactorId);
