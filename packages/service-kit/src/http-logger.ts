@@ -80,8 +80,54 @@ export interface RequestFields {
   /** The caller's own X-Request-Id when it sent one that was not taken (the gateway never takes one). */
   clientRequestId: string | undefined;
   method: string;
+  /** The request target as `loggedTarget` shows it: no query value but the allow-listed ones. */
   url: string;
   remoteAddress: string | undefined;
+}
+
+/**
+ * The query parameters whose values a log line shows: ids, page bounds, filters and coordinates, never a
+ * secret or a person's data. Every other value (a token or password a client put in a URL, a search by
+ * username, a parameter no operation knows) is shown as `[redacted]`, whichever process logs it: the gateway
+ * forwards what it does not know to the service that refuses it. The logging tests hold every query
+ * parameter of the OpenAPI documents to this list or to the list of those redacted on purpose.
+ */
+export const LOGGED_QUERY_VALUES: ReadonlySet<string> = new Set(['limit', 'cursor', 'userId', 'subjectUserId', 'actorUserId', 'type', 'since', 'until', 'status', 'role', 'latitude', 'longitude']);
+
+const REDACTED = '[redacted]';
+
+/**
+ * The request target as every line about the request shows it: the path as received, each query parameter
+ * by its name as received, its value only when `LOGGED_QUERY_VALUES` names it (a part with no `=` is a value
+ * too), and a fragment (which a client should never send) as `#[redacted]`. A target with neither `?` nor
+ * `#` is returned as it is.
+ */
+export function loggedTarget(target: string): string {
+  const hash = target.indexOf('#');
+  const end = hash === -1 ? target.length : hash;
+  const question = target.indexOf('?');
+  if (question === -1 && hash === -1) return target;
+  const fragment = hash === -1 ? '' : `#${REDACTED}`;
+  if (question === -1 || question > end) return target.slice(0, end) + fragment;
+  const parts = target.slice(question + 1, end).split('&');
+  for (let i = 0; i < parts.length; i += 1) {
+    const part = parts[i] as string;
+    const equals = part.indexOf('=');
+    const name = equals === -1 ? part : part.slice(0, equals);
+    if (part === '' || LOGGED_QUERY_VALUES.has(decodedName(name))) continue;
+    parts[i] = equals === -1 ? REDACTED : `${name}=${REDACTED}`;
+  }
+  return `${target.slice(0, question)}?${parts.join('&')}${fragment}`;
+}
+
+/** A query parameter's name as a URL parser reads it (`+` a space, percent-decoded), or as sent when it is not valid. */
+function decodedName(name: string): string {
+  if (!name.includes('%') && !name.includes('+')) return name;
+  try {
+    return decodeURIComponent(name.replaceAll('+', ' '));
+  } catch {
+    return name;
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { SERVICE_UNAVAILABLE_RETRY_AFTER_S, errorBody, sendJson } from '@platfor
 import { keepHeader } from './answer-head.ts';
 import { closeAfterAnswer } from './connection.ts';
 import type { Lifecycle } from './health.ts';
-import { type RequestFields, type RequestIdSource, enterRequest, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
+import { type RequestFields, type RequestIdSource, enterRequest, loggedTarget, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
@@ -128,12 +128,12 @@ export interface RequestEnvelopeOptions {
  *   leaves them to the envelope, so that the answer is in the error shape: `listen`);
  * - at `close` (every answer, finished or not, ends with it): the request metrics of a finished answer and
  *   one log line per request (not for probes and scrapes) with its id, trace id, method, URL, status and
- *   duration. Requests are described by allow-list (no headers, no bodies), so credentials and signatures
- *   cannot reach the log by accident. Its level: `error` for a fault (a 5xx with a cause, which the line
- *   carries, or any 5xx but 503 without one: a 500, 502 or 504 relayed from upstream); `warn` for a 503
- *   without a cause, a refusal the process chose or relayed (busy, starting, draining, a deadline, a Redis
- *   loss's recovery) with its `reason` when it was thrown here, and for a 4xx; `info` otherwise. A line never
- *   carries a stack that names no cause.
+ *   duration. Requests are described by allow-list (no headers, no bodies, no query values but the
+ *   allow-listed ones: `loggedTarget`), so credentials and signatures cannot reach the log by accident. Its
+ *   level: `error` for a fault (a 5xx with a cause, which the line carries, or any 5xx but 503 without one: a
+ *   500, 502 or 504 relayed from upstream); `warn` for a 503 without a cause, a refusal the process chose or
+ *   relayed (busy, starting, draining, a deadline, a Redis loss's recovery) with its `reason` when it was
+ *   thrown here, and for a 4xx; `info` otherwise. A line never carries a stack that names no cause.
  *
  * The line of an answer below 500 is written in a fixed shape (`accessLine`): it holds nothing but the
  * allow-listed fields, in which pino's redaction (its wildcard paths cost ~25 µs a line) could find
@@ -152,7 +152,7 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       for (const [name, value] of SECURITY_HEADERS) keepHeader(res, name, value);
     }
     if (lifecycle?.draining === true) closeAfterAnswer(res, req);
-    const fields: RequestFields = { id, clientRequestId, method: req.method, url: req.originalUrl, remoteAddress: req.socket.remoteAddress };
+    const fields: RequestFields = { id, clientRequestId, method: req.method, url: loggedTarget(req.originalUrl), remoteAddress: req.socket.remoteAddress };
     let deadline: RequestDeadline | undefined;
     let timer: NodeJS.Timeout | undefined;
     if (deadlineMs !== undefined) {
@@ -184,7 +184,7 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       // Nothing further runs for it; the connection is not kept (its body, if any, was not invited).
       const [status, message] = refusal;
       closeAfterAnswer(res, req);
-      enterRequest(req, logger, fields, deadline, () => sendJson(req, res, status, errorBody(status, message, fields.url, [message])));
+      enterRequest(req, logger, fields, deadline, () => sendJson(req, res, status, errorBody(status, message, req.originalUrl, [message])));
       return;
     }
     enterRequest(req, logger, fields, deadline, next);

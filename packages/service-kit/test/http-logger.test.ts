@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ServiceUnavailableError } from '@platform/errors';
 import request from 'supertest';
-import { createBaseApp, createLogger, createMetrics, finishApp, requestLog } from '../src/index.ts';
+import { LOGGED_QUERY_VALUES, createBaseApp, createLogger, createMetrics, finishApp, loggedTarget, requestLog } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 function buildApp() {
@@ -24,6 +24,10 @@ function buildApp() {
   app.get('/down', () => {
     throw new ServiceUnavailableError(undefined, { cause: new Error('connect ECONNREFUSED 127.0.0.1:6379') });
   });
+  app.get('/logs', (req, res) => {
+    requestLog(req, log.logger).warn({ reason: 'something' }, 'a line of the request');
+    res.json({});
+  });
   // As the gateway relays an upstream's answer: a status and a body, nothing thrown.
   app.get('/relayed/:status', (req, res) => {
     res.status(Number(req.params.status)).json({ relayed: true });
@@ -35,15 +39,25 @@ function buildApp() {
 describe('request log line (the request envelope)', () => {
   it('when the answer is below 500, holds exactly the allow-listed fields', async () => {
     const { app, log } = buildApp();
-    await request(app).get('/fine?x=1').set('X-Request-Id', 'req-fine').set('Authorization', 'Bearer secret-token');
+    await request(app).get('/fine?limit=1&x=1').set('X-Request-Id', 'req-fine').set('Authorization', 'Bearer secret-token');
     const line = log.lines().find((l) => l.msg === 'GET 200');
     assert.ok(line, log.text());
     assert.deepEqual(Object.keys(line).sort(), ['level', 'msg', 'req', 'res', 'responseTime', 'service', 'time', 'traceId']);
     assert.deepEqual(Object.keys(line.req as object).sort(), ['clientRequestId', 'id', 'method', 'remoteAddress', 'url']);
-    assert.equal((line.req as { url: string }).url, '/fine?x=1');
+    assert.equal((line.req as { url: string }).url, '/fine?limit=1&x=[redacted]');
     assert.equal((line.req as { clientRequestId: string }).clientRequestId, 'req-fine');
     assert.equal(line.level, 'info');
     assert.ok(!log.text().includes('secret-token'));
+  });
+
+  it('shows no query value but the allow-listed ones, and no fragment, on the request line and every line of the request, whatever the answer', async () => {
+    const { app, log } = buildApp();
+    const secrets = '&access_token=SeCrEt-1&password=SeCrEt-2&SeCrEt-3&pass%77ord=SeCrEt-4&=SeCrEt-5';
+    for (const path of ['/fine', '/logs', '/broken', '/busy', '/relayed/404', '/nowhere']) await request(app).get(`${path}?limit=5${secrets}&cursor=c1`);
+    const lines = log.lines().filter((l) => l.req !== undefined);
+    assert.equal(lines.length, 7, log.text());
+    for (const line of lines) assert.match((line.req as { url: string }).url, /^\/[a-z/0-9]+\?limit=5&access_token=\[redacted\]&password=\[redacted\]&\[redacted\]&pass%77ord=\[redacted\]&=\[redacted\]&cursor=c1$/);
+    assert.ok(!log.text().includes('SeCrEt'), log.text());
   });
 
   it('when the answer is a 500, logs the error at error level, its secret fields redacted', async () => {
@@ -123,7 +137,7 @@ describe('request log line (the request envelope)', () => {
 
   it('writes the line of an answer below 500 as pino would, key for key and byte for byte, whatever the URL and id hold', async () => {
     const { app, log } = buildApp();
-    const url = '/fine?q="quoted"&b=\\back&u=%E2%80%A8&c=\u00e7';
+    const url = '/fine?limit="quoted"&cursor=\\back&type=%E2%80%A8&status=\u00e7';
     await request(app).get(url).set('X-Request-Id', 'client:id.1');
     const text = log.text().split('\n').find((l) => l.includes('"msg":"GET 200"'));
     assert.ok(text, log.text());
@@ -131,7 +145,7 @@ describe('request log line (the request envelope)', () => {
     assert.deepEqual(Object.keys(line), ['level', 'time', 'service', 'req', 'traceId', 'res', 'responseTime', 'msg']);
     assert.deepEqual(Object.keys(line.req), ['id', 'clientRequestId', 'method', 'url', 'remoteAddress']);
     // The client sent the quotes percent-encoded; the backslash as it is.
-    assert.equal(line.req.url, '/fine?q=%22quoted%22&b=\\back&u=%E2%80%A8&c=%C3%A7');
+    assert.equal(line.req.url, '/fine?limit=%22quoted%22&cursor=\\back&type=%E2%80%A8&status=%C3%A7');
     // pino's own line for the same fields and time is the very same text.
     const chunks: string[] = [];
     const reference = createLogger({ service: 'test', destination: { write: (chunk: string) => chunks.push(chunk) } });
@@ -196,5 +210,29 @@ describe('request log line (the request envelope)', () => {
     assert.match(text, /http_request_duration_seconds_count\{service="test",method="GET",route="\/fine",status="200"\} 2\n/);
     assert.doesNotMatch(text, /route="\/slow"/);
     assert.equal(log.lines().filter((l) => l.msg === 'GET 200').length, 3, log.text());
+  });
+});
+
+describe('the request target a log line shows (loggedTarget)', () => {
+  it('keeps a target without query or fragment as it is, and the allow-listed values as sent', () => {
+    for (const target of ['/', '/v1/x/17130', '/v1/a%20b']) assert.equal(loggedTarget(target), target);
+    assert.equal(loggedTarget('/p?limit=5&cursor=a%2Bb&latitude=39.9&longitude=32.8'), '/p?limit=5&cursor=a%2Bb&latitude=39.9&longitude=32.8');
+    assert.equal(loggedTarget('/p?'), '/p?');
+  });
+
+  it('redacts every other value, a part without `=`, a name that only decodes to an allowed one when it is not, and a fragment', () => {
+    const cases: [string, string][] = [
+      ['/p?token=abc', '/p?token=[redacted]'],
+      ['/p?limit=1&token=abc&limit=2', '/p?limit=1&token=[redacted]&limit=2'],
+      ['/p?secret-alone', '/p?[redacted]'],
+      ['/p?=v&&limit=1', '/p?=[redacted]&&limit=1'],
+      // Read as a URL parser reads names: an encoded allowed name keeps its value, a broken encoding does not.
+      ['/p?li%6Dit=3&%E0%A4%A=4&li+mit=5', '/p?li%6Dit=3&%E0%A4%A=[redacted]&li+mit=[redacted]'],
+      ['/p?limit=1#frag-secret', '/p?limit=1#[redacted]'],
+      ['/p#frag?token=abc', '/p#[redacted]'],
+      ['/p?username=someone%40example.com&q=someone', '/p?username=[redacted]&q=[redacted]'],
+    ];
+    for (const [target, shown] of cases) assert.equal(loggedTarget(target), shown, target);
+    assert.ok(LOGGED_QUERY_VALUES.has('limit') && !LOGGED_QUERY_VALUES.has('username'));
   });
 });
