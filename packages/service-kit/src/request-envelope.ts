@@ -133,7 +133,8 @@ export interface RequestEnvelopeOptions {
  *   level: `error` for a fault (a 5xx with a cause, which the line carries, or any 5xx but 503 without one: a
  *   500, 502 or 504 relayed from upstream); `warn` for a 503 without a cause, a refusal the process chose or
  *   relayed (busy, starting, draining, a deadline, a Redis loss's recovery) with its `reason` when it was
- *   thrown here, and for a 4xx; `info` otherwise. A line never carries a stack that names no cause.
+ *   thrown here, and for a 4xx; `info` otherwise, and for a request whose client left before any answer was
+ *   written (`GET aborted before an answer`, no status). A line never carries a stack that names no cause.
  *
  * The line of an answer below 500 is written in a fixed shape (`accessLine`): it holds nothing but the
  * allow-listed fields, in which pino's redaction (its wildcard paths cost ~25 µs a line) could find
@@ -171,7 +172,10 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       // The error handler leaves a 5xx's cause here, so the line carries its stack; or the reason of a 503
       // the process chose (busy, starting, draining), which is no fault.
       const { err, refusal } = res as { err?: unknown; refusal?: string };
-      if (err !== undefined || (status >= 500 && status !== 503)) {
+      if (!res.headersSent && err === undefined) {
+        // The client left before any answer was written: there is no status to tell (statusCode is only the default).
+        logger.info({ req: fields, traceId, responseTime }, `${req.method} aborted before an answer`);
+      } else if (err !== undefined || (status >= 500 && status !== 503)) {
         logger.error({ req: fields, traceId, res: { statusCode: status }, responseTime, err }, `${req.method} ${status}`);
       } else if (status === 503) {
         logger.warn({ req: fields, traceId, res: { statusCode: status }, responseTime, reason: refusal }, `${req.method} ${status}`);

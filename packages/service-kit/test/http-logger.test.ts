@@ -209,7 +209,13 @@ describe('request log line (the request envelope)', () => {
     assert.match(text, /http_requests_total\{method="GET",route="\/fine",status="200",service="test"\} 2\n/);
     assert.match(text, /http_request_duration_seconds_count\{service="test",method="GET",route="\/fine",status="200"\} 2\n/);
     assert.doesNotMatch(text, /route="\/slow"/);
-    assert.equal(log.lines().filter((l) => l.msg === 'GET 200').length, 3, log.text());
+    // Its client left before the answer: the line says so, with no status (200 was only the default).
+    assert.equal(log.lines().filter((l) => l.msg === 'GET 200').length, 2, log.text());
+    const left = log.lines().filter((l) => l.msg === 'GET aborted before an answer');
+    assert.equal(left.length, 1, log.text());
+    assert.equal(left[0]?.level, 'info');
+    assert.equal(left[0]?.res, undefined);
+    assert.equal((left[0]?.req as { url: string }).url, '/slow');
   });
 });
 
