@@ -138,6 +138,36 @@ describe('gateway proxy failures', () => {
     return { ...stub, heal: () => (broken = false) };
   }
 
+  it('sends a GET once more when the upstream closed the connection under it (a drain, a crash), on another connection; a POST answers 502, sent once', async () => {
+    let closeNext = 1;
+    const { gw, identity, close } = await gatewayBefore((_req, res) => {
+      if (closeNext > 0) {
+        closeNext -= 1;
+        res.socket?.destroy();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    try {
+      const token = gw.issuer.sign();
+      const target = '/v1/accounts/3f1c2a4e-8b7d-4c6e-9a1f-2b3c4d5e6f70';
+      const get = () => send(gw.url, 'GET', target, signedHeaders('GET', target, { key: gw.keys.hmac, bearer: token }));
+      assert.equal((await get()).status, 200);
+      assert.equal(identity.received.length, 2, 'the GET was not sent again');
+      // Closed under it twice in a row: once more only, then 502.
+      closeNext = 2;
+      assert.equal((await get()).status, 502);
+      assert.equal(identity.received.length, 4);
+      // A POST may have been carried out: never sent twice.
+      closeNext = 1;
+      assert.equal((await login(gw, newIdempotencyKey())).status, 502);
+      assert.equal(identity.received.length, 5);
+      assert.equal((await get()).status, 200);
+    } finally {
+      await close();
+    }
+  });
+
   it('when the upstream breaks off in the middle of its answer, cuts the client connection and keeps serving', async () => {
     const { gw, close, heal } = await breakingOffMidway(200, 'application/json', '{"partial":');
     try {

@@ -121,8 +121,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   });
   const alwaysMessages = options.alwaysMessages === true;
 
-  /** One exchange: resolves with the final status once the head arrived, rejects with a 502 or 504 before it. */
-  const dispatch = (exchange: UpstreamExchange, outcome: (outcome: UpstreamOutcome) => void, sink: AnswerSink): Promise<number> =>
+  /**
+   * One exchange: resolves with the final status once the head arrived, rejects with a 502 or 504 before it.
+   * A GET or HEAD whose connection the upstream closed before any answer is sent once more (`sentAgain`).
+   */
+  const dispatch = (exchange: UpstreamExchange, outcome: (outcome: UpstreamOutcome) => void, sink: AnswerSink, again = false): Promise<number> =>
     new Promise<number>((resolve, reject) => {
       // With tracing on, the client span, whose traceparent goes upstream (service-kit's http-spans.ts).
       const span = startClientSpan(exchange.method, url, exchange.target, exchange.headers);
@@ -141,6 +144,10 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         settled = true;
         const timedOut = err instanceof GatewayTimeoutError;
         span?.end(err);
+        if (!again && sentAgain(exchange.method, err)) {
+          dispatch(exchange, outcome, sink, true).then(resolve, reject);
+          return;
+        }
         outcome(timedOut ? 'timeout' : 'unreachable');
         reject(timedOut ? err : new BadGatewayError(undefined, { cause: err }));
       };
@@ -249,6 +256,23 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       void pool.destroy().catch(ignore);
     },
   };
+}
+
+/** How undici and the socket say that the other side closed the connection. */
+const CLOSED_BY_UPSTREAM = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Whether a request that got no answer goes once more, on another connection: only a GET or HEAD (safe, RFC
+ * 9110 section 9.2.1: sending it again changes nothing), and only when the upstream closed the connection
+ * under it. That happens to a kept-alive connection the upstream closes as the request goes out (it
+ * drains for a restart and closes its idle connections; it crashed): the next connection reaches a
+ * replica that answers, or is refused at once. A timeout, a refused connection or any other method is
+ * answered 502 or 504 as it is: a POST may have been carried out.
+ */
+function sentAgain(method: string, err: Error): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  const code = (err as { code?: unknown }).code ?? (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && CLOSED_BY_UPSTREAM.has(code);
 }
 
 function headerText(value: string | string[] | undefined): string {
