@@ -225,6 +225,25 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
     assert.equal((await stack.call('POST', '/v1/users/create', { body: { ...createUserBody(), firstName: 'Eve \ud83d\ude00' }, bearer: admin.accessToken })).status, 201);
   });
 
+  it('when a JSON body\'s bytes are not UTF-8, answers 400 naming it and changes nothing (they were read as U+FFFD)', async () => {
+    const before = await stack.snapshot();
+    const bad = Buffer.from([0xff, 0xfe, 0xc3]);
+    // The bad bytes inside a string value, the rest well-formed JSON.
+    const [head, tail] = JSON.stringify(createUserBody()).split('"firstName":"Eve') as [string, string];
+    const bodies: Array<[string, Buffer]> = [
+      ['/v1/auth/login', Buffer.concat([Buffer.from('{"username":"nobody@example.com","password":"pass'), bad, Buffer.from('word-1"}')])],
+      ['/v1/users/create', Buffer.concat([Buffer.from(`${head}"firstName":"Eve`), bad, Buffer.from(tail)])],
+    ];
+    for (const [target, body] of bodies) {
+      const headers = signedHeaders('POST', target, { key: CLIENT_KEY, body, bearer: admin.accessToken });
+      const res = await sendRaw(stack.gatewayUrl, 'POST', target, headers, body);
+      assert.equal(res.status, 400, `${target}: ${res.body.toString()}`);
+      assert.ok(isErrorBody(res.json()));
+      assert.equal(res.json().message, 'Request body is not valid UTF-8');
+    }
+    assert.equal(await stack.snapshot(), before);
+  });
+
   it('when the signed digest does not match a body altered in transit, answers 401 and changes nothing', async () => {
     const before = await stack.snapshot();
     const body = Buffer.from(JSON.stringify(createUserBody()));

@@ -1,7 +1,7 @@
 import express, { type Express, type RequestHandler } from 'express';
 import type { ErrorHandlerOptions } from '@platform/errors';
 import { type BaseAppOptions, createBaseApp, finishApp, inSequence } from './http-app.ts';
-import { noteFormFields, rejectDroppedFormFields, rejectMalformedText } from './http-guards.ts';
+import { noteFormFields, rejectDroppedFormFields, rejectMalformedText, requireUtf8 } from './http-guards.ts';
 import { gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
 import { openApiRouteOf } from './openapi-route.ts';
@@ -42,7 +42,7 @@ const nameSpanByOperation: RequestHandler = (req, _res, next) => {
 /**
  * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id only under
  * its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
- * bodies and flat form bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
+ * bodies (UTF-8 only) and flat form bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
  * yet, then the 404 and error handlers.
  */
 export function createApiApp(options: ApiAppOptions): Express {
@@ -50,7 +50,7 @@ export function createApiApp(options: ApiAppOptions): Express {
   app.use(
     inSequence([
       trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),
-      express.json({ limit: '100kb' }),
+      express.json({ limit: '100kb', verify: requireUtf8 }),
       // The form bodies of the token endpoints (RFC 7662, RFC 7009): flat fields only, never nested objects.
       express.urlencoded({ extended: false, limit: '100kb', parameterLimit: 20, verify: noteFormFields }),
       rejectDroppedFormFields,

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { RequestHandler } from 'express';
 import { BadRequestError } from '@platform/errors';
 
@@ -6,6 +7,18 @@ export const NUL_MESSAGE = 'Text must not contain the NUL character (U+0000)';
 
 /** The 400 message for text that is not well-formed Unicode (a lone surrogate, as JSON's "\ud800" makes). */
 export const MALFORMED_TEXT_MESSAGE = 'Text must be well-formed Unicode: a lone surrogate (such as \\ud800) is no character';
+
+/** The 400 message for a JSON body whose bytes are not UTF-8. */
+export const NOT_UTF8_MESSAGE = 'Request body is not valid UTF-8';
+
+/**
+ * express.json's `verify`: refuses a body whose bytes are not UTF-8 (RFC 8259 section 8.1), which the parser
+ * would decode with U+FFFD in place of each bad sequence: what was stored would differ from what was sent,
+ * and two passwords that differ in those bytes would be one.
+ */
+export function requireUtf8(_req: object, _res: unknown, raw: Buffer): void {
+  if (!isUtf8(raw)) throw new BadRequestError(NOT_UTF8_MESSAGE, { messages: [NOT_UTF8_MESSAGE] });
+}
 
 /**
  * What is wrong with the text of `value` (a parsed JSON body or query), in any string or key at any depth:
