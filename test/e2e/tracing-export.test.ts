@@ -93,6 +93,26 @@ describe('tracing exported by OTLP through the real stack', function () {
     assert.equal(gatewayServer.attributes['http.route'], '/v1/auth/login');
   });
 
+  it('exports no query value a client put in a URL but those the log lines show, in any process\'s spans', async () => {
+    const token = String((await login()).json().accessToken);
+    const calls = [
+      // Forwarded (the gateway passes on what it does not know) and refused 400 by risk and by identity.
+      ['/v1/weather-stations/nearest?latitude=39.9&longitude=32.8&token=SeCrEt-span-1', 'risk'],
+      ['/v1/users?limit=1&access_token=SeCrEt-span-2', 'identity'],
+    ] as const;
+    for (const [target, service] of calls) {
+      const traceId = randomBytes(16).toString('hex');
+      const res = await sendRaw(stack.gatewayUrl, 'GET', target, { ...signedHeaders('GET', target, { key: LOCAL_KEY, bearer: token }), traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+      assert.equal(res.status, 400, res.body.toString());
+      const all = (spans: ReceivedSpan[]) => spans.some((s) => s.service === 'gateway' && s.kind === SERVER) && spans.some((s) => s.service === service && s.kind === SERVER);
+      const spans = await spansOf(traceId, all);
+      assert.ok(all(spans), JSON.stringify(spans.map((s) => [s.service, s.kind])));
+      assert.doesNotMatch(JSON.stringify(spans), /SeCrEt/, JSON.stringify(spans.map((s) => s.attributes)));
+      const client = spans.find((s) => s.service === 'gateway' && s.kind === CLIENT && !s.scope.includes('ioredis'));
+      assert.match(String(client?.attributes['url.full']), /[?&](token|access_token)=\[redacted\]$/);
+    }
+  });
+
   it('names the gateway\'s server span by the documented route template of the operation, parameters and all', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const token = String((await login()).json().accessToken);

@@ -7,6 +7,7 @@
 // loaded: it is a no-op until startTracing() hands this module its tracer.
 import type { RequestListener, ServerResponse } from 'node:http';
 import { type Span, SpanKind, SpanStatusCode, type Tracer, ROOT_CONTEXT, context, propagation, trace } from '@opentelemetry/api';
+import { loggedTarget } from './http-logger.ts';
 
 let tracer: Tracer | undefined;
 
@@ -75,7 +76,8 @@ export function startClientSpan(method: string, url: URL, target: string, header
   if (!span.isRecording()) return { end: () => span.end() };
   span.setAttributes({
     'http.request.method': method,
-    'url.full': `${url.origin}${target}`,
+    // As the log lines show it: a secret a client put in the query stays out of the traces too.
+    'url.full': `${url.origin}${loggedTarget(target)}`,
     'server.address': url.hostname,
     'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
   });

@@ -6,6 +6,7 @@
 // which trace-context.ts asks): no exporter, no span, no cost per request.
 import { createRequire } from 'node:module';
 import { type ConfigOf, env, loadConfig } from './config.ts';
+import { loggedTarget } from './http-logger.ts';
 import { UNTRACED_PATHS, useOwnHttpSpans } from './http-spans.ts';
 import { skipUnrecordedChildren } from './unsampled-children.ts';
 import type * as Api from '@opentelemetry/api';
@@ -140,7 +141,20 @@ export function startTracing(service: string, source: Readonly<Record<string, st
   registerInstrumentations({
     tracerProvider: tracers,
     instrumentations: [
-      ...(options.httpSpans === 'own' ? [] : [new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? '') })]),
+      ...(options.httpSpans === 'own'
+        ? []
+        : [
+            new HttpInstrumentation({
+              ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? ''),
+              // The query as the log lines show it (`loggedTarget`), in place of the instrumentation's, which
+              // redacts a few names it knows and keeps every other value (a token a client put in a URL).
+              startIncomingSpanHook: (req) => {
+                const shown = loggedTarget((req as { url?: string }).url ?? '/');
+                const at = shown.indexOf('?');
+                return at === -1 ? {} : { 'url.query': shown.slice(at + 1) };
+              },
+            }),
+          ]),
       // Express's request handlers only (which name the route); a span per middleware cost more than the rest together.
       ...(options.express === false ? [] : [new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] })]),
       new PgInstrumentation(),
