@@ -80,6 +80,28 @@ describe('gateway proxy failures', () => {
     }
   });
 
+  it('when the client leaves before the upstream falls silent past UPSTREAM_TIMEOUT_MS, the timeout still gets its error line after the aborted one', async () => {
+    const { gw, close } = await gatewayBefore((_req, res) => {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 1000);
+    }, { UPSTREAM_TIMEOUT_MS: '300' });
+    try {
+      // A reset (a client that gives up and drops the connection): a FIN alone leaves the answer going out.
+      await new Promise<void>((resolve) => {
+        const req = request(`${gw.url}${LOGIN}`, { method: 'POST', agent: false, headers: signedHeaders('POST', LOGIN, { key: gw.keys.hmac, body: BODY, idempotencyKey: newIdempotencyKey() }) });
+        req.on('error', () => resolve());
+        req.on('close', () => resolve());
+        req.end(BODY, () => setTimeout(() => req.socket?.resetAndDestroy(), 50));
+      });
+      const late = () => gw.logs.lines().find((l) => l.msg === 'POST failed after its client left');
+      await until(() => late() !== undefined);
+      assert.equal(gw.logs.lines().find((l) => l.msg === 'POST aborted before an answer')?.level, 'info', gw.logs.text());
+      assert.equal(late()?.level, 'error', gw.logs.text());
+      assert.match(JSON.stringify(late()?.err), /GatewayTimeoutError|timed out|Gateway Timeout/i);
+    } finally {
+      await close();
+    }
+  });
+
   it('when the request deadline answers before the upstream times out, the client keeps its 503 and the timeout is still counted', async () => {
     let delayMs = 1000;
     const { gw, close } = await gatewayBefore((_req, res) => {

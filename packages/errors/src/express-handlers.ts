@@ -42,8 +42,9 @@ export function sendJson(req: IncomingMessage, res: ServerResponse, status: numb
  * itself). Renders SPEC.md's error body with the error's headers, and hands 5xx causes to the request log
  * line (the request envelope reads `res.err`), so the log carries the stack and the request id while the
  * client gets fixed text; a 503 thrown without a cause (a refusal the process chose) hands on its message
- * instead (`res.refusal`), which the line carries at warn. Plain `node:http` (`sendJson`) but for `originalUrl`, which Express sets (and
- * the front sets as Express would).
+ * instead (`res.refusal`), which the line carries at warn; a fault after the client left, whose line is
+ * written already, goes to `res.lateFault`. Plain `node:http` (`sendJson`) but for `originalUrl`, which
+ * Express sets (and the front sets as Express would).
  */
 export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHandler {
   const setting = options.messages;
@@ -61,6 +62,13 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       return;
     }
     const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
+    const lateFault = (res as { lateFault?: (fault: unknown) => void }).lateFault;
+    if (lateFault !== undefined) {
+      // The client left before any answer and the request's line is written (the request envelope): nobody
+      // reads an answer now, but a fault still gets its line (a refusal the process chose is none).
+      if (httpError.status >= 500 && !(httpError.status === 503 && httpError.cause === undefined)) lateFault(httpError.cause ?? httpError);
+      return;
+    }
     if (httpError.status === 503 && httpError.cause === undefined) {
       // A refusal the process chose (busy, starting, draining, a Redis loss's recovery), not a fault: its
       // line says why, at warn, with no stack.

@@ -134,7 +134,8 @@ export interface RequestEnvelopeOptions {
  *   500, 502 or 504 relayed from upstream); `warn` for a 503 without a cause, a refusal the process chose or
  *   relayed (busy, starting, draining, a deadline, a Redis loss's recovery) with its `reason` when it was
  *   thrown here, and for a 4xx; `info` otherwise, and for a request whose client left before any answer was
- *   written (`GET aborted before an answer`, no status). A line never carries a stack that names no cause.
+ *   written (`GET aborted before an answer`, no status; a fault the request ends in afterwards gets a line of its
+ *   own at error, `GET failed after its client left`). A line never carries a stack that names no cause.
  *
  * The line of an answer below 500 is written in a fixed shape (`accessLine`): it holds nothing but the
  * allow-listed fields, in which pino's redaction (its wildcard paths cost ~25 µs a line) could find
@@ -175,6 +176,10 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
       if (!res.headersSent && err === undefined) {
         // The client left before any answer was written: there is no status to tell (statusCode is only the default).
         logger.info({ req: fields, traceId, responseTime }, `${req.method} aborted before an answer`);
+        // The work goes on (a forwarded request waits for its upstream): a fault it ends in has no line to go
+        // on any more, so the error handler writes one of its own.
+        (res as { lateFault?: (fault: unknown) => void }).lateFault = (fault) =>
+          logger.error({ req: fields, traceId, responseTime: Math.round(performance.now() - started), err: fault }, `${req.method} failed after its client left`);
       } else if (err !== undefined || (status >= 500 && status !== 503)) {
         logger.error({ req: fields, traceId, res: { statusCode: status }, responseTime, err }, `${req.method} ${status}`);
       } else if (status === 503) {

@@ -219,6 +219,49 @@ describe('request log line (the request envelope)', () => {
   });
 });
 
+describe('a request whose client left before its answer', () => {
+  it('has its aborted line, and a fault it ends in afterwards a line of its own at error with the cause; a refusal none', async () => {
+    const log = captureLogger('test');
+    const app = createBaseApp({ logger: log.logger, metrics: createMetrics('test'), checks: [], lifecycle: { draining: false } });
+    const settled: Array<Promise<void>> = [];
+    const later = (path: string, fault: Error) => {
+      let done: () => void = () => undefined;
+      settled.push(new Promise<void>((resolve) => (done = resolve)));
+      app.get(path, (_req, _res, next) => {
+        setTimeout(() => {
+          next(fault);
+          done();
+        }, 150);
+      });
+    };
+    later('/stalls', new Error('the upstream stalled'));
+    later('/busy-later', new ServiceUnavailableError('Hashing is busy'));
+    finishApp(app);
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      for (const path of ['/stalls', '/busy-later']) {
+        const client = httpGet({ host: '127.0.0.1', port, path });
+        client.on('error', () => undefined);
+        setTimeout(() => client.destroy(), 30);
+      }
+      await Promise.all(settled);
+    } finally {
+      server.close();
+    }
+    const lines = log.lines().filter((l) => l.req !== undefined);
+    assert.deepEqual(lines.map((l) => [l.level, l.msg, (l.req as { url: string }).url]).sort(), [
+      ['error', 'GET failed after its client left', '/stalls'],
+      ['info', 'GET aborted before an answer', '/busy-later'],
+      ['info', 'GET aborted before an answer', '/stalls'],
+    ]);
+    const late = lines.find((l) => l.level === 'error');
+    assert.equal((late?.err as { message?: string }).message, 'the upstream stalled');
+    assert.ok((late?.responseTime as number) >= 140, JSON.stringify(late));
+  });
+});
+
 describe('the request target a log line shows (loggedTarget)', () => {
   it('keeps a target without query or fragment as it is, and the allow-listed values as sent', () => {
     for (const target of ['/', '/v1/x/17130', '/v1/a%20b']) assert.equal(loggedTarget(target), target);
