@@ -225,7 +225,7 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
     assert.equal((await stack.call('POST', '/v1/users/create', { body: { ...createUserBody(), firstName: 'Eve \ud83d\ude00' }, bearer: admin.accessToken })).status, 201);
   });
 
-  it('when a JSON body\'s bytes are not UTF-8, answers 400 naming it and changes nothing (they were read as U+FFFD)', async () => {
+  it('when a JSON body\'s bytes are not UTF-8, answers 400 naming it, and 415 for another declared charset; changes nothing (they were read as U+FFFD or as UTF-16)', async () => {
     const before = await stack.snapshot();
     const bad = Buffer.from([0xff, 0xfe, 0xc3]);
     // The bad bytes inside a string value, the rest well-formed JSON.
@@ -241,7 +241,18 @@ describe('hostile requests at the gateway (malformed, oversized, slow)', functio
       assert.ok(isErrorBody(res.json()));
       assert.equal(res.json().message, 'Request body is not valid UTF-8');
     }
+    // Another charset than UTF-8 (the parser took any utf-*): 415, whatever the bytes; utf-8 spelled in any case passes.
+    for (const charset of ['utf-16le', 'utf-16', 'utf-7', 'UTF-32']) {
+      const body = Buffer.from(JSON.stringify({ username: 'nobody@example.com', password: 'password-1' }), charset.toLowerCase() === 'utf-16le' ? 'utf16le' : 'utf8');
+      const headers = signedHeaders('POST', '/v1/auth/login', { key: CLIENT_KEY, body, headers: { 'content-type': `application/json; charset=${charset}` } });
+      const res = await sendRaw(stack.gatewayUrl, 'POST', '/v1/auth/login', headers, body);
+      assert.equal(res.status, 415, `${charset}: ${res.body.toString()}`);
+      assert.equal(res.json().message, 'Unsupported body encoding or charset; send UTF-8 JSON');
+    }
     assert.equal(await stack.snapshot(), before);
+    const body = Buffer.from(JSON.stringify({ username: 'nobody@example.com', password: 'password-1' }));
+    const upper = await sendRaw(stack.gatewayUrl, 'POST', '/v1/auth/login', signedHeaders('POST', '/v1/auth/login', { key: CLIENT_KEY, body, headers: { 'content-type': 'application/json; charset=UTF-8' } }), body);
+    assert.equal(upper.status, 401, upper.body.toString());
   });
 
   it('when the signed digest does not match a body altered in transit, answers 401 and changes nothing', async () => {

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { RequestHandler } from 'express';
-import { BadRequestError } from '@platform/errors';
+import { BadRequestError, UnsupportedMediaTypeError } from '@platform/errors';
 
 /** The 400 message for text carrying a NUL character. */
 export const NUL_MESSAGE = 'Text must not contain the NUL character (U+0000)';
@@ -11,12 +11,17 @@ export const MALFORMED_TEXT_MESSAGE = 'Text must be well-formed Unicode: a lone 
 /** The 400 message for a JSON body whose bytes are not UTF-8. */
 export const NOT_UTF8_MESSAGE = 'Request body is not valid UTF-8';
 
+/** The 415 message for a JSON body declared in another charset than UTF-8. */
+export const UTF8_ONLY_MESSAGE = 'Unsupported body encoding or charset; send UTF-8 JSON';
+
 /**
- * express.json's `verify`: refuses a body whose bytes are not UTF-8 (RFC 8259 section 8.1), which the parser
- * would decode with U+FFFD in place of each bad sequence: what was stored would differ from what was sent,
- * and two passwords that differ in those bytes would be one.
+ * express.json's `verify`: JSON between systems is UTF-8 (RFC 8259 section 8.1). Another declared charset is
+ * 415 (the parser takes any `utf-*`: UTF-16 and UTF-7 too, whose decoding lets different bytes give the same
+ * text), and bytes that are not UTF-8 are 400, which the parser would decode with U+FFFD in place of each bad
+ * sequence: what was stored would differ from what was sent, and two passwords differing there would be one.
  */
-export function requireUtf8(_req: object, _res: unknown, raw: Buffer): void {
+export function requireUtf8(_req: object, _res: unknown, raw: Buffer, encoding: string): void {
+  if (encoding !== 'utf-8') throw new UnsupportedMediaTypeError(UTF8_ONLY_MESSAGE, { messages: [UTF8_ONLY_MESSAGE] });
   if (!isUtf8(raw)) throw new BadRequestError(NOT_UTF8_MESSAGE, { messages: [NOT_UTF8_MESSAGE] });
 }
 
