@@ -97,10 +97,16 @@ export const LOGGED_QUERY_VALUES: ReadonlySet<string> = new Set(['limit', 'curso
 const REDACTED = '[redacted]';
 
 /**
+ * A listed parameter's value as the log shows it: what its values are made of (digits, ids, cursors, times,
+ * coordinates). Anything else (an escape, `;`, `=`, `?`, a long text) is how a secret would ride along.
+ */
+const SHOWN_VALUE = /^[\w.:+-]{0,128}$/;
+
+/**
  * The request target as every line about the request shows it: the path as received, each query parameter
- * by its name as received, its value only when `LOGGED_QUERY_VALUES` names it (a part with no `=` is a value
- * too), and a fragment (which a client should never send) as `#[redacted]`. A target with neither `?` nor
- * `#` is returned as it is.
+ * by its name as received, its value only when `LOGGED_QUERY_VALUES` names it and the value is made of what
+ * such values are (`SHOWN_VALUE`); a part with no `=` is a value too, and a fragment (which a client should
+ * never send) is `#[redacted]`. A target with neither `?` nor `#` is returned as it is.
  */
 export function loggedTarget(target: string): string {
   const hash = target.indexOf('#');
@@ -114,7 +120,8 @@ export function loggedTarget(target: string): string {
     const part = parts[i] as string;
     const equals = part.indexOf('=');
     const name = equals === -1 ? part : part.slice(0, equals);
-    if (part === '' || LOGGED_QUERY_VALUES.has(decodedName(name))) continue;
+    if (part === '') continue;
+    if (LOGGED_QUERY_VALUES.has(decodedName(name)) && (equals === -1 || SHOWN_VALUE.test(part.slice(equals + 1)))) continue;
     parts[i] = equals === -1 ? REDACTED : `${name}=${REDACTED}`;
   }
   return `${target.slice(0, question)}?${parts.join('&')}${fragment}`;
