@@ -62,16 +62,17 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       return;
     }
     const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
+    // A 503 thrown without a cause is a refusal the process chose (busy, starting, draining, a Redis loss's
+    // recovery), not a fault: its line says why, at warn, with no stack.
+    const refused = httpError.status === 503 && httpError.cause === undefined;
     const lateFault = (res as { lateFault?: (fault: unknown) => void }).lateFault;
     if (lateFault !== undefined) {
       // The client left before any answer and the request's line is written (the request envelope): nobody
-      // reads an answer now, but a fault still gets its line (a refusal the process chose is none).
-      if (httpError.status >= 500 && !(httpError.status === 503 && httpError.cause === undefined)) lateFault(httpError.cause ?? httpError);
+      // reads an answer now, but a fault still gets its line (a refusal is none).
+      if (httpError.status >= 500 && !refused) lateFault(httpError.cause ?? httpError);
       return;
     }
-    if (httpError.status === 503 && httpError.cause === undefined) {
-      // A refusal the process chose (busy, starting, draining, a Redis loss's recovery), not a fault: its
-      // line says why, at warn, with no stack.
+    if (refused) {
       (res as { refusal?: string }).refusal = httpError.message;
     } else if (httpError.status >= 500) {
       (res as { err?: unknown }).err = httpError.cause ?? httpError;

@@ -149,7 +149,7 @@ export function startTracing(service: string, source: Readonly<Record<string, st
               // The query as the log lines show it (`loggedTarget`), in place of the instrumentation's, which
               // redacts a few names it knows and keeps every other value (a token a client put in a URL).
               startIncomingSpanHook: (req) => {
-                const shown = loggedTarget((req as { url?: string }).url ?? '/');
+                const shown = loggedTarget(req.url ?? '/');
                 const at = shown.indexOf('?');
                 return at === -1 ? {} : { 'url.query': shown.slice(at + 1) };
               },
