@@ -2,7 +2,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { ErrorHandlerOptions } from '@platform/errors';
 import { type BaseAppOptions, createBaseApp, finishApp, inSequence } from './http-app.ts';
 import { noteFormFields, rejectDroppedFormFields, rejectMalformedText, requireUtf8 } from './http-guards.ts';
-import { gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-assertion.ts';
+import { gatewayDeadline, gatewayRequestId, trustForwardingOnlyFromGateway } from './internal-assertion.ts';
 import { strictNumericParameters } from './numeric-parameters.ts';
 import { openApiRouteOf } from './openapi-route.ts';
 import { openApiValidator, operationNotBuilt } from './openapi.ts';
@@ -40,13 +40,13 @@ const nameSpanByOperation: RequestHandler = (req, _res, next) => {
 };
 
 /**
- * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id only under
- * its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
+ * A service app whose API is an OpenAPI document: the base app (taking the gateway's request id and deadline
+ * only under its assertion), the origin of the request (forwarded facts only under the gateway's assertion), JSON
  * bodies (UTF-8 only) and flat form bodies up to 100 kB, no NUL characters, the validator, numeric parameters as plain finite numbers in bounds, the component routers, 501 for documented operations no router handles
  * yet, then the 404 and error handlers.
  */
 export function createApiApp(options: ApiAppOptions): Express {
-  const app = createBaseApp({ ...options, requestIdFrom: gatewayRequestId(options.internalAssertionKey) });
+  const app = createBaseApp({ ...options, requestIdFrom: gatewayRequestId(options.internalAssertionKey), deadlineFrom: gatewayDeadline(options.internalAssertionKey) });
   app.use(
     inSequence([
       trustForwardingOnlyFromGateway(options.internalAssertionKey, options.logger),

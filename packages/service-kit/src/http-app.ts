@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import { type ErrorHandlerOptions, errorHandler, notFoundHandler } from '@platform/errors';
 import { type Lifecycle, type ReadinessCheck, healthRouter } from './health.ts';
@@ -21,6 +22,8 @@ export interface BaseAppOptions {
    * assertion covers); omitted, every request gets an id of the process's own (the gateway, a management port).
    */
   requestIdFrom?: RequestIdSource;
+  /** When the caller stops waiting for a request's answer, as a caller this process trusts says (`requestEnvelope`'s `deadlineFrom`). */
+  deadlineFrom?: (req: IncomingMessage) => number | undefined;
   /**
    * The request envelope to run, when the caller runs the same one elsewhere too (the gateway's API front,
    * ahead of this app); made from the options above when omitted.
@@ -50,6 +53,7 @@ export function createBaseApp(options: BaseAppOptions): Express {
           metrics: options.metrics,
           requestIdFrom: options.requestIdFrom,
           deadlineMs: options.requestDeadlineMs,
+          deadlineFrom: options.deadlineFrom,
           lifecycle: options.lifecycle,
         }),
       onlyUnder(serveMetrics ? OPERATIONS_PATHS : HEALTH_PATHS, operations),

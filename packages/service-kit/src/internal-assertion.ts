@@ -39,6 +39,12 @@ export interface ForwardedFacts {
    * request (and found neither it nor its session revoked); undefined when it checked none.
    */
   checkedAuthorization?: string;
+  /**
+   * When the gateway stops waiting for the answer (Unix ms): past it its client has had a 504, which frees the
+   * idempotency key for a retry (CONTRACT.md part 3), so the service must have changed nothing by then
+   * (`gatewayDeadline`). Sent as the assertion's `d`; undefined when none is sent.
+   */
+  deadlineAtMs?: number;
 }
 
 /** The configuration key shared by the three processes. */
@@ -65,19 +71,23 @@ function mac(key: string, version: Version, issuedAtS: number, facts: ForwardedF
   const fields = [version, String(issuedAtS), facts.method, facts.target, facts.forwardedFor, facts.forwardedProto, facts.clientKeyId];
   if (version !== 'v1') fields.push(facts.requestId ?? '');
   if (version === 'v3') fields.push(facts.checkedAuthorization ?? '');
+  // Under the MAC when sent, so that no one on the way can move it or take it off.
+  if (facts.deadlineAtMs !== undefined) fields.push(`d=${facts.deadlineAtMs}`);
   return createHmac('sha256', hmacKey(key)).update(fields.join('\n'), 'utf8');
 }
 
 /**
  * The assertion header's value: `v2;t=<unix seconds>;mac=<base64url HMAC-SHA256>` over the facts and the
- * time; `v3` when it also vouches for the bearer token in `checkedAuthorization`.
+ * time; `v3` when it also vouches for the bearer token in `checkedAuthorization`; `;d=<unix ms>` before the
+ * MAC (and under it) when the facts name the gateway's deadline.
  */
 export function assertForwarding(key: string, facts: ForwardedFacts, nowS = Math.floor(Date.now() / 1000)): string {
   const version: Version = facts.checkedAuthorization === undefined ? 'v2' : 'v3';
-  return `${version};t=${nowS};mac=${mac(key, version, nowS, facts).digest('base64url')}`;
+  const deadline = facts.deadlineAtMs === undefined ? '' : `;d=${facts.deadlineAtMs}`;
+  return `${version};t=${nowS}${deadline};mac=${mac(key, version, nowS, facts).digest('base64url')}`;
 }
 
-const ASSERTION = /^(v1|v2|v3);t=(\d{1,12});mac=([A-Za-z0-9_-]{43})$/;
+const ASSERTION = /^(v1|v2|v3);t=(\d{1,12})(?:;d=(\d{1,15}))?;mac=([A-Za-z0-9_-]{43})$/;
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
@@ -88,7 +98,7 @@ function header(req: IncomingMessage, name: string): string | undefined {
  * What a service makes of a request's assertion: believed (and whether it covers the request id), or not
  * believed, with why (`fault` undefined: there was none, the normal case of a direct call).
  */
-type Verdict = { believed: true; coversRequestId: boolean; checkedBearer: boolean } | { believed: false; fault: string | undefined };
+type Verdict = { believed: true; coversRequestId: boolean; checkedBearer: boolean; deadlineAtMs: number | undefined } | { believed: false; fault: string | undefined };
 
 function judge(req: IncomingMessage, key: string, nowS: number): Verdict {
   const value = req.headers[INTERNAL_ASSERTION_HEADER];
@@ -107,11 +117,12 @@ function judge(req: IncomingMessage, key: string, nowS: number): Verdict {
     clientKeyId: header(req, CLIENT_KEY_ID_HEADER) ?? '',
     requestId: header(req, 'x-request-id') ?? '',
     checkedAuthorization: header(req, 'authorization') ?? '',
+    deadlineAtMs: match[3] === undefined ? undefined : Number(match[3]),
   };
   const expected = mac(key, version, issuedAtS, facts).digest();
-  const given = Buffer.from(match[3] ?? '', 'base64url');
+  const given = Buffer.from(match[4] ?? '', 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { believed: false, fault: 'wrong mac' };
-  return { believed: true, coversRequestId: version !== 'v1', checkedBearer: version === 'v3' };
+  return { believed: true, coversRequestId: version !== 'v1', checkedBearer: version === 'v3', deadlineAtMs: facts.deadlineAtMs };
 }
 
 const VERDICT = Symbol('internal assertion verdict');
@@ -144,6 +155,18 @@ export function gatewayCheckedBearer(key: string): (req: IncomingMessage) => boo
   return (req) => {
     const verdict = verdictOf(req, key);
     return verdict.believed && verdict.checkedBearer;
+  };
+}
+
+/**
+ * For `createBaseApp`'s `deadlineFrom` in a service: when the gateway stops waiting for the request's answer
+ * (Unix ms), as its valid assertion says; undefined for a direct call, any other assertion, or one without
+ * `d`. The request envelope ends the request's deadline, and so its changes, a margin before it.
+ */
+export function gatewayDeadline(key: string): (req: IncomingMessage) => number | undefined {
+  return (req) => {
+    const verdict = verdictOf(req, key);
+    return verdict.believed ? verdict.deadlineAtMs : undefined;
   };
 }
 

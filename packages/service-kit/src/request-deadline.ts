@@ -5,6 +5,16 @@ import { currentRequest } from './http-logger.ts';
 export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
 
 /**
+ * How long before its caller stops waiting a request's deadline ends (`requestEnvelope`'s `deadlineFrom`):
+ * room for a commit under way at the deadline, the answer's way back, and the clocks of two hosts, which
+ * NTP keeps within milliseconds of each other.
+ */
+export const CALLER_DEADLINE_MARGIN_MS = 1000;
+
+/** What the log says of a request read only after its caller stopped waiting (answered 503 at once). */
+export const CALLER_GONE_REASON = 'the caller stopped waiting before this request was read; nothing of it was done';
+
+/**
  * The deadline of one request (REQUEST_DEADLINE_MS) as its changes see it, so that the deadline's 503 always
  * means "nothing was changed": the gateway frees the idempotency key of a 5xx (CONTRACT.md part 3), and a
  * retry must apply the change once, not twice.

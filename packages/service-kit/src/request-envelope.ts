@@ -8,7 +8,7 @@ import type { Lifecycle } from './health.ts';
 import { type RequestFields, type RequestIdSource, enterRequest, loggedTarget, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
-import { DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
+import { CALLER_DEADLINE_MARGIN_MS, CALLER_GONE_REASON, DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
 
 /**
  * Headers on every answer of every process. The API answers JSON that is personal and never meant to
@@ -111,6 +111,14 @@ export interface RequestEnvelopeOptions {
    * upstream) should fire first; this is the guarantee that a client never waits longer. None when omitted.
    */
   deadlineMs?: number;
+  /**
+   * When the caller stops waiting for the answer (Unix ms), as a caller this process trusts says (a service:
+   * the gateway, under its assertion, `gatewayDeadline`); undefined when none says. The request's deadline
+   * then ends CALLER_DEADLINE_MARGIN_MS before it, if that is sooner than `deadlineMs`, and a request read
+   * after that (it waited in a stalled process) is answered 503 at once, with nothing done: its caller has
+   * answered it already, and may be retrying it.
+   */
+  deadlineFrom?: (req: IncomingMessage) => number | undefined;
   /** While draining, keep-alive clients are told to reconnect elsewhere (`Connection: close`). */
   lifecycle?: Pick<Lifecycle, 'draining'>;
 }
@@ -143,7 +151,7 @@ export interface RequestEnvelopeOptions {
  * it, so both keep the redaction of `createLogger`.
  */
 export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler {
-  const { logger, metrics, requestIdFrom, deadlineMs, lifecycle } = options;
+  const { logger, metrics, requestIdFrom, deadlineMs, deadlineFrom, lifecycle } = options;
   const access = accessLine(logger);
   return (req, res, next) => {
     const started = performance.now();
@@ -157,9 +165,12 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
     const fields: RequestFields = { id, clientRequestId, method: req.method, url: loggedTarget(req.originalUrl), remoteAddress: req.socket.remoteAddress };
     let deadline: RequestDeadline | undefined;
     let timer: NodeJS.Timeout | undefined;
-    if (deadlineMs !== undefined) {
-      deadline = new RequestDeadline(started + deadlineMs, res);
-      timer = setTimeout(answerLate, deadlineMs, req, res, deadline, deadlineMs, logger);
+    let budgetMs = deadlineMs;
+    const callerGivesUpAt = budgetMs === undefined ? undefined : deadlineFrom?.(req);
+    if (budgetMs !== undefined && callerGivesUpAt !== undefined) budgetMs = Math.min(budgetMs, callerGivesUpAt - CALLER_DEADLINE_MARGIN_MS - Date.now());
+    if (budgetMs !== undefined) {
+      deadline = new RequestDeadline(started + budgetMs, res);
+      if (budgetMs > 0) timer = setTimeout(answerLate, budgetMs, req, res, deadline, budgetMs, logger);
     }
     const quiet = QUIET_PATHS.test(req.url);
     res.once('close', () => {
@@ -188,6 +199,15 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
         access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
       }
     });
+    if (deadline !== undefined && budgetMs !== undefined && budgetMs <= 0) {
+      // Read after its caller stopped waiting: nothing of it runs, and its body is not read.
+      deadline.expire();
+      closeAfterAnswer(res, req);
+      res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
+      (res as { refusal?: string }).refusal = CALLER_GONE_REASON;
+      enterRequest(req, logger, fields, deadline, () => sendJson(req, res, 503, errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE])));
+      return;
+    }
     const refusal = refusalOf(req);
     if (refusal !== undefined) {
       // Nothing further runs for it; the connection is not kept (its body, if any, was not invited).

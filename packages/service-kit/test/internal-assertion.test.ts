@@ -2,11 +2,16 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import request from 'supertest';
 import {
+  CALLER_DEADLINE_MARGIN_MS,
+  CALLER_GONE_REASON,
+  DEADLINE_MESSAGE,
   type ForwardedFacts,
+  answerBudgetMs,
   assertForwarding,
   createBaseApp,
   createMetrics,
   finishApp,
+  gatewayDeadline,
   gatewayRequestId,
   requestOrigin,
   trustForwardingOnlyFromGateway,
@@ -127,5 +132,80 @@ describe('the internal assertion (CONTRACT.md part 10)', () => {
       for (const name of dropped) assert.ok(res.headers[name] !== undefined, name);
       assert.equal(res.headers['cache-control'], 'no-store');
     }
+  });
+});
+
+describe('the gateway\'s deadline under its assertion (d, CONTRACT.md part 3: a 504 means nothing was changed)', () => {
+  const log = captureLogger('service');
+  const OWN_DEADLINE_MS = 8000;
+  const app = createBaseApp({
+    logger: log.logger,
+    metrics: createMetrics('test'),
+    checks: [],
+    lifecycle: { draining: false },
+    requestDeadlineMs: OWN_DEADLINE_MS,
+    requestIdFrom: gatewayRequestId(KEY),
+    deadlineFrom: gatewayDeadline(KEY),
+  });
+  app.use(trustForwardingOnlyFromGateway(KEY, log.logger));
+  let handled = 0;
+  app.post('/v1/things/{*rest}', (_req, res) => {
+    handled += 1;
+    // The time the request has left, as its transactions and password checks see it.
+    res.json({ budgetMs: answerBudgetMs() });
+  });
+  finishApp(app);
+
+  const target = '/v1/things/7';
+  const facts = (deadlineAtMs: number | undefined): ForwardedFacts => ({ method: 'POST', target, forwardedFor: '203.0.113.9', forwardedProto: 'https', clientKeyId: 'partner-1', requestId: 'gateway-id-2', deadlineAtMs });
+  const headers = (assertion: string) => ({ 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https', 'x-client-key-id': 'partner-1', 'x-request-id': 'gateway-id-2', 'x-internal-assertion': assertion });
+  const budgetUnder = async (assertion: string) => (await request(app).post(target).set(headers(assertion)).expect(200)).body.budgetMs as number;
+
+  it('when the gateway stops waiting sooner than the service would, the request\'s deadline ends the margin before it', async () => {
+    const budget = await budgetUnder(assertForwarding(KEY, facts(Date.now() + 4000)));
+    assert.ok(budget <= 4000 - CALLER_DEADLINE_MARGIN_MS && budget > 4000 - CALLER_DEADLINE_MARGIN_MS - 1000, String(budget));
+  });
+
+  it('when the service\'s own deadline is sooner, or no deadline is sent, the service\'s own holds', async () => {
+    for (const deadline of [Date.now() + 60_000, undefined]) {
+      const budget = await budgetUnder(assertForwarding(KEY, facts(deadline)));
+      assert.ok(budget <= OWN_DEADLINE_MS && budget > OWN_DEADLINE_MS - 1000, `${deadline}: ${budget}`);
+    }
+  });
+
+  it('when the request is read after the gateway stopped waiting (less the margin), it is answered 503 at once, its handler never runs, and the log says why', async () => {
+    for (const late of [Date.now() - 5000, Date.now() + CALLER_DEADLINE_MARGIN_MS - 200]) {
+      const before = handled;
+      const res = await request(app).post(target).set(headers(assertForwarding(KEY, facts(late)))).send({ a: 1 }).expect(503);
+      assert.deepEqual([res.body.status, res.body.message, res.body.path], [503, DEADLINE_MESSAGE, target]);
+      assert.equal(res.headers['retry-after'] !== undefined, true);
+      assert.equal(res.headers.connection, 'close');
+      assert.equal(handled, before, 'the handler ran');
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = log.lines().filter((l) => l.msg === 'POST 503');
+    assert.ok(lines.length >= 2 && lines.every((l) => l.level === 'warn' && l.reason === CALLER_GONE_REASON), JSON.stringify(lines));
+  });
+
+  it('when the deadline is moved, taken off or added on the way, the assertion is not believed and the service\'s own deadline holds', async () => {
+    const signed = assertForwarding(KEY, facts(Date.now() + 3000));
+    const moved = signed.replace(/;d=(\d+);/, (_m, d: string) => `;d=${Number(d) - 2500};`);
+    const takenOff = signed.replace(/;d=\d+;/, ';');
+    const added = assertForwarding(KEY, facts(undefined)).replace(';mac=', `;d=${Date.now() + 1500};mac=`);
+    for (const [label, assertion] of [['moved', moved], ['taken off', takenOff], ['added', added]] as const) {
+      const before = log.lines().filter((l) => l.msg === 'internal assertion refused: forwarded address and client key ignored').length;
+      const budget = await budgetUnder(assertion);
+      assert.ok(budget > OWN_DEADLINE_MS - 1000, `${label}: ${budget}`);
+      const after = log.lines().filter((l) => l.msg === 'internal assertion refused: forwarded address and client key ignored').length;
+      assert.equal(after, before + 1, `${label}: not logged as refused`);
+    }
+    for (const malformed of ['v2;t=1;d=soon;mac=x', 'v2;t=1;d=;mac=x', `v2;t=1;d=${'9'.repeat(16)};mac=x`]) {
+      assert.ok((await budgetUnder(malformed)) > OWN_DEADLINE_MS - 1000, malformed);
+    }
+  });
+
+  it('when a caller reaches the service directly, a deadline it claims is not taken', async () => {
+    const res = await request(app).post(target).set({ 'x-internal-assertion': `v2;t=${Math.floor(Date.now() / 1000)};d=${Date.now() - 5000};mac=${'A'.repeat(43)}` }).expect(200);
+    assert.ok(res.body.budgetMs > OWN_DEADLINE_MS - 1000);
   });
 });
