@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { IncomingMessage, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { gatewayDeadline } from '@platform/service-kit';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { startUpstream } from './support/fake-upstream.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
@@ -95,6 +96,19 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
       assert.equal(received.headers[dropped], undefined, `${dropped} reached the upstream`);
     }
     assert.notEqual(res.headers['x-request-id'], 'req-forward-1');
+  });
+
+  it('tells the upstream under its assertion when it stops waiting for the answer (d: the moment it sent the request, plus UPSTREAM_TIMEOUT_MS), which a service believes', async () => {
+    const before = Date.now();
+    const res = await signed('POST', '/v1/weather-stations/by/city-district', { body: Buffer.from('{"city":"Adana","district":"Seyhan"}') });
+    const after = Date.now();
+    assert.equal(res.status, 200, res.body.toString());
+    const received = gw.risk.received.at(-1)!;
+    const deadline = Number(/;d=(\d+);/.exec(String(received.headers['x-internal-assertion']))?.[1]);
+    assert.ok(deadline >= before + gw.config.UPSTREAM_TIMEOUT_MS && deadline <= after + gw.config.UPSTREAM_TIMEOUT_MS, `d=${deadline}, sent between ${before} and ${after}`);
+    // What the service makes of it: the request as it arrived (its target and headers), under the shared key.
+    const arrived = Object.assign(Object.create(IncomingMessage.prototype) as IncomingMessage, { method: 'POST', url: received.url, headers: received.headers });
+    assert.equal(gatewayDeadline(gw.config.INTERNAL_ASSERTION_KEY)(arrived), deadline);
   });
 
   it('returns only allow-listed upstream response headers', async () => {

@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isErrorBody } from '@platform/errors';
+import { CALLER_GONE_REASON } from '@platform/service-kit';
 import { dropDatabase } from '@platform/service-kit/database';
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, uniqueName } from '@platform/service-kit/testing';
 import { type FakeUpstream, startUpstream } from '../../gateway/test/support/fake-upstream.ts';
@@ -103,8 +104,9 @@ describe('processes under faults of their own (real processes)', function () {
     if (keyDir) await rm(keyDir, { recursive: true, force: true });
   });
 
-  const startGateway = async (identityUrl: string, risk = riskStub) => {
+  const startGateway = async (identityUrl: string, risk = riskStub, extra: Record<string, string> = {}) => {
     const gateway = await startProcess('gateway', {
+      ...extra,
       REDIS_URL: TEST_REDIS_URL,
       REDIS_KEY_PREFIX: identityEnv.REDIS_KEY_PREFIX!,
       IDENTITY_URL: identityUrl,
@@ -137,6 +139,42 @@ describe('processes under faults of their own (real processes)', function () {
     await startIdentity({}, identity.port);
     const retry = await signedLogin(gateway.url, idempotencyKey);
     assert.equal(retry.status, 200, `the key was not released: ${retry.body.toString()}`);
+  });
+
+  it('when identity stalls past the gateway\'s upstream timeout, the 504 means nothing was done: identity, woken, refuses the request it then reads, and a retry with the same idempotency key creates the user once', async () => {
+    // Its request lines are info lines: the one of the late request is what the test waits for.
+    const identity = await startIdentity({ LOG_LEVEL: 'info' });
+    const gateway = await startGateway(identity.url, riskStub, { UPSTREAM_TIMEOUT_MS: '1500' });
+    const login = await signedLogin(gateway.url);
+    assert.equal(login.status, 200, login.body.toString());
+    const bearer = (login.json() as { accessToken: string }).accessToken;
+    const userBody = (username: string) => Buffer.from(JSON.stringify({ username, firstName: 'S', lastName: 'T', locale: 'en_US', timezone: 'UTC', roles: ['STANDARD_USER'], status: 'ACTIVE' }));
+    const createUser = (body: Buffer, idempotencyKey = newIdempotencyKey()) =>
+      send(gateway.url, 'POST', '/v1/users/create', signedHeaders('POST', '/v1/users/create', { key: KEY, body, idempotencyKey, bearer }), body);
+    // One user created first: the gateway then holds identity's token keys, which it could not fetch from a stopped identity.
+    const warm = await createUser(userBody(`warm-${Date.now()}@example.com`));
+    assert.equal(warm.status, 201, warm.body.toString());
+    const body = userBody(`stalled-${Date.now()}@example.com`);
+    const idempotencyKey = newIdempotencyKey();
+    const create = () => createUser(body, idempotencyKey);
+
+    // The request waits in identity's socket while identity is stopped: the gateway gives up at 1.5 s.
+    identity.child.kill('SIGSTOP');
+    let first: Awaited<ReturnType<typeof create>>;
+    try {
+      first = await create();
+    } finally {
+      identity.child.kill('SIGCONT');
+    }
+    assert.equal(first.status, 504, first.body.toString());
+    // Identity, woken, reads the request and writes its line (under the gateway's request id) once it is done with it.
+    const requestId = String(first.headers['x-request-id']);
+    const lineOf = () => identity.output().split('\n').find((line) => line.includes(requestId) && line.includes('"msg":"POST '));
+    assert.ok(await eventually(async () => lineOf() !== undefined, 5000, 20), `identity never answered the late request:\n${identity.output().slice(-3000)}`);
+    const retry = await create();
+    assert.equal(retry.status, 201, `the stalled request was carried out after its 504: ${retry.body.toString()}`);
+    assert.match(lineOf() ?? '', /"statusCode":503/);
+    assert.ok(lineOf()?.includes(CALLER_GONE_REASON), lineOf());
   });
 
   it('when the gateway gets SIGTERM under load, finishes the requests in flight, accepts no new ones, and exits 0', async () => {

@@ -56,6 +56,8 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       traceparent: trace.fromSdk ? undefined : formatTraceparent(trace),
       // Admission read the token's revocation keys and found none (else this request would not be here).
       checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
+      // Made just before it is sent: its 504 comes when no answer began by then.
+      deadlineAtMs: Date.now() + upstream.timeoutMs,
     });
     return { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
   };

@@ -61,6 +61,11 @@ export interface ForwardingFacts {
    * the assertion then covers the `Authorization` header and says so (`v3`, CONTRACT.md part 10).
    */
   checkedBearer?: boolean;
+  /**
+   * When the gateway stops waiting for the upstream's answer (Unix ms, its 504 then), under the assertion: the
+   * service holds its changes to a margin before it, so that a 504 means nothing was changed (CONTRACT.md part 3).
+   */
+  deadlineAtMs?: number;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -86,6 +91,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
     clientKeyId: facts.keyId,
     requestId: facts.requestId,
     checkedAuthorization: facts.checkedBearer === true ? out.authorization : undefined,
+    deadlineAtMs: facts.deadlineAtMs,
   });
   if (facts.traceparent !== undefined) out.traceparent = facts.traceparent;
   // The body is re-sent from the verified buffer, so its length is known: never chunked upstream.

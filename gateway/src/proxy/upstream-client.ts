@@ -31,6 +31,8 @@ export interface UpstreamExchange {
 export interface UpstreamClient {
   /** The upstream's name, for metrics and logs. */
   readonly name: string;
+  /** How long a silence of the upstream lasts before the answer is a 504 (UPSTREAM_TIMEOUT_MS). */
+  readonly timeoutMs: number;
   /**
    * Sends `exchange` and relays the answer to `res`. Resolves with the upstream's status as soon as it has
    * answered (before the body is relayed); rejects with a 502 (`BadGatewayError`) or 504
@@ -194,6 +196,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
 
   return {
     name: options.name,
+    timeoutMs: options.timeoutMs,
     send(exchange, res, outcome) {
       const clientGone = (controller: Dispatcher.DispatchController) => () => controller.abort(new Error('the client went away'));
       let onClose: (() => void) | undefined;

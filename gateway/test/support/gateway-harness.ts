@@ -4,7 +4,7 @@ import { type TestIssuer, createTestIssuer, freshEnvironment } from '@platform/a
 import { type OpenApiDocument, type Redis, createMetrics, listen, loadConfig } from '@platform/service-kit';
 import { type CapturedLogger, captureLogger } from '@platform/service-kit/testing';
 import { type Gateway, createGateway } from '../../src/app.ts';
-import { gatewayConfigSpec } from '../../src/config.ts';
+import { type GatewayConfig, gatewayConfigSpec } from '../../src/config.ts';
 import { loadApiDocumentFor } from '../../src/docs/load-api-document.ts';
 import { replayBornKey } from '../../src/admission/admission.ts';
 import { type FakeUpstream, deadUrl, startUpstream } from './fake-upstream.ts';
@@ -36,6 +36,8 @@ export interface TestGateway {
   identity: FakeUpstream;
   risk: FakeUpstream;
   logs: CapturedLogger;
+  /** The configuration it runs with (its timeouts, its assertion key). */
+  config: GatewayConfig;
   close: () => Promise<void>;
 }
 
@@ -102,6 +104,7 @@ export async function startGateway(options: TestGatewayOptions): Promise<TestGat
     identity,
     risk,
     logs,
+    config,
     close: async () => {
       await Promise.all([server.close(1000), management.close(1000)]);
       await gateway.close();
