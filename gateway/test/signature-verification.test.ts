@@ -195,6 +195,8 @@ describe('Signature-Input parsing', () => {
     assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("@method")', signature: 'sig1="AA"' }, 'sig1')), 'Signature sig1 is not a byte sequence');
     assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("@method" "@method")', signature: 'sig1=:AA==:' }, 'sig1')), 'Signature-Input sig1 covers a component twice');
     assert.equal(fault(() => readSignature({ 'signature-input': 'sig1=("Date")', signature: 'sig1=:AA==:' }, 'sig1')), 'component "Date" is not lower case');
+    const long = `D${'x'.repeat(300)}`;
+    assert.equal(fault(() => readSignature({ 'signature-input': `sig1=("${long}")`, signature: 'sig1=:AA==:' }, 'sig1')), `component "${long.slice(0, 64)}" is not lower case`);
   });
 
   it('refuses a decimal with no fraction, which structured-headers would read back as an integer, and takes every other number and string', () => {

@@ -127,7 +127,7 @@ export function libraryEntry(inputHeader: string, signatureHeader: string, label
   const names: string[] = [];
   for (const [name, componentParams] of input[0]) {
     if (typeof name !== 'string') throw new SignatureFault(`Signature-Input ${label} has a component that is not a string`);
-    if (name !== name.toLowerCase()) throw new SignatureFault(`component "${name}" is not lower case`);
+    if (name !== name.toLowerCase()) throw new SignatureFault(`component "${name.slice(0, 64)}" is not lower case`);
     if (componentParams.size === 0) names.push(name);
   }
   // A plain name (token characters, no parameters) serialises as itself in quotes.

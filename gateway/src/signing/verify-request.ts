@@ -40,7 +40,7 @@ export function verifyRequestSignature(request: SignedRequest, body: Buffer, opt
   // The key id is the client's text: cut it short, the log line should stay a line.
   if (key === undefined) throw new SignatureFault(`unknown keyid "${params.keyId.slice(0, 128)}"`);
   if (key.notAfter !== undefined && nowMs >= key.notAfter) throw new SignatureFault(`key "${key.keyId}" retired at ${new Date(key.notAfter).toISOString()} (notAfter)`);
-  if (params.alg !== undefined && params.alg !== key.alg) throw new SignatureFault(`alg "${params.alg}" is not the key's ${key.alg}`);
+  if (params.alg !== undefined && params.alg !== key.alg) throw new SignatureFault(`alg "${params.alg.slice(0, 64)}" is not the key's ${key.alg}`);
   const digestHeader = request.headers['content-digest'];
   if (hasBody || digestHeader !== undefined) {
     const problem = contentDigestProblem(Array.isArray(digestHeader) ? digestHeader.join(', ') : digestHeader, body);
