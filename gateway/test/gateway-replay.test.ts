@@ -217,6 +217,13 @@ describe('gateway nonces and idempotency keys (CONTRACT.md part 3)', () => {
         assert.equal(res.status, 503);
         assert.equal(res.json().error, 'Service Unavailable');
         assert.equal(local.identity.received.length, 0);
+        // The key's release fails too: one warn line with the reason and no stack (the 503's own line has the cause's).
+        const releaseLine = () => local.logs.lines().find((l) => l.msg === 'could not release the idempotency key after a 5xx');
+        for (let waited = 0; releaseLine() === undefined && waited < 2000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+        const release = releaseLine();
+        assert.equal(release?.level, 'warn');
+        assert.match(String(release?.reason), /\S/);
+        assert.equal(release?.err, undefined);
       } finally {
         await local.close();
         await closeRedis(redis);

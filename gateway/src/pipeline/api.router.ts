@@ -131,11 +131,15 @@ export function apiRouter(options: ApiRouterOptions): ApiRoutes {
   return { router, chainOf };
 }
 
-/** Frees a request's idempotency key (chain.ts decides when); a failure to do so is logged, the answer stands. */
+/**
+ * Frees a request's idempotency key (chain.ts decides when); a failure to do so is logged, the answer stands.
+ * With its reason and no stack: it happens with every 503 while Redis is down, whose own line has the cause's.
+ */
 function chainRelease(options: ApiRouterOptions): Parameters<typeof chain>[3] {
   return (request) => {
     options.admission.release({ keyId: request.keyId, idempotencyKey: request.idempotencyKey, owner: request.owner }).catch((err: unknown) => {
-      requestLog(request.req, options.logger).warn({ err, keyId: request.keyId }, 'could not release the idempotency key after a 5xx');
+      const reason = err instanceof Error ? err.message : String(err);
+      requestLog(request.req, options.logger).warn({ reason, keyId: request.keyId }, 'could not release the idempotency key after a 5xx');
     });
   };
 }
