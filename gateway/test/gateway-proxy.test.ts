@@ -3,6 +3,7 @@ import { IncomingMessage, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { gatewayDeadline } from '@platform/service-kit';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
+import { serviceDeadline } from '../src/proxy/forward.step.ts';
 import { startUpstream } from './support/fake-upstream.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { signedHeaders } from './support/signing-client.ts';
@@ -98,17 +99,22 @@ describe('gateway routing and proxying (CONTRACT.md part 1)', () => {
     assert.notEqual(res.headers['x-request-id'], 'req-forward-1');
   });
 
-  it('tells the upstream under its assertion when it stops waiting for the answer (d: the moment it sent the request, plus UPSTREAM_TIMEOUT_MS), which a service believes', async () => {
+  it('tells the upstream under its assertion when it must have answered by (d: a margin before the gateway\'s 504), which a service believes', async () => {
     const before = Date.now();
     const res = await signed('POST', '/v1/weather-stations/by/city-district', { body: Buffer.from('{"city":"Adana","district":"Seyhan"}') });
     const after = Date.now();
     assert.equal(res.status, 200, res.body.toString());
     const received = gw.risk.received.at(-1)!;
     const deadline = Number(/;d=(\d+);/.exec(String(received.headers['x-internal-assertion']))?.[1]);
-    assert.ok(deadline >= before + gw.config.UPSTREAM_TIMEOUT_MS && deadline <= after + gw.config.UPSTREAM_TIMEOUT_MS, `d=${deadline}, sent between ${before} and ${after}`);
+    const timeout = gw.config.UPSTREAM_TIMEOUT_MS;
+    assert.ok(deadline >= serviceDeadline(before, timeout) && deadline <= serviceDeadline(after, timeout), `d=${deadline}, sent between ${before} and ${after}`);
     // What the service makes of it: the request as it arrived (its target and headers), under the shared key.
     const arrived = Object.assign(Object.create(IncomingMessage.prototype) as IncomingMessage, { method: 'POST', url: received.url, headers: received.headers });
     assert.equal(gatewayDeadline(gw.config.INTERNAL_ASSERTION_KEY)(arrived), deadline);
+  });
+
+  it('needs the answer a fifth of UPSTREAM_TIMEOUT_MS before its 504, at most 1 s before', () => {
+    assert.deepEqual([10_000, 3000, 1500, 100].map((timeout) => serviceDeadline(0, timeout)), [9000, 2400, 1200, 80]);
   });
 
   it('returns only allow-listed upstream response headers', async () => {

@@ -20,6 +20,15 @@ export interface ForwardOptions {
 }
 
 /**
+ * When the service must have answered a request sent at `sentAtMs`, or changed nothing (the assertion's `d`):
+ * before the gateway's 504 (`timeoutMs` of silence), by a margin for a commit under way then, the answer's way
+ * back and the hosts' clocks (NTP keeps them within milliseconds): a fifth of the timeout, at most 1 s.
+ */
+export function serviceDeadline(sentAtMs: number, timeoutMs: number): number {
+  return sentAtMs + timeoutMs - Math.min(1000, Math.floor(timeoutMs / 5));
+}
+
+/**
  * Step 7: the admitted request to its upstream, with the allow-listed client headers and the gateway's own
  * (X-Request-Id, X-Forwarded-*, the client key id under the internal assertion, the trace context).
  * Resolves with the status the client gets: the upstream's, or the one already sent when the request
@@ -56,8 +65,8 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       traceparent: trace.fromSdk ? undefined : formatTraceparent(trace),
       // Admission read the token's revocation keys and found none (else this request would not be here).
       checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
-      // Made just before it is sent: its 504 comes when no answer began by then.
-      deadlineAtMs: Date.now() + upstream.timeoutMs,
+      // Made just before it is sent.
+      deadlineAtMs: serviceDeadline(Date.now(), upstream.timeoutMs),
     });
     return { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
   };

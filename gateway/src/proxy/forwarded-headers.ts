@@ -62,8 +62,8 @@ export interface ForwardingFacts {
    */
   checkedBearer?: boolean;
   /**
-   * When the gateway stops waiting for the upstream's answer (Unix ms, its 504 then), under the assertion: the
-   * service holds its changes to a margin before it, so that a 504 means nothing was changed (CONTRACT.md part 3).
+   * When the upstream must have answered, or changed nothing, by (Unix ms; `serviceDeadline`), under the
+   * assertion, so that the gateway's 504 means nothing was changed (CONTRACT.md part 3).
    */
   deadlineAtMs?: number;
 }

@@ -22,7 +22,7 @@ export interface BaseAppOptions {
    * assertion covers); omitted, every request gets an id of the process's own (the gateway, a management port).
    */
   requestIdFrom?: RequestIdSource;
-  /** When the caller stops waiting for a request's answer, as a caller this process trusts says (`requestEnvelope`'s `deadlineFrom`). */
+  /** When a request must have been answered, or have changed nothing, by, as a caller this process trusts says (`requestEnvelope`'s `deadlineFrom`). */
   deadlineFrom?: (req: IncomingMessage) => number | undefined;
   /**
    * The request envelope to run, when the caller runs the same one elsewhere too (the gateway's API front,

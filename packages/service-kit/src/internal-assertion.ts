@@ -40,8 +40,8 @@ export interface ForwardedFacts {
    */
   checkedAuthorization?: string;
   /**
-   * When the gateway stops waiting for the answer (Unix ms): past it its client has had a 504, which frees the
-   * idempotency key for a retry (CONTRACT.md part 3), so the service must have changed nothing by then
+   * When the service must have answered, or changed nothing, by (Unix ms): a margin before the gateway's 504,
+   * which frees the idempotency key for a retry (CONTRACT.md part 3), so that a 504 means nothing was changed
    * (`gatewayDeadline`). Sent as the assertion's `d`; undefined when none is sent.
    */
   deadlineAtMs?: number;
@@ -159,9 +159,9 @@ export function gatewayCheckedBearer(key: string): (req: IncomingMessage) => boo
 }
 
 /**
- * For `createBaseApp`'s `deadlineFrom` in a service: when the gateway stops waiting for the request's answer
- * (Unix ms), as its valid assertion says; undefined for a direct call, any other assertion, or one without
- * `d`. The request envelope ends the request's deadline, and so its changes, a margin before it.
+ * For `createBaseApp`'s `deadlineFrom` in a service: when the request must have been answered, or have changed
+ * nothing, by (Unix ms), as the gateway's valid assertion says (`d`); undefined for a direct call, any other
+ * assertion, or one without `d`. The request envelope ends the request's deadline, and so its changes, there.
  */
 export function gatewayDeadline(key: string): (req: IncomingMessage) => number | undefined {
   return (req) => {

@@ -4,13 +4,6 @@ import { currentRequest } from './http-logger.ts';
 /** The message of the 503 a request gets when its deadline (REQUEST_DEADLINE_MS) passed. */
 export const DEADLINE_MESSAGE = 'The request took too long to complete; try again later';
 
-/**
- * How long before its caller stops waiting a request's deadline ends (`requestEnvelope`'s `deadlineFrom`):
- * room for a commit under way at the deadline, the answer's way back, and the clocks of two hosts, which
- * NTP keeps within milliseconds of each other.
- */
-export const CALLER_DEADLINE_MARGIN_MS = 1000;
-
 /** What the log says of a request read only after its caller stopped waiting (answered 503 at once). */
 export const CALLER_GONE_REASON = 'the caller stopped waiting before this request was read; nothing of it was done';
 

@@ -8,7 +8,7 @@ import type { Lifecycle } from './health.ts';
 import { type RequestFields, type RequestIdSource, enterRequest, loggedTarget, requestIdOf, requestLog, requestTrace } from './http-logger.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
-import { CALLER_DEADLINE_MARGIN_MS, CALLER_GONE_REASON, DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
+import { CALLER_GONE_REASON, DEADLINE_MESSAGE, RequestDeadline } from './request-deadline.ts';
 
 /**
  * Headers on every answer of every process. The API answers JSON that is personal and never meant to
@@ -112,11 +112,11 @@ export interface RequestEnvelopeOptions {
    */
   deadlineMs?: number;
   /**
-   * When the caller stops waiting for the answer (Unix ms), as a caller this process trusts says (a service:
-   * the gateway, under its assertion, `gatewayDeadline`); undefined when none says. The request's deadline
-   * then ends CALLER_DEADLINE_MARGIN_MS before it, if that is sooner than `deadlineMs`, and a request read
-   * after that (it waited in a stalled process) is answered 503 at once, with nothing done: its caller has
-   * answered it already, and may be retrying it.
+   * When the request must have been answered, or have changed nothing, by (Unix ms), as a caller this process
+   * trusts says (a service: the gateway, under its assertion, `gatewayDeadline`: a margin before its 504);
+   * undefined when none says. The request's deadline then ends there if that is sooner than `deadlineMs`, and
+   * a request read after it (it waited in a stalled process) is answered 503 at once, with nothing done: its
+   * caller has answered it already, and may be retrying it.
    */
   deadlineFrom?: (req: IncomingMessage) => number | undefined;
   /** While draining, keep-alive clients are told to reconnect elsewhere (`Connection: close`). */
@@ -166,8 +166,8 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
     let deadline: RequestDeadline | undefined;
     let timer: NodeJS.Timeout | undefined;
     let budgetMs = deadlineMs;
-    const callerGivesUpAt = budgetMs === undefined ? undefined : deadlineFrom?.(req);
-    if (budgetMs !== undefined && callerGivesUpAt !== undefined) budgetMs = Math.min(budgetMs, callerGivesUpAt - CALLER_DEADLINE_MARGIN_MS - Date.now());
+    const callerDeadline = budgetMs === undefined ? undefined : deadlineFrom?.(req);
+    if (budgetMs !== undefined && callerDeadline !== undefined) budgetMs = Math.min(budgetMs, callerDeadline - Date.now());
     if (budgetMs !== undefined) {
       deadline = new RequestDeadline(started + budgetMs, res);
       if (budgetMs > 0) timer = setTimeout(answerLate, budgetMs, req, res, deadline, budgetMs, logger);
