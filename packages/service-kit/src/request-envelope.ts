@@ -199,13 +199,11 @@ export function requestEnvelope(options: RequestEnvelopeOptions): RequestHandler
         access(status >= 400 ? 'warn' : 'info', fields, traceId, status, responseTime);
       }
     });
-    if (deadline !== undefined && budgetMs !== undefined && budgetMs <= 0) {
+    if (budgetMs !== undefined && budgetMs <= 0) {
       // Read after its caller stopped waiting: nothing of it runs, and its body is not read.
-      deadline.expire();
+      deadline?.expire();
       closeAfterAnswer(res, req);
-      res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
-      (res as { refusal?: string }).refusal = CALLER_GONE_REASON;
-      enterRequest(req, logger, fields, deadline, () => sendJson(req, res, 503, errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE])));
+      enterRequest(req, logger, fields, deadline, () => answerDeadline(req, res, CALLER_GONE_REASON));
       return;
     }
     const refusal = refusalOf(req);
@@ -241,10 +239,15 @@ function answerLate(req: Request, res: Response, deadline: RequestDeadline, dead
     return;
   }
   requestLog(req, logger).warn({ deadlineMs }, 'request deadline exceeded; answered 503');
+  answerDeadline(req, res, DEADLINE_MESSAGE);
+}
+
+/** The deadline's 503, with `reason` for the request's line (the error handler's `res.refusal`). */
+function answerDeadline(req: Request, res: Response, reason: string): void {
   // `messages` always: the station operations require it, and it is optional everywhere else.
   // A retry may well be served (whatever was slow recovers), so the answer says when, as every 503 does.
   res.setHeader('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_S));
-  (res as { refusal?: string }).refusal = DEADLINE_MESSAGE;
+  (res as { refusal?: string }).refusal = reason;
   sendJson(req, res, 503, errorBody(503, DEADLINE_MESSAGE, req.originalUrl, [DEADLINE_MESSAGE]));
 }
 
