@@ -72,7 +72,7 @@ function mac(key: string, version: Version, issuedAtS: number, facts: ForwardedF
   if (version !== 'v1') fields.push(facts.requestId ?? '');
   if (version === 'v3') fields.push(facts.checkedAuthorization ?? '');
   // Under the MAC when sent, so that no one on the way can move it or take it off.
-  if (facts.deadlineAtMs !== undefined) fields.push(`d=${facts.deadlineAtMs}`);
+  if (facts.deadlineAtMs !== undefined) fields.push(`d=${Math.floor(facts.deadlineAtMs)}`);
   return createHmac('sha256', hmacKey(key)).update(fields.join('\n'), 'utf8');
 }
 
@@ -83,7 +83,8 @@ function mac(key: string, version: Version, issuedAtS: number, facts: ForwardedF
  */
 export function assertForwarding(key: string, facts: ForwardedFacts, nowS = Math.floor(Date.now() / 1000)): string {
   const version: Version = facts.checkedAuthorization === undefined ? 'v2' : 'v3';
-  const deadline = facts.deadlineAtMs === undefined ? '' : `;d=${facts.deadlineAtMs}`;
+  // Whole milliseconds, as a service reads them.
+  const deadline = facts.deadlineAtMs === undefined ? '' : `;d=${Math.floor(facts.deadlineAtMs)}`;
   return `${version};t=${nowS}${deadline};mac=${mac(key, version, nowS, facts).digest('base64url')}`;
 }
 

@@ -165,6 +165,14 @@ describe('the gateway\'s deadline under its assertion (d, CONTRACT.md part 3: a 
     assert.ok(budget <= 4000 && budget > 3000, String(budget));
   });
 
+  it('when the deadline is not a whole number of milliseconds (a time read from performance.now()), it is sent and believed as its whole milliseconds', async () => {
+    const fractional = Date.now() + 4000.75;
+    const assertion = assertForwarding(KEY, facts(fractional));
+    assert.match(assertion, new RegExp(`;d=${Math.floor(fractional)};mac=`));
+    const budget = await budgetUnder(assertion);
+    assert.ok(budget <= 4000 && budget > 3000, String(budget));
+  });
+
   it('when the service\'s own deadline is sooner, or no deadline is sent, the service\'s own holds', async () => {
     for (const deadline of [Date.now() + 60_000, undefined]) {
       const budget = await budgetUnder(assertForwarding(KEY, facts(deadline)));
