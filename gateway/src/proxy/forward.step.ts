@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { formatTraceparent, requestTrace } from '@platform/service-kit';
+import { answerBudgetMs, formatTraceparent, requestTrace } from '@platform/service-kit';
 import type { Forward } from '../pipeline/chain.ts';
 import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import type { GatewayMetrics } from '../pipeline/gateway-metrics.ts';
@@ -21,18 +21,19 @@ export interface ForwardOptions {
 
 /**
  * When the service must have answered a request sent at `sentAtMs`, or changed nothing (the assertion's `d`):
- * before the gateway's 504 (`timeoutMs` of silence), by a margin for a commit under way then, the answer's way
- * back and the hosts' clocks (NTP keeps them within milliseconds): a fifth of the timeout, at most 1 s.
+ * before the gateway gives up on it (`waitMs` from now: its 504, `timeoutMs` of silence, or its own request
+ * deadline's 503, whichever comes first), by a margin for a commit under way then, the answer's way back and
+ * the hosts' clocks (NTP keeps them within milliseconds): a fifth of that wait, at most 1 s.
  */
-export function serviceDeadline(sentAtMs: number, timeoutMs: number): number {
-  return sentAtMs + timeoutMs - Math.min(1000, Math.floor(timeoutMs / 5));
+export function serviceDeadline(sentAtMs: number, waitMs: number): number {
+  return Math.floor(sentAtMs + waitMs - Math.min(1000, waitMs / 5));
 }
 
 /**
  * Step 7: the admitted request to its upstream, with the allow-listed client headers and the gateway's own
  * (X-Request-Id, X-Forwarded-*, the client key id under the internal assertion, the trace context).
- * Resolves with the status the client gets: the upstream's, or the one already sent when the request
- * deadline answered first.
+ * Resolves with the status that decides the idempotency key: the upstream's when it answered (the change
+ * was made or refused there, even if the request deadline's 503 went out first), else the one already sent.
  */
 export function forward(upstream: UpstreamClient, options: ForwardOptions): Forward {
   const cached =
@@ -65,8 +66,8 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
       traceparent: trace.fromSdk ? undefined : formatTraceparent(trace),
       // Admission read the token's revocation keys and found none (else this request would not be here).
       checkedBearer: request.bearer.principal !== undefined && request.admission?.outcome === 'claimed',
-      // Made just before it is sent.
-      deadlineAtMs: serviceDeadline(Date.now(), upstream.timeoutMs),
+      // Made just before it is sent; a request whose body came slowly has less of the gateway's own deadline left.
+      deadlineAtMs: serviceDeadline(Date.now(), Math.min(upstream.timeoutMs, answerBudgetMs())),
     });
     return { method: req.method, target: req.originalUrl, headers, body: request.body, path: pathOf(req.originalUrl) };
   };
@@ -80,17 +81,13 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
         const timer = options.metrics.upstreamTimer(upstream.name);
         status = upstream.send(exchangeOf(request), res, (outcome) => timer(String(outcome)));
       }
-      // A cached hit answered at once: no promise for it.
-      return typeof status === 'number' ? answered(res, status) : status.then((settled) => answered(res, settled), (err: unknown) => failed(res, err));
+      // A cached hit answered at once: no promise for it. An upstream's status is the one that decides the key,
+      // even when the deadline's 503 went out first: the change was made (or refused) there.
+      return typeof status === 'number' ? status : status.catch((err: unknown) => failed(res, err));
     } catch (err) {
       return failed(res, err);
     }
   };
-}
-
-/** The status the client got: the deadline's, when its answer went out first. */
-function answered(res: ServerResponse, status: number): number {
-  return res.headersSent && res.statusCode !== status ? res.statusCode : status;
 }
 
 /** A failure after the deadline's answer went out: the client has that, and it decides; else the failure is the answer's. */
