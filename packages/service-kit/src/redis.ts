@@ -98,6 +98,14 @@ export interface RedisOptions {
 }
 
 /**
+ * The longest time one command takes before it fails, unless `commandTimeoutMs` says otherwise: half the
+ * gateway's 1 s fail-closed promise (CONTRACT.md part 3). Shorter fails healthy commands whenever the event
+ * loop lags: the timer fires before the reply already waiting is read (a 300 ms timeout gave a soak on a busy
+ * machine a false 503).
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 500;
+
+/**
  * An ioredis client that fails fast rather than queueing: no offline queue, one retry per command,
  * a command timeout and a capped reconnect delay. While Redis is down, commands reject at once and
  * readiness says so; the client reconnects by itself. Connection changes are logged once each.
@@ -106,10 +114,7 @@ export function createRedis(options: RedisOptions): Redis {
   const connection = {
     connectionName: options.connectionName === undefined ? undefined : `${options.connectionName}-${process.pid}@${hostname()}`,
     maxRetriesPerRequest: 1,
-    // Half the gateway's 1 s fail-closed promise (CONTRACT.md part 3). Shorter fails healthy commands
-    // whenever the event loop lags: the timer fires before the reply already waiting is read (a 300 ms
-    // timeout gave a soak on a busy machine a false 503).
-    commandTimeout: options.commandTimeoutMs ?? 500,
+    commandTimeout: options.commandTimeoutMs ?? REDIS_COMMAND_TIMEOUT_MS,
     connectTimeout: 1000,
   };
   // Commands issued in one event-loop turn (the blacklist checks of concurrent requests) leave in one

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RevocationWriter } from '@platform/auth';
-import { type Logger, answerBudgetMs, currentRequestLog } from '@platform/service-kit';
+import { type Logger, REDIS_COMMAND_TIMEOUT_MS, answerBudgetMs, currentRequestLog } from '@platform/service-kit';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
@@ -89,8 +89,9 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
         return;
       } catch (err) {
         const wait = PUBLISH_RETRY_DELAYS_MS[attempt];
-        // Nor past the request's deadline: its answer must come before the gateway's upstream timeout.
-        if (wait === undefined || wait >= answerBudgetMs()) {
+        // Nor past the request's deadline: its answer must come before the gateway gives up, so the wait and the
+        // next attempt, which may take a whole command timeout, must both fit in what is left of it.
+        if (wait === undefined || wait + REDIS_COMMAND_TIMEOUT_MS >= answerBudgetMs()) {
           missed();
           currentRequestLog(logger).warn({ err, ...what }, 'could not publish ended sessions or revoked tokens to the blacklist; they are written again as soon as Redis answers');
           return;
