@@ -52,10 +52,17 @@ describe('gateway request deadline (REQUEST_DEADLINE_MS)', () => {
     assert.equal(retry.status, 200, retry.body.toString());
   });
 
-  it('when the upstream answers below 500 after the deadline\'s 503, the key is kept: the change was made, and a retry is the duplicate it would be (409)', async () => {
+  it('when the upstream succeeds after the deadline\'s 503, the key is kept: the change was made, and a retry is the duplicate it would be (409)', async () => {
     const retry = await lateAnswerThenRetry(201);
     assert.equal(retry.status, 409, retry.body.toString());
     assert.equal(retry.json().message, 'Duplicate request detected (X-Idempotency-Key)');
+  });
+
+  it('when the upstream refuses after the deadline\'s 503 (a 4xx changed nothing to repeat), the key is freed: the retry gets its own answer', async () => {
+    for (const refusal of [401, 409]) {
+      const retry = await lateAnswerThenRetry(refusal);
+      assert.equal(retry.status, 200, `${refusal}: ${retry.body.toString()}`);
+    }
   });
 
   it('tells the upstream to be done before its own deadline when that comes before UPSTREAM_TIMEOUT_MS (d under the assertion)', async () => {

@@ -9,17 +9,17 @@ export type Step = (request: GatewayRequest) => void | Promise<void>;
 
 /**
  * The last step: hands the request on, with the status that decides its idempotency key (as soon as it is
- * known, before its body is relayed): the upstream's answer, even one that came after the deadline's 503
- * (what the upstream did is what a retry would repeat), else the client's; undefined when no answer came; a
- * promise of it when it is not known at once (a cached hit is).
+ * known, before its body is relayed): the client's, but an upstream's success that came after the deadline's
+ * 503 (the change was made: a retry must not make it twice); undefined when no answer came; a promise of it
+ * when it is not known at once (a cached hit is).
  */
 export type Forward = (request: GatewayRequest) => number | undefined | Promise<number | undefined>;
 
 /**
  * CONTRACT.md part 3, the one rule of the idempotency key: a request that held it gives it back when its
  * answer is a 5xx or never came (upstream down or silent, Redis unreachable, a fault of the gateway, the
- * deadline); every other answer keeps it. The answer is the upstream's once it came: a deadline's 503 followed by
- * the upstream's 2xx keeps the key, since the change was made and a retry must not make it twice.
+ * deadline); every other answer keeps it. A deadline's 503 followed by the upstream's success keeps it too,
+ * since the change was made and a retry must not make it twice (the forward step reports that success).
  */
 export function keepsIdempotencyKey(answer: number | undefined): boolean {
   return answer !== undefined && answer < 500;

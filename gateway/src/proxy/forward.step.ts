@@ -32,8 +32,8 @@ export function serviceDeadline(sentAtMs: number, waitMs: number): number {
 /**
  * Step 7: the admitted request to its upstream, with the allow-listed client headers and the gateway's own
  * (X-Request-Id, X-Forwarded-*, the client key id under the internal assertion, the trace context).
- * Resolves with the status that decides the idempotency key: the upstream's when it answered (the change
- * was made or refused there, even if the request deadline's 503 went out first), else the one already sent.
+ * Resolves with the status that decides the idempotency key (`decisive`): the upstream's, or the one already
+ * sent when the request deadline answered first and the upstream then refused, failed or never answered.
  */
 export function forward(upstream: UpstreamClient, options: ForwardOptions): Forward {
   const cached =
@@ -81,13 +81,23 @@ export function forward(upstream: UpstreamClient, options: ForwardOptions): Forw
         const timer = options.metrics.upstreamTimer(upstream.name);
         status = upstream.send(exchangeOf(request), res, (outcome) => timer(String(outcome)));
       }
-      // A cached hit answered at once: no promise for it. An upstream's status is the one that decides the key,
-      // even when the deadline's 503 went out first: the change was made (or refused) there.
-      return typeof status === 'number' ? status : status.catch((err: unknown) => failed(res, err));
+      // A cached hit answered at once: no promise for it.
+      return typeof status === 'number' ? status : status.then((settled) => decisive(res, settled), (err: unknown) => failed(res, err));
     } catch (err) {
       return failed(res, err);
     }
   };
+}
+
+/**
+ * The status that decides the idempotency key: the upstream's, unless the deadline's 503 went out first and
+ * the upstream then refused or failed (4xx, 5xx). A late success keeps the key, since the change was made and a
+ * retry must not make it twice; a late refusal changed nothing a retry would wrongly repeat, so the client's
+ * 503 frees the key for the retry it invites, which then gets the refusal itself.
+ */
+function decisive(res: ServerResponse, upstream: number): number {
+  const deadlineFirst = res.headersSent && res.statusCode !== upstream;
+  return deadlineFirst && upstream >= 400 ? res.statusCode : upstream;
 }
 
 /** A failure after the deadline's answer went out: the client has that, and it decides; else the failure is the answer's. */
