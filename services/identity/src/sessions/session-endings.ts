@@ -68,6 +68,29 @@ const REFRESH_RACE_S = 1;
  */
 const PUBLISH_RETRY_DELAYS_MS = [100, 200, 400];
 
+/**
+ * `write`, or a rejection once the request's answer is due (`answerBudgetMs`), whichever comes first: a
+ * command that Redis holds (frozen, or its timeout longer than what is left) must not hold the answer past
+ * the time the gateway said it gives up by. The write goes on; whatever it ends in, `missed` covers it.
+ */
+function beforeAnswerDue(write: Promise<void>): Promise<void> {
+  const budgetMs = answerBudgetMs();
+  if (budgetMs === Infinity) return write;
+  return new Promise((resolve, reject) => {
+    const due = setTimeout(() => reject(new Error('the request\'s answer was due before Redis answered')), Math.max(0, budgetMs));
+    write.then(
+      () => {
+        clearTimeout(due);
+        resolve();
+      },
+      (err: unknown) => {
+        clearTimeout(due);
+        reject(err);
+      },
+    );
+  });
+}
+
 function sessionsEnded(userId: string, sessionIds: readonly string[], reason: SessionEndReason): NewAuditEvent {
   return { type: 'session.revoked', subjectUserId: userId, details: { sessionIds, reason } };
 }
@@ -85,7 +108,7 @@ export function createSessionEndings(options: SessionEndingsOptions): SessionEnd
   const published = async (write: () => Promise<void>, missed: () => void, what: Record<string, unknown>): Promise<void> => {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        await write();
+        await beforeAnswerDue(write());
         return;
       } catch (err) {
         const wait = PUBLISH_RETRY_DELAYS_MS[attempt];
