@@ -165,7 +165,9 @@ export function createTransport(config: TransportConfig): Transport {
   /**
    * One attempt; when it answers 503 with a `Retry-After` of at most MAX_RETRY_AFTER_S seconds, one more after
    * that delay, signed again (a fresh nonce and `created`). The idempotency key stays: a 503 left it free
-   * (the gateway releases it after any 5xx or never claimed it), so the retry cannot do anything twice.
+   * (the gateway releases it after any 5xx or never claimed it), so the retry cannot do anything twice. Two
+   * exceptions answer the retry 409 `Duplicate request detected`: the first request is still upstream (the
+   * gateway's own deadline answered it), or the upstream made its change after that 503 (the key is kept).
    */
   async function attemptRidingOut503(request: ApiRequest, accessToken: string | undefined, idempotencyKey: string): Promise<Attempt> {
     const first = await attempt(request, accessToken, idempotencyKey);
