@@ -87,6 +87,23 @@ describe('password hasher', () => {
     }
   });
 
+  it('when a check\'s request has less time left than a hash takes and nothing is ahead of it, refuses it with the deadline\'s message, not a busy one', async () => {
+    const hasher = await createPasswordHasher({ cost: 10, threads: 1 });
+    try {
+      const hash = await hasher.hash('password');
+      // A request with 1 ms left (its body came late, or the gateway needs it answered soon); the thread is free.
+      const deadline = new RequestDeadline(performance.now() + 1, { headersSent: false });
+      let check: Promise<boolean> | undefined;
+      inRequest(deadline, () => {
+        check = hasher.verify('password', hash);
+      });
+      await assert.rejects(check!, (err: Error & { status?: number }) => err.message === DEADLINE_MESSAGE && err.status === 503);
+      assert.deepEqual(hasher.refusals(), { busy: 1, answered: 0 });
+    } finally {
+      await hasher.close();
+    }
+  });
+
   it('when a check\'s request is answered by its deadline while the check waits, the check is not made when its turn comes', async () => {
     const hasher = await createPasswordHasher({ cost: 12, threads: 1 });
     try {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
 import { ServiceUnavailableError } from '@platform/errors';
-import { answerBudgetMs, assertRequestOpen } from '@platform/service-kit';
+import { DEADLINE_MESSAGE, answerBudgetMs, assertRequestOpen } from '@platform/service-kit';
 import { DEFAULT_HASHING_NICENESS } from '../config.ts';
 import { CallerQueue, type Lane, SHARED_LANE } from './caller-queue.ts';
 import type { PasswordTask, PasswordWorkerData } from './password-worker.ts';
@@ -84,15 +84,22 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   /** How long one hash takes, smoothed over the last ones (a compare with the dummy hash's first). */
   let hashMs = 0;
   const refused: PasswordRefusals = { busy: 0, answered: 0 };
-  /** The busy 503 (counted) of a check that would end `expectedMs` from now, past its request's deadline. */
-  const refuseIfLate = (expectedMs: number): void => {
+  /**
+   * The 503 (counted busy) of a check that would end `expectedMs` from now, past its request's deadline: busy
+   * when checks ahead of it make it late; the deadline's own message when its request has less time left than
+   * one hash, with nothing ahead (a request that came late, or whose caller needs it answered soon).
+   */
+  const refuseIfLate = (expectedMs: number, queued: boolean): void => {
     if (expectedMs > answerBudgetMs()) {
       refused.busy += 1;
-      throw new ServiceUnavailableError(HASHING_BUSY_MESSAGE);
+      throw new ServiceUnavailableError(queued ? HASHING_BUSY_MESSAGE : DEADLINE_MESSAGE);
     }
   };
   // Its turn comes once the hashes served before it are done, a thread's share each, then it takes one hash.
-  const assertRoom = (lane: Lane): void => refuseIfLate((Math.floor((running + waiting.ahead(lane)) / options.threads) + 1) * hashMs);
+  const assertRoom = (lane: Lane): void => {
+    const turns = Math.floor((running + waiting.ahead(lane)) / options.threads);
+    refuseIfLate((turns + 1) * hashMs, turns > 0);
+  };
   const inTurn = async <T>(task: PasswordTask, lane: Lane, beforeRun?: () => Promise<void>): Promise<T> => {
     assertRoom(lane);
     if (running < options.threads) running += 1;
@@ -105,8 +112,8 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
         refused.answered += 1;
         throw err;
       }
-      // Its turn: nothing ahead any more, its own hash to take.
-      refuseIfLate(hashMs);
+      // Its turn: nothing ahead any more, its own hash to take; those it waited behind made it late, if it is.
+      refuseIfLate(hashMs, true);
       if (beforeRun !== undefined) await beforeRun();
       const started = performance.now();
       const result = (await pool.run(task)) as T;
