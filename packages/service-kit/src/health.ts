@@ -25,7 +25,8 @@ export interface HealthOptions {
   onReadiness?: (ready: boolean) => void;
 }
 
-function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
+/** `promise`, or a rejection after `ms` if it has not settled by then (it goes on either way). */
+export function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);

@@ -2,7 +2,7 @@ import type { Request, Router } from 'express';
 import express from 'express';
 import { methodNotAllowedHandler } from '@platform/errors';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ReadinessCheck } from './health.ts';
+import { type ReadinessCheck, withTimeout } from './health.ts';
 import { openApiRouteOf } from './openapi-route.ts';
 import { SeriesHistogram } from './series-histogram.ts';
 
@@ -29,15 +29,10 @@ export interface Metrics {
 const DEPENDENCY_TIMEOUT_MS = 1000;
 
 async function answers(check: ReadinessCheck): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), DEPENDENCY_TIMEOUT_MS);
-  });
-  const result = check.check().then(
+  return await withTimeout(check.check(), DEPENDENCY_TIMEOUT_MS).then(
     () => true,
     () => false,
   );
-  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Where a router that is not Express's own leaves the route template of a request. */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RevocationWriter } from '@platform/auth';
-import { type Logger, REDIS_COMMAND_TIMEOUT_MS, answerBudgetMs, currentRequestLog } from '@platform/service-kit';
+import { type Logger, REDIS_COMMAND_TIMEOUT_MS, answerBudgetMs, currentRequestLog, withTimeout } from '@platform/service-kit';
 import { type Knex, retryingTransaction } from '@platform/service-kit/database';
 import type { NewAuditEvent } from '../audit/audit-event.ts';
 import type { AuditContext } from '../request/audit-context.ts';
@@ -75,20 +75,7 @@ const PUBLISH_RETRY_DELAYS_MS = [100, 200, 400];
  */
 function beforeAnswerDue(write: Promise<void>): Promise<void> {
   const budgetMs = answerBudgetMs();
-  if (budgetMs === Infinity) return write;
-  return new Promise((resolve, reject) => {
-    const due = setTimeout(() => reject(new Error('the request\'s answer was due before Redis answered')), Math.max(0, budgetMs));
-    write.then(
-      () => {
-        clearTimeout(due);
-        resolve();
-      },
-      (err: unknown) => {
-        clearTimeout(due);
-        reject(err);
-      },
-    );
-  });
+  return budgetMs === Infinity ? write : withTimeout(write, Math.max(0, budgetMs));
 }
 
 function sessionsEnded(userId: string, sessionIds: readonly string[], reason: SessionEndReason): NewAuditEvent {
