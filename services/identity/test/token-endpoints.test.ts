@@ -304,6 +304,24 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
       assert.deepEqual(claimsOf(own.body.accessToken).cnf, { kid: 'client-a' }, 'a refresh keeps the binding');
     });
 
+    it('refuses a rotated refresh token under another client key as bound, not as a reuse: the owner\'s session lives on', async () => {
+      const { refreshToken: rotated } = await loginAs(await identity.createUser(), 'client-a');
+      const first = await json('post', '/v1/auth/refresh', 'client-a', { refreshToken: rotated });
+      assert.equal(first.status, 200);
+      const replayed = await json('post', '/v1/auth/refresh', 'client-b', { refreshToken: rotated });
+      assert.equal(replayed.status, 401);
+      assert.equal(replayed.body.message, 'Token bound to another client');
+      const own = await json('post', '/v1/auth/refresh', 'client-a', { refreshToken: first.body.refreshToken });
+      assert.equal(own.status, 200, 'another client key ended the session by presenting its old refresh token');
+      const sessionId = claimsOf(own.body.accessToken).sid;
+      assert.equal(await identity.db('audit_events').where({ type: 'refresh_token.reused' }).whereRaw("details->>'sessionId' = ?", [String(sessionId)]).first(), undefined, 'recorded as a reuse');
+      // Under its own key the rotated token is a reuse, as before: the session ends.
+      const reused = await json('post', '/v1/auth/refresh', 'client-a', { refreshToken: rotated });
+      assert.equal(reused.status, 401);
+      assert.equal(reused.body.message, 'Bad Credentials');
+      assert.equal((await json('post', '/v1/auth/refresh', 'client-a', { refreshToken: own.body.refreshToken })).status, 401, 'the reuse under its own key ends the session');
+    });
+
     it('refuses an ADMIN token on the password reset request, where a token is optional, under another client key: no reset token, nothing recorded', async () => {
       const admin = await loginAs(await identity.createUser({ roles: ['ADMIN'] }), 'client-a');
       const victim = await identity.createUser();

@@ -25,6 +25,13 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
     const record = await lockRefreshToken(trx, refreshTokenHash(refreshToken));
     if (record === undefined) return { ok: false, reason: 'unknown refresh token' } as const;
     const session = { id: record.sessionId, userId: record.userId };
+    // Presented under another client key than the one that logged in (CONTRACT.md part 16): refused, and
+    // left as it was, so the session's own client keeps refreshing. Before every other verdict: a rotated
+    // token presented again under another key proves nothing about the session's own client, and ending the
+    // session for it would let any client key end another's session (revoke leaves those alone too).
+    if (services.tokenBinding && isBoundElsewhere({ clientKeyId: record.sessionClientKeyId ?? undefined }, audit.clientKeyId ?? undefined)) {
+      return { ok: false, reason: `refresh token bound to client key ${record.sessionClientKeyId}`, bound: true } as const;
+    }
     const fault = refreshTokenFault(record, services.sessionMaxLifetimeS);
     if (fault === 'rotated') {
       await insertAuditEvent(trx, audit, { type: 'refresh_token.reused', subjectUserId: record.userId, details: { sessionId: record.sessionId } });
@@ -32,11 +39,6 @@ export async function refreshTokens(services: AuthServices, refreshToken: string
       return { ok: false, reason: 'rotated refresh token presented again; session ended', ended: record.sessionId } as const;
     }
     if (fault === 'ended') return { ok: false, reason: 'session ended' } as const;
-    // Presented under another client key than the one that logged in (CONTRACT.md part 16): refused, and
-    // left as it was, so the session's own client keeps refreshing.
-    if (services.tokenBinding && isBoundElsewhere({ clientKeyId: record.sessionClientKeyId ?? undefined }, audit.clientKeyId ?? undefined)) {
-      return { ok: false, reason: `refresh token bound to client key ${record.sessionClientKeyId}`, bound: true } as const;
-    }
     if (fault === 'expired') return { ok: false, reason: 'refresh token expired' } as const;
     // Rotation alone would let a session live forever; a stolen one too. Past its absolute lifetime it ends.
     if (fault === 'outlived') {
