@@ -634,6 +634,24 @@ describe('second factor: TOTP (CONTRACT.md part 15)', function () {
       assert.equal(claimsOf(plain.accessToken).sfr, false);
     });
 
+    it('introspects an ADMIN\'s aal 1 access token as { active: false }: to a resource server it opens nothing; a user not asked for a factor is active at aal 1', async () => {
+      const introspect = (token: string) =>
+        request(identity.app)
+          .post('/v1/auth/introspect')
+          .set(identity.viaGateway('POST', '/v1/auth/introspect', { address: '203.0.113.7', clientKeyId: 'resource-server' }))
+          .type('form')
+          .send({ token });
+      const admin = await identity.login(await identity.createUser({ roles: ['ADMIN'] }));
+      assert.deepEqual([claimsOf(admin.accessToken).aal, claimsOf(admin.accessToken).sfr], [1, true]);
+      const refused = await introspect(admin.accessToken);
+      assert.equal(refused.status, 200);
+      assert.deepEqual(refused.body, { active: false });
+      const plain = await identity.login(await identity.createUser());
+      const answer = await introspect(plain.accessToken);
+      assert.equal(answer.body.active, true, JSON.stringify(answer.body));
+      assert.equal(answer.body.aal, 1);
+    });
+
     it('a confirmation does not clear the user\'s failed logins: it proves a factor the caller just made, not the password', async () => {
       const admin = await identity.createUser({ roles: ['ADMIN'] });
       const login = await identity.login(admin);

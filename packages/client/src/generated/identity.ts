@@ -95,9 +95,10 @@ export interface paths {
          *     through the gateway under a client key whose entry carries `"introspection": true`; any other
          *     key gets 403 there. The answer comes from the very state the gateway decides by, at once: an
          *     access token logged out, revoked, of an ended session (logout, password reset, role change,
-         *     block, an ADMIN's end), expired, signed by a key no longer published, malformed or unknown, and
-         *     a refresh token rotated, revoked, expired or of an ended session, all answer exactly
-         *     `{"active": false}`. While the revocations are being restored after Redis lost its data the
+         *     block, an ADMIN's end), expired, signed by a key no longer published, malformed or unknown, an
+         *     access token of the password alone (`aal` 1) whose user must show a second factor (it opens
+         *     nothing but the second factor and enrolment, here), and a refresh token rotated, revoked, expired
+         *     or of an ended session, all answer exactly `{"active": false}`. While the revocations are being restored after Redis lost its data the
          *     answer is 503, never a false `active: true`. A malformed request is answered in RFC 6749 §5.2's
          *     shape (400 `invalid_request`); every other error in the platform's.
          */

@@ -51,14 +51,18 @@ function refreshFirst(hint: string | undefined): boolean {
 
 /**
  * RFC 7662 introspection (CONTRACT.md part 16): the token's claims while it is alive, exactly
- * `{ active: false }` for a token expired, revoked, of an ended session, malformed or unknown. `token_type` is
- * RFC 6749 section 5.1's type, `Bearer`, and only an access token has one: a resource server that checks it
- * takes no refresh token for an access token. `token_use` says which of the two it is (as Ory Hydra names it).
+ * `{ active: false }` for a token expired, revoked, of an ended session, malformed or unknown, and for an
+ * access token of the password alone (`aal` 1) whose user must show a second factor (part 15): every operation
+ * refuses it but the second factor and enrolment, which only identity serves, so to a resource server it opens
+ * nothing (`active: true` would let one that reads `active` alone take a password for both factors).
+ * `token_type` is RFC 6749 section 5.1's type, `Bearer`, and only an access token has one: a resource server
+ * that checks it takes no refresh token for an access token. `token_use` says which of the two it is (as Ory
+ * Hydra names it).
  */
 export async function introspect(services: TokenEndpointServices, token: string, hint: string | undefined): Promise<IntrospectionResult> {
   const asAccess = async (): Promise<IntrospectionResult | undefined> => {
     const principal = await liveAccessToken(services, token);
-    if (principal === undefined) return undefined;
+    if (principal === undefined || (principal.aal < 2 && principal.secondFactorRequired)) return undefined;
     return {
       active: true,
       token_type: 'Bearer',
