@@ -195,6 +195,19 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     }
   });
 
+  it('dates a loss within a second of it for a key that sends nothing: a request signed after the loss and sent seconds later is served, not refused as signed before it', async () => {
+    const lostMs = Date.now();
+    await loseData();
+    await reseeded();
+    // Signed over a second after the loss, sent three seconds after it was signed: the key idle all along.
+    const created = Math.ceil(lostMs / 1000) + 2;
+    await sleep((created + 3) * 1000 - Date.now());
+    const born = Number((await mirror()).born);
+    assert.ok(born >= lostMs && born <= lostMs + 1500, `the loss was dated ${born - lostMs} ms after it happened`);
+    const res = await loginCall({ created });
+    assert.equal(res.status, 200, res.body.toString());
+  });
+
   it('a request signed before the loss is refused while the mirror is still missing (401 before 503)', async () => {
     const signedBefore = nowS() - 2;
     await loseData();

@@ -126,9 +126,9 @@ export interface AdmissionStore {
   /** Frees an idempotency key after a 5xx or no answer, so the client may retry with it. */
   release(request: Pick<AdmissionRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
   /**
-   * Dates the ledger of every client key in use that has none yet (a key never used, or a slot that lost
-   * its data: the same), as the store does by itself within a second of learning of a key; resolves with
-   * the latest date it set (ms), 0 when it set none. Rejects when Redis does not answer.
+   * Dates the ledger of every client key in use that has none (a key never used, or a slot that lost its
+   * data: the same), as the store does by itself every second; resolves with the date it set (ms), 0 when it
+   * set none. Rejects when Redis does not answer.
    */
   dateKeys(): Promise<number>;
   /** Stops dating new keys, checking the stamps and watching Redis's servers (shutdown). */
@@ -238,7 +238,7 @@ function decide(found: AdmissionOutcome, revocation: 'restoring' | 'revoked' | '
   return found;
 }
 
-/** How often the store looks for client keys it has not dated yet (CONTRACT.md part 12 allows 5 s from a change). */
+/** How often the store dates the ledgers of client keys that have none (a new key, a loss): CONTRACT.md parts 12 and 13 allow 5 s. */
 const KEY_WATCH_MS = 1000;
 /** How often each stamp is checked when nothing else did: it also keeps the stamps from expiring. */
 const STAMP_CHECK_MS = 60_000;
@@ -307,27 +307,26 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const unsubscribe = topology.subscribe(() => void stampChecks.runNow());
   stampChecks.start();
 
-  // Each client key's ledger dated as soon as this gateway learns of the key (at start, or from a reload
-  // of the keys file), never by its first request: a key that has never been used is not a loss, so the
-  // first request signed with it a second or more later is answered like any other (CONTRACT.md part 12).
-  // A key whose slot has a ledger already keeps it (HSETNX). Retried every KEY_WATCH_MS until Redis answers.
-  const dated = new Set<string>();
+  // Every client key's ledger dated every KEY_WATCH_MS when it has none (HSETNX: a ledger there is kept):
+  // - a key this gateway just learnt of (at start, or from a reload of the keys file), never by its first
+  //   request: a key never used is not a loss, so the first request signed with it a second or more later
+  //   is answered like any other (CONTRACT.md part 12);
+  // - a key whose slot lost its data (a flush, an empty restart) within KEY_WATCH_MS of the loss, whether
+  //   or not the key is in use: the loss is dated when it happened, not when the key's next request finds
+  //   it, maybe minutes later, which would refuse every request signed after the loss but over a second
+  //   before that one as signed before it (401), and ask the next ones to sign again (CONTRACT.md part 13).
+  // One HSETNX per key and KEY_WATCH_MS, in one socket write per Redis server.
   const dateKeys = async (): Promise<number> => {
-    const fresh = (options.keyIds?.() ?? []).filter((keyId) => !dated.has(keyId));
-    if (fresh.length === 0) return 0;
+    const keyIds = options.keyIds?.() ?? [];
+    if (keyIds.length === 0) return 0;
     const now = Date.now();
-    const set = await Promise.all(
-      fresh.map(async (keyId) => {
-        const created = (await redis.hsetnx(replayBornKey(keyId), 'born', String(now))) === 1;
-        dated.add(keyId);
-        return created;
-      }),
-    );
+    holdTurnWrites();
+    const set = await Promise.all(keyIds.map(async (keyId) => (await redis.hsetnx(replayBornKey(keyId), 'born', String(now))) === 1));
     return set.includes(true) ? now : 0;
   };
   const keyWatch = periodic(dateKeys, {
     intervalMs: KEY_WATCH_MS,
-    onError: (err) => logger?.debug({ err }, 'could not date the ledgers of new client keys yet (Redis unreachable); trying again'),
+    onError: (err) => logger?.debug({ err }, 'could not date the client keys\' ledgers (Redis unreachable); trying again'),
   });
   keyWatch.start(0);
 
