@@ -270,6 +270,27 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
     assert.equal(risk.received.length, 4);
   });
 
+  it('never hands a waiting request the leading request\'s timeout: one that joined late asks upstream itself, with a wait of its own', async () => {
+    const local = await startGateway({ redis: testRedis.redis, risk, env: { GATEWAY_CACHE_MB: '1', UPSTREAM_TIMEOUT_MS: '600' } });
+    try {
+      await sleep(600);
+      const call = () => send(local.url, 'GET', BY_ID, signedHeaders('GET', BY_ID, { key: local.keys.hmac, bearer: local.issuer.sign() }));
+      upstream.state.delayMs = 2000;
+      const leading = call();
+      await sleep(450);
+      // Risk answers at once from now on; this request joins the leading one's flight 150 ms before its timeout.
+      upstream.state.delayMs = 0;
+      const joined = call();
+      const [first, late] = await Promise.all([leading, joined]);
+      assert.equal(first.status, 504);
+      assert.equal(late.status, 200, late.body.toString());
+      assert.equal(late.headers['x-cache'], 'MISS');
+      assert.equal(risk.received.length, 2, 'the late request did not ask upstream itself');
+    } finally {
+      await local.close();
+    }
+  });
+
   it('hands waiting requests an answer too big to keep: one upstream request, every request its answer, nothing stored', async () => {
     upstream.state.delayMs = 150;
     // GATEWAY_CACHE_MB 1: no entry over 64 kB.

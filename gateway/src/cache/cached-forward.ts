@@ -3,7 +3,8 @@
 // (`X-Cache: HIT`, `Age`, a 304 when the client's copy is current); a miss makes one upstream request per
 // key however many wait for it, stores a 200 or 404 of the current generation, and answers (`X-Cache:
 // MISS`). Nothing else is stored: the gateway's own refusals never get here, and an upstream 5xx or 401 is
-// answered, not kept, and not handed to the requests that waited for it (each asks upstream itself).
+// answered, not kept, and not handed to the requests that waited for it (each asks upstream itself), nor
+// is the leading request's own 504 or 502 when its upstream never answered.
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { isErrorBody } from '@platform/errors';
@@ -161,7 +162,7 @@ async function missed(options: CachedForwardOptions, request: GatewayRequest, ke
   const { req, res } = request;
   let led = false;
   let exchange: UpstreamExchange | undefined;
-  const flight = await cache.once(key, async () => {
+  const flying = cache.once(key, async () => {
     led = true;
     exchange = exchangeOf();
     // The whole answer is wanted, whatever the client holds: the conditional headers stay here.
@@ -189,6 +190,17 @@ async function missed(options: CachedForwardOptions, request: GatewayRequest, ke
     }
     return { read, shared };
   });
+  let flight: Awaited<typeof flying>;
+  try {
+    flight = await flying;
+  } catch (err) {
+    // The leading request got no answer (its upstream timed out, or could not be reached): its 504 or 502
+    // is of its own wait, not an answer of the key, so a request that joined it late asks upstream itself,
+    // with a wait of its own, as after an upstream's 5xx (the outside attack: a request joining 76 ms before
+    // the leader's timeout got its 504 while risk answered the retry at once).
+    if (led || res.headersSent) throw err;
+    return await sendAsItIs(options, res, exchangeOf);
+  }
   // The request deadline answered first: the client has that.
   if (res.headersSent) return res.statusCode;
   if (!led) return flight.shared === undefined ? await sendAsItIs(options, res, exchangeOf) : writeEntry(request, flight.shared, res, now(), 'MISS');
