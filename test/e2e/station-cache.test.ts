@@ -85,6 +85,31 @@ describe('end to end: station answers cached at the gateways (CONTRACT.md part 1
     }
   });
 
+  it('a risk replica whose own poll is a minute away follows the generation another published: a gateway in front of it relays the renamed station within 2 s', async () => {
+    const lagging = await stack.startRiskReplica({ RISK_INDEX_POLL_MS: '60000' });
+    // Its start seeded the data again (local): the first replica has loaded that generation before the rename.
+    await sleep(1000);
+    const behind = client(await stack.startGatewayReplica({ RISK_URL: lagging, GATEWAY_CACHE_MB: '0' }));
+    await behind.auth.login(stack.admin);
+    const renamed = `Keçiören Takip ${Date.now()}`;
+    await db('stations').where({ station_id: STATION }).update({ station_name: renamed });
+    const first = client(stack.gatewayUrl);
+    await first.auth.login(stack.admin);
+    const deadline = Date.now() + 10_000;
+    let firstServed: number | undefined;
+    while (firstServed === undefined && Date.now() < deadline) {
+      if ((await first.stations.byId(STATION))?.stationName === renamed) firstServed = Date.now();
+      else await sleep(20);
+    }
+    assert.ok(firstServed !== undefined, 'the first replica never served the new name');
+    let followed: number | undefined;
+    while (followed === undefined && Date.now() < firstServed + 5000) {
+      if ((await behind.stations.byId(STATION))?.stationName === renamed) followed = Date.now();
+      else await sleep(20);
+    }
+    assert.ok(followed !== undefined && followed - firstServed < 2000, `the lagging replica served the old name ${followed === undefined ? 'for 5 s' : `${followed - firstServed} ms`} after the first served the new one`);
+  });
+
   it('the SDK keeps the city list\'s ETag and revalidates: the gateway answers 304, the SDK gives the list again', async () => {
     const seen: Array<{ status: number; ifNoneMatch: string | null }> = [];
     const recording: typeof fetch = async (input, init) => {

@@ -7,7 +7,7 @@
 // no gateway serves an old answer more than POLL_MS + STALE_AFTER_MS (< 2 s) later.
 import { Counter, Gauge } from 'prom-client';
 import type { Logger, Metrics, Redis } from '@platform/service-kit';
-import { STATION_GENERATION_KEY } from '@platform/service-kit';
+import { newestStationGeneration } from '@platform/service-kit';
 
 /** A stored answer: what a hit writes, and when and from which generation it was stored. */
 export interface CachedAnswer {
@@ -116,12 +116,11 @@ export function createStationCache(options: StationCacheOptions): StationCache {
 
   const read = async (): Promise<void> => {
     try {
-      const raw = await options.redis.get(STATION_GENERATION_KEY);
-      const next = raw === null ? undefined : Number(raw);
+      const next = await newestStationGeneration(options.redis);
       if (next !== generation) {
         // Another generation (or none: Redis lost it until risk writes it again): every entry is of the past.
         while (oldest !== undefined) drop(oldest);
-        generation = next !== undefined && Number.isSafeInteger(next) ? next : undefined;
+        generation = next;
       }
       confirmedAt = now();
       if (failing) options.logger.info('station cache: the generation can be read again');

@@ -17,3 +17,9 @@ return 0`;
 export async function publishStationGeneration(redis: Redis, generation: number): Promise<void> {
   await redis.eval(RAISE, 1, STATION_GENERATION_KEY, String(generation));
 }
+
+/** The newest generation any replica serves, as stored; undefined when none is (or not a whole number). */
+export async function newestStationGeneration(redis: Redis): Promise<number | undefined> {
+  const stored = Number(await redis.get(STATION_GENERATION_KEY));
+  return Number.isSafeInteger(stored) && stored > 0 ? stored : undefined;
+}

@@ -3,6 +3,7 @@ import './tracing.ts';
 import {
   type Host,
   closeRedis,
+  newestStationGeneration,
   publishStationGeneration,
   waitForRedis,
   createLogger,
@@ -62,7 +63,8 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     await waitForRedis(redis, REDIS_WAIT_MS);
     await publishStationGeneration(redis, version);
   };
-  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish });
+  // And a replica follows the newest generation another one serves within FOLLOW_MS, not at its next poll.
+  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish, newest: () => newestStationGeneration(redis) });
   await stations.start();
 
   const risk = createRisk({ config, logger, redis, metrics, lifecycle, stations });

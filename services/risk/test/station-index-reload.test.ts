@@ -98,6 +98,29 @@ describe('the in-memory station index', () => {
     await eventually(async () => ctx.stations.current()!.version > version);
   });
 
+  it('a replica follows the newest generation another one published within about a second, long before its own next poll', async () => {
+    // Redis's generation key, as the replicas share it (publishStationGeneration raises it, never lowers it).
+    let stored: number | undefined;
+    const publish = async (version: number) => {
+      stored = Math.max(stored ?? 0, version);
+    };
+    const first = createStationIndexLoader({ db: ctx.database.db, logger: ctx.log.logger, pollIntervalMs: 60_000, publish, newest: async () => stored });
+    const second = createStationIndexLoader({ db: ctx.database.db, logger: ctx.log.logger, pollIntervalMs: 60_000, publish, newest: async () => stored });
+    try {
+      await Promise.all([first.start(), second.start()]);
+      const before = second.current()!.version;
+      await ctx.database.db('stations').where({ station_id: 17130 }).update({ station_name: 'Keçiören (izlenen)' });
+      // The first replica's poll comes: it publishes the new generation, then serves it.
+      assert.equal(await first.refresh(), true);
+      const published = Date.now();
+      await eventually(async () => second.current()!.version > before, 3000);
+      assert.ok(Date.now() - published < 1500, `the second replica followed after ${Date.now() - published} ms`);
+      assert.equal(second.current()!.version, first.current()!.version);
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+    }
+  });
+
   it('before the index is loaded, /health/ready answers 503 naming it and station requests 503; after loading, 200', async () => {
     const loader = createStationIndexLoader({ db: ctx.database.db, logger: ctx.log.logger, pollIntervalMs: 60_000 });
     const url = await ctx.serve({ stations: loader });

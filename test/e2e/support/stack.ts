@@ -22,6 +22,8 @@ export interface Stack {
   output: () => string;
   /** Starts one more gateway beside the first (same environment, same Redis, and `settings`): a second replica; its URL. */
   startGatewayReplica: (settings?: Record<string, string>) => Promise<string>;
+  /** Starts one more risk beside the first (same environment, same database and Redis, and `settings`); its URL. */
+  startRiskReplica: (settings?: Record<string, string>) => Promise<string>;
   stop: () => Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startStack(
       // Its own management port: the first gateway holds the stack's.
       startGatewayReplica: async (replicaSettings = {}) =>
         (await stack.start('gateway', { as: `gateway-${stack.processes.length}`, env: { GATEWAY_MANAGEMENT_PORT: String(await freePort()), ...replicaSettings } })).url,
+      startRiskReplica: async (replicaSettings = {}) => (await stack.start('risk', { as: `risk-${stack.processes.length}`, env: replicaSettings })).url,
       stop: async () => {
         await stack.stop();
         await rm(keyDir, { recursive: true, force: true });

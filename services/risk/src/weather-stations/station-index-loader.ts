@@ -33,7 +33,18 @@ export interface StationIndexLoaderOptions {
    * with the current one at every poll (so a Redis that lost it has it back within one interval).
    */
   publish?: (version: number) => Promise<void>;
+  /**
+   * The newest generation any replica serves (CONTRACT.md part 17: Redis's, which a replica writes before it
+   * serves a new one), read every FOLLOW_MS: a newer one than this replica's reloads it at once, not at its
+   * next poll, so that no replica answers a gateway's miss from the old generation for longer than that
+   * read and a load take after the first one serves the new. Undefined when nothing is stored; a failure
+   * changes nothing (the poll still finds the change).
+   */
+  newest?: () => Promise<number | undefined>;
 }
+
+/** How often a replica reads the newest generation another replica serves (`newest`). */
+export const FOLLOW_MS = 500;
 
 /**
  * Polls the `station_data_version` row, which a trigger bumps with every change to the station tables.
@@ -84,14 +95,30 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
   });
   const refresh = async (): Promise<boolean> => (await reloads.runNow()) ?? false;
 
+  // Each newer generation asked for once: a stored one the database does not have (another deployment's,
+  // a restored backup) costs one version read, not one every FOLLOW_MS.
+  let followed: number | undefined;
+  const follow = periodic(
+    async () => {
+      const newest = await options.newest?.();
+      if (newest === undefined || newest === followed || index === undefined || newest <= index.version) return;
+      followed = newest;
+      await refresh();
+    },
+    { intervalMs: FOLLOW_MS, onError: (err) => logger.debug({ err }, 'could not read the newest station generation; the poll finds a change') },
+  );
+
   return {
     current: () => index,
     refresh,
     async start() {
       await refresh();
       reloads.start();
+      if (options.newest !== undefined) follow.start();
     },
-    stop: () => reloads.stop(),
+    stop: async () => {
+      await Promise.all([follow.stop(), reloads.stop()]);
+    },
   };
 }
 
