@@ -357,6 +357,23 @@ describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', (
     assert.equal(ratios['limit G CPU by-id / limit C, at one pace'], undefined);
   });
 
+  it('sets the same floors for city-district, which the cached gateway and limits G and G bare serve too (the same requests as limit C)', () => {
+    const ratios = evaluate(
+      [
+        result('limit-c-city-district', { 'limit-c': 250 }),
+        result('limit-g-city-district', { 'limit-g': 150 }),
+        result('limit-g-bare-city-district', { 'limit-g-bare': 50 }),
+        result('gateway-cached-city-district', { 'gateway-cached': 180 }),
+      ],
+      {},
+      2,
+    ).ratios;
+    assert.equal(ratios['limit G CPU city-district / limit C, closed loop'], 0.6);
+    assert.equal(ratios['limit G bare CPU city-district / limit C, closed loop'], 0.2);
+    assert.equal(ratios['gateway cached hit CPU city-district / limit G, closed loop'], 1.2);
+    assert.equal(ratios['gateway cached hit CPU city-district / limit C, closed loop'], 0.72);
+  });
+
   it('judges the added latency beyond the control pair, from the rounds\' medians, else the difference of the two', () => {
     const latency = (id: string, p50Ms: number, p99Ms: number, addedMs?: { p50: number; p99: number }): ScenarioResult => ({
       id,

@@ -98,11 +98,14 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
       ratio(`limit E′ enveloped CPU ${lookup} / limit E′, ${suffix}`, enveloped, figure(id(`limit-e-lean-${lookup}`), 'limit-e-lean'));
       ratio(`gateway CPU ${lookup} / limit E′ enveloped, ${suffix}`, figure(id(`gateway-${lookup}`), 'gateway'), enveloped);
     }
-    // A cached hit's floor: limit G makes E′'s checks and answers from memory, with the gateway's per-request output.
-    ratio(`limit G CPU by-id / limit C, ${suffix}`, figure(id('limit-g-by-id'), 'limit-g'), figure(id('limit-c-by-id'), 'limit-c'));
-    // Under every hit: its round trip alone (limit G bare), no checks and no output but the answer.
-    ratio(`limit G bare CPU by-id / limit C, ${suffix}`, figure(id('limit-g-bare-by-id'), 'limit-g-bare'), figure(id('limit-c-by-id'), 'limit-c'));
-    ratio(`gateway cached hit CPU by-id / limit G, ${suffix}`, figure(id('gateway-cached-by-id'), 'gateway-cached'), figure(id('limit-g-by-id'), 'limit-g'));
+    for (const lookup of ['by-id', 'city-district']) {
+      // A cached hit's floor: limit G makes E′'s checks and answers from memory, with the gateway's per-request output.
+      ratio(`limit G CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-g-${lookup}`), 'limit-g'), figure(id(`limit-c-${lookup}`), 'limit-c'));
+      // Under every hit: its round trip alone (limit G bare), no checks and no output but the answer.
+      ratio(`limit G bare CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-g-bare-${lookup}`), 'limit-g-bare'), figure(id(`limit-c-${lookup}`), 'limit-c'));
+      ratio(`gateway cached hit CPU ${lookup} / limit G, ${suffix}`, figure(id(`gateway-cached-${lookup}`), 'gateway-cached'), figure(id(`limit-g-${lookup}`), 'limit-g'));
+    }
+    ratio(`gateway cached hit CPU city-district / limit C, ${suffix}`, figure(id('gateway-cached-city-district'), 'gateway-cached'), figure(id('limit-c-city-district'), 'limit-c'));
     // Risk's own work with nothing around it: limit H, called as risk is, direct and vouched.
     ratio(`risk CPU by-id / limit H, ${suffix}`, figure(id('risk-by-id'), 'risk'), figure(id('limit-h'), 'limit-h'));
     ratio(`risk vouched CPU by-id / limit H vouched, ${suffix}`, figure(id('risk-vouched-by-id'), 'risk'), figure(id('limit-h-vouched'), 'limit-h'));
