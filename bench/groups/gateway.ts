@@ -6,9 +6,9 @@
 // cache answers them (CONTRACT.md part 17: hits after every check), beside limit G (E′'s checks and the
 // gateway's output, then the answer from memory) and limit G bare (a hit's round trip alone: the request, the
 // admission, the answer). Every process serves both lookups, in the same order: a process that has served
-// only GETs runs other optimised code than one that has served POSTs too (limit C answered by/id for ~140 µs
-// of CPU before its first city-district and ~260 after), so a ratio of two processes is only fair when both
-// served the same requests. By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
+// only GETs runs other optimised code than one that has served POSTs too (limit C answered by/id for 120-165
+// µs of CPU in processes that had served nothing else, 220-350 after rounds of city-district), so a ratio of
+// two processes is only fair when both served the same requests. By turns, closed loop, then at one pace; then 50 signed answers checked for `Connection: close`.
 import { request } from 'node:http';
 import { type RunContext, directTarget, measureClosedInTurns, needStack, signedTarget } from '../harness/context.ts';
 import { freePort } from '@platform/stack';
