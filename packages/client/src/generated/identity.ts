@@ -98,9 +98,10 @@ export interface paths {
          *     block, an ADMIN's end), expired, signed by a key no longer published, malformed or unknown, an
          *     access token of the password alone (`aal` 1) whose user must show a second factor (it opens
          *     nothing but the second factor and enrolment, here), and a refresh token rotated, revoked, expired
-         *     or of an ended session, all answer exactly `{"active": false}`. While the revocations are being restored after Redis lost its data the
-         *     answer is 503, never a false `active: true`. A malformed request is answered in RFC 6749 §5.2's
-         *     shape (400 `invalid_request`); every other error in the platform's.
+         *     or of an ended session, all answer exactly `{"active": false}`. While the revocations are being
+         *     restored after Redis lost its data the answer is 503, never a false `active: true`. A malformed
+         *     request is answered in RFC 6749 §5.2's shape (400 `invalid_request`); every other error in the
+         *     platform's.
          */
         post: operations["introspectToken"];
         delete?: never;
