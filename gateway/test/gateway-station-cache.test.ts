@@ -270,25 +270,48 @@ describe('gateway station cache (CONTRACT.md part 17)', function () {
     assert.equal(risk.received.length, 4);
   });
 
-  it('never hands a waiting request the leading request\'s timeout: one that joined late asks upstream itself, with a wait of its own', async () => {
-    const local = await startGateway({ redis: testRedis.redis, risk, env: { GATEWAY_CACHE_MB: '1', UPSTREAM_TIMEOUT_MS: '600' } });
-    try {
+  describe('a miss whose leading request gets no answer (UPSTREAM_TIMEOUT_MS 600)', () => {
+    let local: TestGateway;
+    beforeEach(async () => {
+      local = await startGateway({ redis: testRedis.redis, risk, env: { GATEWAY_CACHE_MB: '1', UPSTREAM_TIMEOUT_MS: '600' } });
       await sleep(600);
-      const call = () => send(local.url, 'GET', BY_ID, signedHeaders('GET', BY_ID, { key: local.keys.hmac, bearer: local.issuer.sign() }));
+    });
+    afterEach(async () => {
+      await local.close();
+    });
+    const call = async () => {
+      const started = performance.now();
+      const res = await send(local.url, 'GET', BY_ID, signedHeaders('GET', BY_ID, { key: local.keys.hmac, bearer: local.issuer.sign() }));
+      return Object.assign(res, { ms: performance.now() - started });
+    };
+
+    it('never hands the requests that joined it the leading request\'s timeout: they wait for the key\'s next upstream request, one for all', async () => {
       upstream.state.delayMs = 2000;
       const leading = call();
       await sleep(450);
-      // Risk answers at once from now on; this request joins the leading one's flight 150 ms before its timeout.
+      // Risk answers at once from now on; these join the leading request's flight 150 ms before its timeout.
       upstream.state.delayMs = 0;
-      const joined = call();
-      const [first, late] = await Promise.all([leading, joined]);
+      const joined = Array.from({ length: 5 }, () => call());
+      const [first, ...late] = await Promise.all([leading, ...joined]);
       assert.equal(first.status, 504);
-      assert.equal(late.status, 200, late.body.toString());
-      assert.equal(late.headers['x-cache'], 'MISS');
-      assert.equal(risk.received.length, 2, 'the late request did not ask upstream itself');
-    } finally {
-      await local.close();
-    }
+      for (const answer of late) {
+        assert.equal(answer.status, 200, answer.body.toString());
+        assert.equal(answer.headers['x-cache'], 'MISS');
+      }
+      assert.equal(risk.received.length, 2, 'one upstream request for the five that waited');
+      assert.equal((await call()).headers['x-cache'], 'HIT', 'the answer of the key\'s next upstream request was not stored');
+    });
+
+    it('ends a waiting request\'s wait UPSTREAM_TIMEOUT_MS after it began, not when the request it joined gives up, nor a whole timeout later', async () => {
+      upstream.state.delayMs = 5000;
+      const leading = call();
+      await sleep(300);
+      const [first, late] = await Promise.all([leading, call()]);
+      assert.equal(first.status, 504);
+      assert.equal(late.status, 504, late.body.toString());
+      assert.equal(late.json().message, 'Upstream service timed out');
+      assert.ok(late.ms > 500 && late.ms < 800, `the request that joined waited ${Math.round(late.ms)} ms`);
+    });
   });
 
   it('hands waiting requests an answer too big to keep: one upstream request, every request its answer, nothing stored', async () => {

@@ -3,12 +3,12 @@
 // (`X-Cache: HIT`, `Age`, a 304 when the client's copy is current); a miss makes one upstream request per
 // key however many wait for it, stores a 200 or 404 of the current generation, and answers (`X-Cache:
 // MISS`). Nothing else is stored: the gateway's own refusals never get here, and an upstream 5xx or 401 is
-// answered, not kept, and not handed to the requests that waited for it (each asks upstream itself), nor
-// is the leading request's own 504 or 502 when its upstream never answered.
+// answered, not kept, and not handed to the requests that waited for it (each asks upstream itself); when it
+// never came (a timeout), they wait for the key's next upstream request, each no longer than its own wait.
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { isErrorBody } from '@platform/errors';
-import { type ConditionalRequest, STATION_GENERATION_HEADER, clientCopyCurrent, keepHeader } from '@platform/service-kit';
+import { GatewayTimeoutError, isErrorBody } from '@platform/errors';
+import { type ConditionalRequest, STATION_GENERATION_HEADER, clientCopyCurrent, keepHeader, withTimeout } from '@platform/service-kit';
 import type { GatewayRequest } from '../pipeline/gateway-request.ts';
 import { clientResponseHeaders } from '../proxy/forwarded-headers.ts';
 import { pathOf } from '../proxy/operation-table.ts';
@@ -155,8 +155,14 @@ export function forwardThroughCache(options: CachedForwardOptions, request: Gate
   return missed(options, request, key, exchangeOf);
 }
 
-/** A miss of `key`: one upstream request for it however many wait (`StationCache.once`), its answer stored and given. */
-async function missed(options: CachedForwardOptions, request: GatewayRequest, key: string, exchangeOf: () => UpstreamExchange): Promise<number> {
+/**
+ * A miss of `key`: one upstream request for it however many wait (`StationCache.once`), its answer stored and
+ * given. A request waits for an upstream answer no longer than UPSTREAM_TIMEOUT_MS from when it first waited
+ * (`waitUntil`), whichever request's upstream request it waits for: one that joins another's late gets its 504
+ * at the end of its own wait, not of the other's; and when the request it waited for got no answer at all (a
+ * timeout, an upstream unreachable), it waits for the key's next one, which the first of them to ask leads.
+ */
+async function missed(options: CachedForwardOptions, request: GatewayRequest, key: string, exchangeOf: () => UpstreamExchange, waitUntil?: number): Promise<number> {
   const { cache, upstream } = options;
   const now = options.now ?? Date.now;
   const { req, res } = request;
@@ -190,16 +196,18 @@ async function missed(options: CachedForwardOptions, request: GatewayRequest, ke
     }
     return { read, shared };
   });
+  // The first leader's wait is its upstream request's own (UPSTREAM_TIMEOUT_MS of silence); every other's ends at `until`.
+  const until = waitUntil ?? now() + upstream.timeoutMs;
+  let waitOver: Error | undefined;
   let flight: Awaited<typeof flying>;
   try {
-    flight = await flying;
+    flight = led && waitUntil === undefined ? await flying : await withTimeout(flying, Math.max(0, until - now()), () => (waitOver = new GatewayTimeoutError()));
   } catch (err) {
-    // The leading request got no answer (its upstream timed out, or could not be reached): its 504 or 502
-    // is of its own wait, not an answer of the key, so a request that joined it late asks upstream itself,
-    // with a wait of its own, as after an upstream's 5xx (the outside attack: a request joining 76 ms before
-    // the leader's timeout got its 504 while risk answered the retry at once).
-    if (led || res.headersSent) throw err;
-    return await sendAsItIs(options, res, exchangeOf);
+    // A request that joined got no answer of the key (the one it waited for timed out or could not reach the
+    // upstream: its 504 or 502 is of its own wait): it waits on, for the key's next upstream request. The outside
+    // attack: one joining 76 ms before the leader's timeout got its 504, though risk answered a retry at once.
+    if (led || err === waitOver || res.headersSent) throw err;
+    return await missed(options, request, key, exchangeOf, until);
   }
   // The request deadline answered first: the client has that.
   if (res.headersSent) return res.statusCode;

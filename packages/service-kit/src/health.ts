@@ -25,11 +25,11 @@ export interface HealthOptions {
   onReadiness?: (ready: boolean) => void;
 }
 
-/** `promise`, or a rejection after `ms` if it has not settled by then (it goes on either way). */
-export function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
+/** `promise`, or a rejection (`fault`'s error) after `ms` if it has not settled by then (it goes on either way). */
+export function withTimeout<T>(promise: Promise<T>, ms: number, fault: () => Error = () => new Error(`no answer within ${ms} ms`)): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(fault()), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
