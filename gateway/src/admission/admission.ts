@@ -131,7 +131,7 @@ export interface AdmissionStore {
    * set none. Rejects when Redis does not answer.
    */
   dateKeys(): Promise<number>;
-  /** Stops dating new keys, checking the stamps and watching Redis's servers (shutdown). */
+  /** Stops dating the keys, checking the stamps and watching Redis's servers (shutdown). */
   stop(): Promise<void>;
 }
 
