@@ -208,6 +208,40 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(res.status, 200, res.body.toString());
   });
 
+  it('refuses the replay of a request signed ahead of the clock and sent before the loss (409): at this gateway at once, at another once this one wrote the nonce again; a request signed after the loss with an earlier created passes', async () => {
+    // The outside attack: a `created` ahead of the gateway's clock (CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S)
+    // is not "created before the loss", so the ledger's `born` could not tell its replay after a FLUSHALL.
+    const other = await startGateway({ redis: testRedis.redis, keepMirror: true });
+    try {
+      const created = nowS() + 5;
+      const first = { key: gw.keys.hmac, body: loginBody, created, nonce: newNonce() };
+      const second = { key: gw.keys.hmac, body: loginBody, created, nonce: newNonce() };
+      const [firstHeaders, secondHeaders] = [signedHeaders('POST', login, first), signedHeaders('POST', login, second)];
+      assert.equal((await send(gw.url, 'POST', login, firstHeaders, loginBody)).status, 200);
+      assert.equal((await send(gw.url, 'POST', login, secondHeaders, loginBody)).status, 200);
+      await loseData();
+      await reseeded();
+      const before = proxied();
+      // At once, whoever dated the loss: this gateway remembers the nonce. The idempotency key the replay took is given back.
+      const replay = await send(gw.url, 'POST', login, firstHeaders, loginBody);
+      assert.equal(replay.status, 409, replay.body.toString());
+      assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+      assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, firstHeaders['x-idempotency-key'] as string)), 0);
+      // Within the key watch's second this gateway wrote the other nonce again: the other gateway refuses it too, for as long as Redis keeps a nonce.
+      await sleep(1500);
+      const ttl = await testRedis.redis.pttl(nonceKey(gw.keys.hmac.keyId, second.nonce));
+      assert.ok(ttl > 500_000 && ttl <= 602_000, `the nonce written again is kept ${ttl} ms`);
+      const elsewhere = await send(other.url, 'POST', login, secondHeaders, loginBody);
+      assert.equal(elsewhere.status, 409, elsewhere.body.toString());
+      assert.equal(proxied() + other.identity.received.length, before);
+      // No client waits for the clock that ran ahead: a request signed after the loss, created before those, is served.
+      const fresh = await loginCall({ created: afterLoss() });
+      assert.equal(fresh.status, 200, fresh.body.toString());
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a request signed before the loss is refused while the mirror is still missing (401 before 503)', async () => {
     const signedBefore = nowS() - 2;
     await loseData();

@@ -41,6 +41,10 @@ redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return (behind and existed) and 1 or 0`;
 
 /** The first check that refused the request, or `claimed`: the outcome names lua/admit.lua returns. */
+/** A client key's ledger dated when it has none; answers whether this call dated it, and its `born`. */
+const DATE_KEY_SCRIPT = `local dated = redis.call('HSETNX', KEYS[1], 'born', ARGV[1])
+return { dated, redis.call('HGET', KEYS[1], 'born') }`;
+
 export const ADMISSION_OUTCOMES = [
   'claimed',
   'nonce-reused',
@@ -155,6 +159,7 @@ interface AdmissionCommands {
   gatewayRelease(key: string, owner: string): Promise<number>;
   gatewayWithdraw(nonceKey: string, idempotencyKey: string, owner: string): Promise<number>;
   gatewayStampCheck(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
+  gatewayDateKey(bornKey: string, now: string): Promise<[number, string]>;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
@@ -202,6 +207,41 @@ interface ClientKeyCalls {
   stamp: WriteStamp;
   /** The script's call (ADMISSION_KEYS, then ADMISSION_ARGS) per rate policy and method class, its per-request slots empty. */
   templates: Map<string, string[]>;
+  /**
+   * The nonces this gateway admitted with a `created` ahead of its clock's second, each until when Redis keeps
+   * a nonce (ms): the requests a loss of the slot would leave open to a replay, since the ledger's `born`
+   * refuses only signatures created before the loss (`rememberSignedAhead`).
+   */
+  signedAhead: Map<string, number>;
+  /** The ledger's `born` as the key watch last read it; undefined before its first read. */
+  bornSeen: string | undefined;
+}
+
+/**
+ * The most nonces signed ahead remembered per client key; past it the oldest is forgotten. Clients whose clocks
+ * keep time sign none: their `created` is never ahead of the gateway's second.
+ */
+const MAX_SIGNED_AHEAD = 10_000;
+
+/**
+ * Remembers a nonce this gateway admitted whose `created` is ahead of its clock's second (a client whose clock
+ * runs ahead; CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S): after a loss of the slot its signature is not
+ * "created before the loss", and only this memory tells its replay (CONTRACT.md part 13: no request signed
+ * before the loss can be replayed). The outside attack: such a request, sent before a FLUSHALL, was admitted
+ * again after it.
+ */
+function rememberSignedAhead(calls: ClientKeyCalls, nonce: string, created: number, nowMs: number, untilMs: number): void {
+  if (created <= Math.floor(nowMs / 1000)) return;
+  if (calls.signedAhead.size >= MAX_SIGNED_AHEAD) {
+    const oldest = calls.signedAhead.keys().next().value;
+    if (oldest !== undefined) calls.signedAhead.delete(oldest);
+  }
+  calls.signedAhead.set(nonce, untilMs);
+}
+
+/** A nonce this gateway admitted signed ahead, and which Redis would still be keeping. */
+function signedAheadBefore(calls: ClientKeyCalls, nonce: string, nowMs: number): boolean {
+  return calls.signedAhead.size > 0 && (calls.signedAhead.get(nonce) ?? 0) > nowMs;
 }
 
 /** The script's call for `keyId` under `rate` with a key memory of `keyTtlMs`, but for its per-request values (`SLOT`). */
@@ -251,6 +291,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: luaFile('idempotency/lua/release.lua') });
   redis.defineCommand('gatewayWithdraw', { numberOfKeys: 2, lua: luaFile('idempotency/lua/withdraw.lua') });
   redis.defineCommand('gatewayStampCheck', { numberOfKeys: 2, lua: STAMP_CHECK_SCRIPT });
+  redis.defineCommand('gatewayDateKey', { numberOfKeys: 1, lua: DATE_KEY_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as AdmissionCommands;
   const { revocations, logger } = options;
@@ -263,7 +304,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const callsOf = (keyId: string): ClientKeyCalls => {
     let calls = clients.get(keyId);
     if (calls === undefined) {
-      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map() };
+      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map(), signedAhead: new Map(), bornSeen: undefined };
       clients.set(keyId, calls);
     }
     return calls;
@@ -307,6 +348,16 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const unsubscribe = topology.subscribe(() => void stampChecks.runNow());
   stampChecks.start();
 
+  // The nonces a client key's slot forgot with a loss that this gateway admitted signed ahead of its clock
+  // (`rememberSignedAhead`), written again (SET NX: one written since is kept), so that another gateway refuses
+  // their replay too; this one refuses it by its own memory already (`admit`).
+  const republish = async (keyId: string, calls: ClientKeyCalls, now: number): Promise<void> => {
+    if (calls.signedAhead.size === 0) return;
+    holdTurnWrites();
+    await Promise.all([...calls.signedAhead].map(async ([nonce, until]) => await redis.set(nonceKeyIn(calls.tag, nonce), 'signed-ahead', 'PX', until - now, 'NX')));
+    logger?.warn({ keyId, nonces: calls.signedAhead.size }, 'the replay store of a client key lost its data: the nonces this gateway admitted signed ahead of its clock are written again');
+  };
+
   // Every client key's ledger dated every KEY_WATCH_MS when it has none (HSETNX: a ledger there is kept):
   // - a key this gateway just learnt of (at start, or from a reload of the keys file), never by its first
   //   request: a key never used is not a loss, so the first request signed with it a second or more later
@@ -315,13 +366,29 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   //   or not the key is in use: the loss is dated when it happened, not when the key's next request finds
   //   it, maybe minutes later, which would refuse every request signed after the loss but over a second
   //   before that one as signed before it (401), and ask the next ones to sign again (CONTRACT.md part 13).
-  // One HSETNX per key and KEY_WATCH_MS, in one socket write per Redis server.
+  // A ledger born anew since the last read (a loss, found by whoever came first) has the nonces this gateway
+  // admitted signed ahead written again (`republish`). One script per key and KEY_WATCH_MS, in one socket
+  // write per Redis server.
   const dateKeys = async (): Promise<number> => {
-    const keyIds = options.keyIds?.() ?? [];
-    if (keyIds.length === 0) return 0;
     const now = Date.now();
+    const keyIds = new Set(options.keyIds?.() ?? []);
+    for (const [keyId, calls] of clients) {
+      for (const [nonce, until] of calls.signedAhead) if (until <= now) calls.signedAhead.delete(nonce);
+      if (calls.signedAhead.size > 0) keyIds.add(keyId);
+    }
+    if (keyIds.size === 0) return 0;
     holdTurnWrites();
-    const set = await Promise.all(keyIds.map(async (keyId) => (await redis.hsetnx(replayBornKey(keyId), 'born', String(now))) === 1));
+    const set = await Promise.all(
+      [...keyIds].map(async (keyId) => {
+        const [dated, born] = await commands.gatewayDateKey(replayBornKey(keyId), String(now));
+        const calls = clients.get(keyId);
+        if (calls !== undefined && born !== calls.bornSeen) {
+          await republish(keyId, calls, now);
+          calls.bornSeen = born;
+        }
+        return dated === 1;
+      }),
+    );
     return set.includes(true) ? now : 0;
   };
   const keyWatch = periodic(dateKeys, {
@@ -350,7 +417,8 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       call[SLOT.idempotency] = idempotency;
       call[SLOT.owner] = request.owner;
       call[SLOT.created] = String(request.created);
-      call[SLOT.now] = String(Date.now());
+      const nowMs = Date.now();
+      call[SLOT.now] = String(nowMs);
       call[SLOT.stampSeen] = stamp.seen();
       call[SLOT.stampLast] = stamp.last();
       holdTurnWrites();
@@ -378,7 +446,17 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       }
       if (revocation.status === 'rejected') throw revocation.reason;
       if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
-      return { outcome, quota: rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) } };
+      const quota = rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) };
+      if (outcome === 'claimed' || outcome === 'token-revoked') {
+        // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
+        // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.
+        if (signedAheadBefore(calls, request.nonce, nowMs)) {
+          await commands.gatewayRelease(idempotency, request.owner);
+          return { outcome: 'nonce-reused', quota };
+        }
+        rememberSignedAhead(calls, request.nonce, request.created, nowMs, nowMs + nonceTtlMs);
+      }
+      return { outcome, quota };
     },
     async release(request) {
       await commands.gatewayRelease(idempotencyRedisKey(request.keyId, request.idempotencyKey), request.owner);
