@@ -23,3 +23,17 @@ export async function newestStationGeneration(redis: Redis): Promise<number | un
   const stored = Number(await redis.get(STATION_GENERATION_KEY));
   return Number.isSafeInteger(stored) && stored > 0 ? stored : undefined;
 }
+
+/** Sets the stored generation from `from` to `to` (lower), unless another value was written meanwhile. */
+const LOWER = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end
+return 0`;
+
+/**
+ * Lowers the stored generation `from` to `to`, the database's, unless it changed meanwhile: a stored generation
+ * above every replica's database (a risk database restored from an older backup, a hand-written key) would
+ * otherwise stay, since `publishStationGeneration` only raises it. The loader calls it only after two polls
+ * found the database below it (`createStationIndexLoader`, `lower`).
+ */
+export async function lowerStationGeneration(redis: Redis, from: number, to: number): Promise<void> {
+  await redis.eval(LOWER, 1, STATION_GENERATION_KEY, String(from), String(to));
+}

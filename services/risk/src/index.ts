@@ -3,6 +3,7 @@ import './tracing.ts';
 import {
   type Host,
   closeRedis,
+  lowerStationGeneration,
   newestStationGeneration,
   publishStationGeneration,
   waitForRedis,
@@ -64,7 +65,15 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     await publishStationGeneration(redis, version);
   };
   // And a replica follows the newest generation another one serves within FOLLOW_MS, not at its next poll.
-  const stations = createStationIndexLoader({ db, logger, pollIntervalMs: config.RISK_INDEX_POLL_MS, publish, newest: () => newestStationGeneration(redis) });
+  // A stored generation above the database's two polls running (a restored database) is set back to it.
+  const stations = createStationIndexLoader({
+    db,
+    logger,
+    pollIntervalMs: config.RISK_INDEX_POLL_MS,
+    publish,
+    newest: () => newestStationGeneration(redis),
+    lower: (from, to) => lowerStationGeneration(redis, from, to),
+  });
   await stations.start();
 
   const risk = createRisk({ config, logger, redis, metrics, lifecycle, stations });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import request from 'supertest';
 import { dropDatabase } from '@platform/service-kit/database';
-import { captureLogger, createTestDatabase } from '@platform/service-kit/testing';
+import { STATION_GENERATION_KEY, lowerStationGeneration, newestStationGeneration, publishStationGeneration } from '@platform/service-kit';
+import { captureLogger, createTestDatabase, createTestRedis } from '@platform/service-kit/testing';
 import { migrations } from '../migrations/index.ts';
 import { seedStationData } from '../seeds/station-data.ts';
 import { createStationIndexLoader } from '../src/weather-stations/station-index-loader.ts';
@@ -118,6 +119,48 @@ describe('the in-memory station index', () => {
       assert.equal(second.current()!.version, first.current()!.version);
     } finally {
       await Promise.all([first.stop(), second.stop()]);
+    }
+  });
+
+  it('a stored generation above the database\'s (a restored database, a hand-written key) is set back to it at the second poll that finds it, and a replica follows another again', async () => {
+    // Redis's generation key through the helpers risk uses; it was only ever raised, so it stayed above them all.
+    const testRedis = await createTestRedis('risk-generation');
+    const { redis } = testRedis;
+    const shared = {
+      db: ctx.database.db,
+      logger: ctx.log.logger,
+      pollIntervalMs: 60_000,
+      publish: (version: number) => publishStationGeneration(redis, version),
+      newest: () => newestStationGeneration(redis),
+      lower: (from: number, to: number) => lowerStationGeneration(redis, from, to),
+    };
+    const first = createStationIndexLoader(shared);
+    const second = createStationIndexLoader(shared);
+    try {
+      await Promise.all([first.start(), second.start()]);
+      await redis.set(STATION_GENERATION_KEY, '999999999');
+      // One poll finding it above is not enough (a replica that read the database just before a change would be wrong).
+      assert.equal(await first.refresh(), false);
+      assert.equal(await newestStationGeneration(redis), 999_999_999);
+      assert.equal(await first.refresh(), false);
+      assert.equal(await newestStationGeneration(redis), first.current()!.version);
+      assert.ok(ctx.log.lines().some((line) => line.stored === 999_999_999 && line.version === first.current()!.version), 'the correction is logged');
+      // Following works again: a change the first replica loads reaches the second long before its own poll.
+      const before = second.current()!.version;
+      await ctx.database.db('stations').where({ station_id: 17130 }).update({ station_name: 'Keçiören (geri yüklendi)' });
+      assert.equal(await first.refresh(), true);
+      const published = Date.now();
+      await eventually(async () => second.current()!.version > before, 3000);
+      assert.ok(Date.now() - published < 1500, `the second replica followed after ${Date.now() - published} ms`);
+      // A stored generation that changes between the two polls is another replica's news, not lowered.
+      await redis.set(STATION_GENERATION_KEY, String(first.current()!.version + 10));
+      await first.refresh();
+      await redis.set(STATION_GENERATION_KEY, String(first.current()!.version + 11));
+      await first.refresh();
+      assert.equal(await newestStationGeneration(redis), first.current()!.version + 11);
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+      await testRedis.close();
     }
   });
 

@@ -41,6 +41,15 @@ export interface StationIndexLoaderOptions {
    * changes nothing (the poll still finds the change).
    */
   newest?: () => Promise<number | undefined>;
+  /**
+   * Sets the stored generation `from` to the database's `to` (Redis's, unless it changed meanwhile). Called when
+   * two polls in a row found the database at this replica's version and the stored generation at the same higher
+   * one: no replica serves that one (a database restored from an older backup, a hand-written key), and while it
+   * stays no replica follows another (`newest` is above them all) and no gateway keeps an answer (its generation
+   * is not the stored one). One poll is not enough: a replica that read the database just before a change would
+   * lower a generation another replica has just published.
+   */
+  lower?: (from: number, to: number) => Promise<void>;
 }
 
 /** How often a replica reads the newest generation another replica serves (`newest`). */
@@ -57,12 +66,29 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
   let index: StationIndex | undefined;
   let failing = false;
 
+  // The stored generation the last poll found above the database's version, if any (`lower`).
+  let storedAbove: number | undefined;
+  const lowerStoredAbove = async (version: number): Promise<void> => {
+    if (options.newest === undefined || options.lower === undefined) return;
+    const stored = await options.newest();
+    const above = stored !== undefined && stored > version ? stored : undefined;
+    if (above !== undefined && above === storedAbove) {
+      await options.lower(above, version);
+      logger.warn({ stored: above, version }, 'the stored station generation was above the database\'s on two polls: set to the database\'s');
+      storedAbove = undefined;
+      return;
+    }
+    storedAbove = above;
+  };
+
   const load = async (): Promise<boolean> => {
     const version = await readStationDataVersion(db);
     if (index !== undefined && version === index.version) {
       await options.publish?.(version);
+      await lowerStoredAbove(version);
       return false;
     }
+    storedAbove = undefined;
     const next = buildStationIndex(await readStationData(db));
     const previousVersion = index?.version;
     // Published first: a gateway drops its answers of the old generation before this replica serves the new one.
