@@ -207,41 +207,60 @@ interface ClientKeyCalls {
   stamp: WriteStamp;
   /** The script's call (ADMISSION_KEYS, then ADMISSION_ARGS) per rate policy and method class, its per-request slots empty. */
   templates: Map<string, string[]>;
-  /**
-   * The nonces this gateway admitted with a `created` ahead of its clock's second, each until when Redis keeps
-   * a nonce (ms): the requests a loss of the slot would leave open to a replay, since the ledger's `born`
-   * refuses only signatures created before the loss (`rememberSignedAhead`).
-   */
-  signedAhead: Map<string, number>;
+  /** How many of the nonces this gateway remembers as signed ahead are this key's (`SignedAheadMemory`). */
+  signedAhead: number;
   /** The ledger's `born` as the key watch last read it; undefined before its first read. */
   bornSeen: string | undefined;
 }
 
 /**
- * The most nonces signed ahead remembered per client key; past it the oldest is forgotten. Clients whose clocks
- * keep time sign none: their `created` is never ahead of the gateway's second.
+ * The most nonces signed ahead one gateway remembers, all client keys together (some 150 bytes each); past it the
+ * oldest is forgotten. Clients whose clocks keep time sign none: their `created` is never ahead of the gateway's
+ * second (a clock a little ahead signs some, in the second its clock turns first).
  */
-const MAX_SIGNED_AHEAD = 10_000;
+const MAX_SIGNED_AHEAD = 20_000;
 
 /**
- * Remembers a nonce this gateway admitted whose `created` is ahead of its clock's second (a client whose clock
- * runs ahead; CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S): after a loss of the slot its signature is not
- * "created before the loss", and only this memory tells its replay (CONTRACT.md part 13: no request signed
- * before the loss can be replayed). The outside attack: such a request, sent before a FLUSHALL, was admitted
- * again after it.
+ * The nonces this gateway admitted with a `created` ahead of its clock's second (a client whose clock runs ahead;
+ * CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S), by their Redis key, each until when Redis keeps a nonce (ms).
+ * After a loss of their slot such a signature is not "created before the loss", so only this memory tells its
+ * replay (CONTRACT.md part 13: no request signed before the loss can be replayed). The outside attack: a request
+ * signed ahead and sent before a FLUSHALL was admitted again after it.
  */
-function rememberSignedAhead(calls: ClientKeyCalls, nonce: string, created: number, nowMs: number, untilMs: number): void {
-  if (created <= Math.floor(nowMs / 1000)) return;
-  if (calls.signedAhead.size >= MAX_SIGNED_AHEAD) {
-    const oldest = calls.signedAhead.keys().next().value;
-    if (oldest !== undefined) calls.signedAhead.delete(oldest);
-  }
-  calls.signedAhead.set(nonce, untilMs);
+export interface SignedAheadMemory {
+  /** Remembers `nonceKey` of the client key `calls` counts for when `created` is ahead of `nowMs`'s second. */
+  remember(calls: Pick<ClientKeyCalls, 'signedAhead'>, nonceKey: string, created: number, nowMs: number, untilMs: number): void;
+  /** Whether this gateway admitted `nonceKey` signed ahead, and Redis would still be keeping it. */
+  admitted(nonceKey: string, nowMs: number): boolean;
+  /** Forgets the nonces Redis no longer keeps. */
+  prune(nowMs: number): void;
+  /** The nonce keys of `calls`' client key with their `until`. */
+  of(calls: Pick<ClientKeyCalls, 'signedAhead'>): Array<[string, number]>;
 }
 
-/** A nonce this gateway admitted signed ahead, and which Redis would still be keeping. */
-function signedAheadBefore(calls: ClientKeyCalls, nonce: string, nowMs: number): boolean {
-  return calls.signedAhead.size > 0 && (calls.signedAhead.get(nonce) ?? 0) > nowMs;
+/** An empty memory of at most `max` nonces (exported for its test). */
+export function signedAheadMemory(max = MAX_SIGNED_AHEAD): SignedAheadMemory {
+  const nonces = new Map<string, { calls: Pick<ClientKeyCalls, 'signedAhead'>; untilMs: number }>();
+  const forget = (nonceKey: string, calls: Pick<ClientKeyCalls, 'signedAhead'>): void => {
+    nonces.delete(nonceKey);
+    calls.signedAhead -= 1;
+  };
+  return {
+    remember(calls, nonceKey, created, nowMs, untilMs) {
+      if (created <= Math.floor(nowMs / 1000) || nonces.has(nonceKey)) return;
+      if (nonces.size >= max) {
+        const [oldest, entry] = nonces.entries().next().value ?? [];
+        if (oldest !== undefined && entry !== undefined) forget(oldest, entry.calls);
+      }
+      nonces.set(nonceKey, { calls, untilMs });
+      calls.signedAhead += 1;
+    },
+    admitted: (nonceKey, nowMs) => nonces.size > 0 && (nonces.get(nonceKey)?.untilMs ?? 0) > nowMs,
+    prune(nowMs) {
+      for (const [nonceKey, { calls, untilMs }] of nonces) if (untilMs <= nowMs) forget(nonceKey, calls);
+    },
+    of: (calls) => [...nonces].filter(([, entry]) => entry.calls === calls).map(([nonceKey, { untilMs }]) => [nonceKey, untilMs]),
+  };
 }
 
 /** The script's call for `keyId` under `rate` with a key memory of `keyTtlMs`, but for its per-request values (`SLOT`). */
@@ -304,7 +323,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const callsOf = (keyId: string): ClientKeyCalls => {
     let calls = clients.get(keyId);
     if (calls === undefined) {
-      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map(), signedAhead: new Map(), bornSeen: undefined };
+      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map(), signedAhead: 0, bornSeen: undefined };
       clients.set(keyId, calls);
     }
     return calls;
@@ -349,13 +368,15 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   stampChecks.start();
 
   // The nonces a client key's slot forgot with a loss that this gateway admitted signed ahead of its clock
-  // (`rememberSignedAhead`), written again (SET NX: one written since is kept), so that another gateway refuses
+  // (`SignedAheadMemory`), written again (SET NX: one written since is kept), so that another gateway refuses
   // their replay too; this one refuses it by its own memory already (`admit`).
+  const signedAhead = signedAheadMemory();
   const republish = async (keyId: string, calls: ClientKeyCalls, now: number): Promise<void> => {
-    if (calls.signedAhead.size === 0) return;
+    const nonces = signedAhead.of(calls);
+    if (nonces.length === 0) return;
     holdTurnWrites();
-    await Promise.all([...calls.signedAhead].map(async ([nonce, until]) => await redis.set(nonceKeyIn(calls.tag, nonce), 'signed-ahead', 'PX', until - now, 'NX')));
-    logger?.warn({ keyId, nonces: calls.signedAhead.size }, 'the replay store of a client key lost its data: the nonces this gateway admitted signed ahead of its clock are written again');
+    await Promise.all(nonces.map(async ([nonceKey, until]) => await redis.set(nonceKey, 'signed-ahead', 'PX', until - now, 'NX')));
+    logger?.warn({ keyId, nonces: nonces.length }, 'the replay store of a client key lost its data: the nonces this gateway admitted signed ahead of its clock are written again');
   };
 
   // Every client key's ledger dated every KEY_WATCH_MS when it has none (HSETNX: a ledger there is kept):
@@ -372,10 +393,8 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const dateKeys = async (): Promise<number> => {
     const now = Date.now();
     const keyIds = new Set(options.keyIds?.() ?? []);
-    for (const [keyId, calls] of clients) {
-      for (const [nonce, until] of calls.signedAhead) if (until <= now) calls.signedAhead.delete(nonce);
-      if (calls.signedAhead.size > 0) keyIds.add(keyId);
-    }
+    signedAhead.prune(now);
+    for (const [keyId, calls] of clients) if (calls.signedAhead > 0) keyIds.add(keyId);
     if (keyIds.size === 0) return 0;
     holdTurnWrites();
     const set = await Promise.all(
@@ -450,11 +469,11 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       if (outcome === 'claimed' || outcome === 'token-revoked') {
         // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
         // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.
-        if (signedAheadBefore(calls, request.nonce, nowMs)) {
+        if (signedAhead.admitted(nonce, nowMs)) {
           await commands.gatewayRelease(idempotency, request.owner);
           return { outcome: 'nonce-reused', quota };
         }
-        rememberSignedAhead(calls, request.nonce, request.created, nowMs, nowMs + nonceTtlMs);
+        signedAhead.remember(calls, nonce, request.created, nowMs, nowMs + nonceTtlMs);
       }
       return { outcome, quota };
     },
