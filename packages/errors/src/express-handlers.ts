@@ -7,6 +7,14 @@ import { toHttpError } from './to-http-error.ts';
 
 /** The 415 of a token endpoint (`oauth`), whose requests are form-encoded. */
 const FORM_ONLY_MESSAGE = 'Unsupported Content-Type; send application/x-www-form-urlencoded';
+/** The 400 of a token endpoint's request that has no body at all: the form, and its `token`, are missing. */
+const NO_FORM_MESSAGE = 'The request has no body; send the form field token as application/x-www-form-urlencoded';
+
+/** A request that announces no body (no Content-Type, no length or a length of 0, no chunks). */
+function announcesNoBody(req: IncomingMessage): boolean {
+  const { headers } = req;
+  return headers['content-type'] === undefined && headers['transfer-encoding'] === undefined && (headers['content-length'] ?? '0') === '0';
+}
 
 /** How an error handler fills `messages`. */
 export interface ErrorHandlerOptions {
@@ -18,8 +26,10 @@ export interface ErrorHandlerOptions {
   messages?: 'always' | 'when-present' | ((req: Request) => boolean);
   /**
    * True for the requests whose 400 is answered in RFC 6749 §5.2's shape instead of SPEC.md's: the token
-   * endpoints' (CONTRACT.md part 16). Their other errors keep SPEC.md's, as the gateway's own answers there do;
-   * their 415 tells the media type they take (RFC 7662 and 7009: form-encoded), not JSON.
+   * endpoints' (CONTRACT.md part 16), and so is the 415 of a request there with no body at all (RFC 7009 and
+   * 7662: its required `token` is missing, a malformed request). Their other errors keep SPEC.md's, as the
+   * gateway's own answers there do; the 415 of a body of another type tells the media type they take
+   * (form-encoded), not JSON.
    */
   oauth?: (req: Request) => boolean;
 }
@@ -78,10 +88,11 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       (res as { err?: unknown }).err = httpError.cause ?? httpError;
     }
     for (const [name, value] of Object.entries(httpError.headers)) res.setHeader(name, value);
-    if (httpError.status === 400 && options.oauth?.(req) === true) {
+    const noForm = httpError.status === 415 && announcesNoBody(req);
+    if ((httpError.status === 400 || noForm) && options.oauth?.(req) === true) {
       // RFC 6749 §5.2: never cached.
       res.setHeader('Cache-Control', 'no-store');
-      sendJson(req, res, 400, oauthErrorBody(httpError.message));
+      sendJson(req, res, 400, oauthErrorBody(noForm ? NO_FORM_MESSAGE : httpError.message));
       return;
     }
     const message = httpError.status === 415 && options.oauth?.(req) === true ? FORM_ONLY_MESSAGE : httpError.message;

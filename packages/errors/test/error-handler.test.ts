@@ -206,12 +206,21 @@ describe('errorHandler', () => {
     assert.equal(res.status, 400);
     assert.deepEqual(res.body, { error: 'invalid_request', error_description: 'token is missing' });
     assert.equal(res.headers['cache-control'], 'no-store');
-    for (const thrown of [new UnsupportedMediaTypeError(), new ServiceUnavailableError('restoring'), new Error('SELECT * FROM secrets')]) {
+    for (const thrown of [new ServiceUnavailableError('restoring'), new Error('SELECT * FROM secrets')]) {
       const other = await request(appThrowing(thrown, { finished: false }, oauth)).get('/boom?oauth=1');
       assert.equal(typeof other.body.timestamp, 'string', JSON.stringify(other.body));
       assert.equal(other.body.path, '/boom?oauth=1');
       assert.doesNotMatch(other.text, /SELECT/);
     }
+    // A 415: of a body of another type, SPEC.md's, naming the type taken; of no body at all, a malformed request (its token is missing).
+    const typed = await request(appThrowing(new UnsupportedMediaTypeError(), { finished: false }, oauth)).get('/boom?oauth=1').set('content-type', 'application/json').send('{}');
+    assertErrorBody(typed, { status: 415, error: 'Unsupported Media Type', message: 'Unsupported Content-Type; send application/x-www-form-urlencoded', path: '/boom?oauth=1' });
+    const bare = await request(appThrowing(new UnsupportedMediaTypeError(), { finished: false }, oauth)).get('/boom?oauth=1');
+    assert.equal(bare.status, 400);
+    assert.deepEqual(bare.body, { error: 'invalid_request', error_description: 'The request has no body; send the form field token as application/x-www-form-urlencoded' });
+    assert.equal(bare.headers['cache-control'], 'no-store');
+    // Elsewhere, a 415 of no body stays SPEC.md's.
+    assertErrorBody(await request(appThrowing(new UnsupportedMediaTypeError('x'), { finished: false }, oauth)).get('/boom'), { status: 415, error: 'Unsupported Media Type', message: 'x', path: '/boom' });
     // Any other request keeps SPEC.md's shape.
     const other = await request(appThrowing(new BadRequestError('x'), { finished: false }, oauth)).get('/boom');
     assertErrorBody(other, { status: 400, error: 'Bad Request', message: 'x', path: '/boom' });

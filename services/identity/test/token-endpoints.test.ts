@@ -282,6 +282,11 @@ describe('token endpoints: introspection, revocation, binding (CONTRACT.md part 
         assert.equal(asJson.status, 415);
         assert.equal(asJson.body.error, 'Unsupported Media Type');
         assert.equal(asJson.body.message, 'Unsupported Content-Type; send application/x-www-form-urlencoded', 'the type these endpoints take');
+        // No body at all: its token is missing, a malformed request (RFC 7009 and 7662), not a media type.
+        const bare = await request(identity.app).post(path).set(identity.viaGateway('POST', path, origin('client-a')));
+        assert.equal(bare.status, 400, JSON.stringify(bare.body));
+        assert.deepEqual(bare.body, { error: 'invalid_request', error_description: 'The request has no body; send the form field token as application/x-www-form-urlencoded' });
+        assert.equal(bare.headers['cache-control'], 'no-store');
       }
       // Every other operation keeps SPEC.md's shape.
       const login = await request(identity.app).post('/v1/auth/login').send({});

@@ -100,8 +100,9 @@ export interface paths {
          *     nothing but the second factor and enrolment, here), and a refresh token rotated, revoked, expired
          *     or of an ended session, all answer exactly `{"active": false}`. While the revocations are being
          *     restored after Redis lost its data the answer is 503, never a false `active: true`. A malformed
-         *     request is answered in RFC 6749 §5.2's shape (400 `invalid_request`); every other error in the
-         *     platform's.
+         *     request (no `token`, a repeated or unknown field, no body at all) is answered in RFC 6749 §5.2's
+         *     shape (400 `invalid_request`); a body of another type than a form 415, and every other error, in
+         *     the platform's.
          */
         post: operations["introspectToken"];
         delete?: never;
@@ -124,8 +125,9 @@ export interface paths {
          * @description A refresh token ends its session (every token of it, everywhere, at once); an access token is
          *     revoked alone, its session living on. The answer is 200 with no body for any token, known or
          *     not, expired, already revoked, or bound to another client key (which it then leaves alone), so
-         *     it reveals nothing. A malformed request is answered in RFC 6749 §5.2's shape (400
-         *     `invalid_request`); every other error in the platform's.
+         *     it reveals nothing. A malformed request (no `token`, a repeated or unknown field, no body at all)
+         *     is answered in RFC 6749 §5.2's shape (400 `invalid_request`); a body of another type than a form
+         *     415, and every other error, in the platform's.
          */
         post: operations["revokeToken"];
         delete?: never;
