@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REVOCATIONS_RESTORING_MESSAGE } from '@platform/auth';
+import { REVOCATIONS_RESTORING_MESSAGE, createRevocationReader } from '@platform/auth';
+import { createLogger } from '@platform/service-kit';
 import { ALL_BUCKETS, freshEnvironment, ledgerKey } from '@platform/auth/testing';
 import { startPrivateRedis } from '@platform/stack';
 import { type TestRedis, createTestRedis, nextReady } from '@platform/service-kit/testing';
-import { idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
+import { SIGNED_AHEAD_WINDOW_MS, createAdmissionStore, idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
 import { SIGNED_NEAR_LOSS_MESSAGE } from '../src/admission/admit.step.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { type TestSigningKey, newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
@@ -13,6 +14,8 @@ import { type TestSigningKey, newIdempotencyKey, newNonce, signedHeaders } from 
 // every request that carries or needs a bearer token closed until identity has re-seeded the mirror, and
 // refuses every signature created before the loss. Identity's side is services/identity/test/revocation-mirror.test.ts;
 // the whole story through real processes is test/e2e/redis-loss.test.ts.
+const silent = createLogger({ service: 'test', level: 'silent' });
+
 describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   let testRedis: TestRedis;
   let gw: TestGateway;
@@ -34,11 +37,21 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   const loginBody = Buffer.from('{"username":"a@example.com","password":"secret-1"}');
   const nowS = () => Math.floor(Date.now() / 1000);
   /**
-   * A `created` after any loss the test just made, or the request itself is about to find: two seconds on
-   * (within the allowed skew). The next second alone is not enough: a request that crosses into it before
-   * its script finds the loss is signed in the loss's own second, a 503 by design (a slow CI hit it).
+   * A `created` after the loss the test just made, and not ahead of the clock: once the client key's ledger is
+   * dated (by the key watch within a second, or by a request) and SIGNED_AHEAD_WINDOW_MS has passed since, the
+   * current second. Sooner, a signature of the loss's second is asked to sign again, and so is one signed
+   * ahead of the clock (its gateway may have admitted it before the loss: CONTRACT.md part 13, amended).
    */
-  const afterLoss = () => nowS() + 2;
+  const afterLoss = async (keyId = gw.keys.hmac.keyId): Promise<number> => {
+    let born = await testRedis.redis.hget(replayBornKey(keyId), 'born');
+    while (born === null) {
+      await sleep(50);
+      born = await testRedis.redis.hget(replayBornKey(keyId), 'born');
+    }
+    const wait = Number(born) + SIGNED_AHEAD_WINDOW_MS + 50 - Date.now();
+    if (wait > 0) await sleep(wait);
+    return nowS();
+  };
   const stationsCall = (options: { created?: number; nonce?: string; idempotencyKey?: string } = {}) =>
     send(gw.url, 'GET', cities, signedHeaders('GET', cities, { key: gw.keys.hmac, bearer: gw.issuer.sign(), ...options }));
   const loginCall = (options: { created?: number; bearer?: string; nonce?: string; idempotencyKey?: string } = {}) =>
@@ -70,7 +83,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     const before = proxied();
     const restoringBefore = await rejections('revocations-restoring');
     const nonce = newNonce();
-    const created = afterLoss();
+    const created = await afterLoss();
     const res = await stationsCall({ nonce, created });
     assert.equal(res.status, 503, res.body.toString());
     assert.equal(res.headers['retry-after'], '1', 'a retry cures it: the answer says when');
@@ -102,9 +115,9 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
   it('while the mirror is not whole, proxies public requests without a token, and refuses them with one (503)', async () => {
     await loseData();
     const before = gw.identity.received.length;
-    assert.equal((await loginCall({ created: afterLoss() })).status, 200);
+    assert.equal((await loginCall({ created: await afterLoss() })).status, 200);
     assert.equal(gw.identity.received.length, before + 1);
-    const withToken = await loginCall({ bearer: gw.issuer.sign(), created: afterLoss() });
+    const withToken = await loginCall({ bearer: gw.issuer.sign(), created: await afterLoss() });
     assert.equal(withToken.status, 503);
     assert.equal(withToken.json().message, REVOCATIONS_RESTORING_MESSAGE);
     assert.equal(gw.identity.received.length, before + 1);
@@ -124,11 +137,12 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     }
     assert.equal(proxied(), before);
     assert.equal(await rejections('signature'), signatureRejections + 2);
-    // Two seconds before the loss's: refused; the second after it is accepted.
+    // Two seconds before the loss's: refused; the second after it is accepted (once it is not ahead of the clock).
+    await afterLoss();
     const bornMs = Number((await mirror()).born);
     assert.equal((await stationsCall({ created: Math.floor(bornMs / 1000) - 2 })).status, 401);
     assert.equal((await stationsCall({ created: Math.ceil(bornMs / 1000) })).status, 200);
-    assert.equal((await loginCall({ created: afterLoss() })).status, 200);
+    assert.equal((await loginCall({ created: await afterLoss() })).status, 200);
   });
 
   it('answers a signature created in the second the loss was found, or the one before, 503 with Retry-After: 1, never 401; it claims nothing, and the request signed again a second later passes', async () => {
@@ -168,6 +182,8 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(previous.headers['retry-after'], '1');
     assert.equal((await loginCall({ created: second - 2 })).status, 401);
     assert.equal(await rejections('signed-near-loss'), asked + 3);
+    // Signed again a second later, once that second is not ahead of the clock (SIGNED_AHEAD_WINDOW_MS after the loss's dating).
+    await sleep(bornMs + SIGNED_AHEAD_WINDOW_MS + 50 - Date.now());
     const again = await loginCall({ created: second + 1, idempotencyKey });
     assert.equal(again.status, 200, again.body.toString());
     assert.equal(proxied(), before + 1);
@@ -184,11 +200,12 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       await loseData();
       // Identity re-seeds the buckets (their own ledgers told it of the flush).
       await reseeded();
-      // Each key's first request finds its ledger and its stamp gone with the flush: a loss of its slot, not a
-      // slot gone back in time, so the buckets, re-seeded already, stay open (a slot gone back closed them all).
-      assert.equal((await call(local.keys.hmac, afterLoss())).status, 200);
+      // Each key's first request finds its stamp gone with the flush, and its ledger too or dated since (the key
+      // watch): a loss of its slot, not a slot gone back in time, so the buckets, re-seeded already, stay open (a
+      // slot gone back closed them all).
+      assert.equal((await call(local.keys.hmac, await afterLoss())).status, 200);
       assert.equal((await mirror()).ready, '1', 'the first key\'s request closed the buckets again');
-      assert.equal((await call(local.keys.ed25519, afterLoss())).status, 200);
+      assert.equal((await call(local.keys.ed25519, await afterLoss(local.keys.ed25519.keyId))).status, 200);
       assert.equal((await mirror()).ready, '1', 'the second key\'s request closed the buckets again');
     } finally {
       await local.close();
@@ -208,9 +225,10 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal(res.status, 200, res.body.toString());
   });
 
-  it('refuses the replay of a request signed ahead of the clock and sent before the loss (409): at this gateway at once, at another once this one wrote the nonce again; a request signed after the loss with an earlier created passes', async () => {
-    // The outside attack: a `created` ahead of the gateway's clock (CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S)
-    // is not "created before the loss", so the ledger's `born` could not tell its replay after a FLUSHALL.
+  it('refuses the replay of a request signed ahead of the clock and sent before the loss: asked to sign again on every gateway until its nonce is written again, then 409; a request signed after the loss with an earlier created passes', async () => {
+    // The outside attacks: a `created` ahead of the gateway's clock (CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S)
+    // is not "created before the loss", so the ledger's `born` could not tell its replay after a FLUSHALL; and
+    // another gateway than the one that admitted it could not, until that one wrote its nonce again.
     const other = await startGateway({ redis: testRedis.redis, keepMirror: true });
     try {
       const created = nowS() + 5;
@@ -222,23 +240,66 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       await loseData();
       await reseeded();
       const before = proxied();
-      // At once, whoever dated the loss: this gateway remembers the nonce. The idempotency key the replay took is given back.
-      const replay = await send(gw.url, 'POST', login, firstHeaders, loginBody);
-      assert.equal(replay.status, 409, replay.body.toString());
-      assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
-      assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, firstHeaders['x-idempotency-key'] as string)), 0);
-      // Within the key watch's second this gateway wrote the other nonce again: the other gateway refuses it too, for as long as Redis keeps a nonce.
-      await sleep(1500);
+      // At once, on either gateway: signed ahead of the clock within SIGNED_AHEAD_WINDOW_MS of the loss, asked to sign again; nothing claimed.
+      for (const url of [other.url, gw.url]) {
+        const early = await send(url, 'POST', login, secondHeaders, loginBody);
+        assert.equal(early.status, 503, early.body.toString());
+        assert.equal(early.json().message, SIGNED_NEAR_LOSS_MESSAGE);
+      }
+      assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, secondHeaders['x-idempotency-key'] as string)), 0);
+      // By then the gateway that admitted them wrote both nonces again, for as long as Redis keeps a nonce: the other gateway refuses the replay.
+      await afterLoss();
       const ttl = await testRedis.redis.pttl(nonceKey(gw.keys.hmac.keyId, second.nonce));
       assert.ok(ttl > 500_000 && ttl <= 602_000, `the nonce written again is kept ${ttl} ms`);
       const elsewhere = await send(other.url, 'POST', login, secondHeaders, loginBody);
       assert.equal(elsewhere.status, 409, elsewhere.body.toString());
+      // And the gateway that admitted one refuses its replay by its own memory, whatever Redis holds; the idempotency key the replay took is given back.
+      await testRedis.redis.del(nonceKey(gw.keys.hmac.keyId, first.nonce));
+      const replay = await send(gw.url, 'POST', login, firstHeaders, loginBody);
+      assert.equal(replay.status, 409, replay.body.toString());
+      assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+      assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, firstHeaders['x-idempotency-key'] as string)), 0);
       assert.equal(proxied() + other.identity.received.length, before);
       // No client waits for the clock that ran ahead: a request signed after the loss, created before those, is served.
-      const fresh = await loginCall({ created: afterLoss() });
+      const fresh = await loginCall({ created: nowS() });
       assert.equal(fresh.status, 200, fresh.body.toString());
     } finally {
       await other.close();
+    }
+  });
+
+  it('after a loss, a gateway whose memory of a key\'s nonces signed ahead was full writes the newest it forgot into the ledger: a signature created at or below it is asked to sign again, one above it is served', async () => {
+    const { redis } = testRedis;
+    const keyId = 'ahead-full';
+    const store = createAdmissionStore(redis, {
+      nonceTtlS: 602,
+      safeTtlS: 602,
+      unsafeTtlS: 602,
+      revocations: createRevocationReader(redis, { logger: silent }),
+      keyIds: () => [keyId],
+      maxSignedAheadPerKey: 2,
+    });
+    try {
+      await store.dateKeys();
+      await redis.hset(replayBornKey(keyId), 'born', String(Date.now() - 10_000));
+      const admit = (nonce: string, created: number) =>
+        store.admit({ keyId, nonce, idempotencyKey: newIdempotencyKey(), method: 'POST', token: undefined, bearing: false, created, owner: 'test', rate: undefined });
+      const ahead = nowS() + 30;
+      for (const [nonce, created] of [['nonce-forgotten-1', ahead - 20], ['nonce-kept-02', ahead - 10], ['nonce-kept-03', ahead]] as const) {
+        assert.equal((await admit(nonce, created)).outcome, 'claimed');
+      }
+      await loseData();
+      await store.dateKeys();
+      assert.equal(await redis.hget(replayBornKey(keyId), 'ahead'), String(ahead - 20));
+      // Past the window of the loss: the forgotten nonce's replay is asked to sign again by the floor, the kept ones' are replays.
+      await sleep(SIGNED_AHEAD_WINDOW_MS + 50);
+      assert.equal((await admit('nonce-forgotten-1', ahead - 20)).outcome, 'signed-near-loss');
+      assert.equal((await admit('nonce-kept-02', ahead - 10)).outcome, 'nonce-reused');
+      // The cost, for this key only: a signature of a clock behind the one that ran ahead is asked to sign again until the floor is past.
+      assert.equal((await admit('nonce-fresh-04', nowS())).outcome, 'signed-near-loss');
+      assert.equal((await admit('nonce-fresh-05', ahead - 19)).outcome, 'claimed');
+    } finally {
+      await store.stop();
     }
   });
 
@@ -257,7 +318,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     // Another replica found the loss, after this gateway's last write.
     const first = Date.now();
     await lostAt(first);
-    await stationsCall({ created: afterLoss() });
+    await stationsCall({ created: await afterLoss() });
     assert.deepEqual(await mirror(), { born: String(first), ready: '0' });
   });
 
@@ -381,21 +442,22 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       return headers;
     }
 
-    it('a bearer request whose own claim finds it is held for the re-seed too (503), its claims taken back: its revocation check ran beside it, on the past', async () => {
+    it('a bearer request whose own claim finds it, signed after it (ahead of the clock), is asked to sign again (503) and claims nothing; the buckets close for the re-seed', async () => {
       await answeredThenRolledBack();
       const before = proxied();
       const nonce = newNonce();
       const idempotencyKey = newIdempotencyKey();
-      // Signed after the loss as far as `created` tells (a clock ahead, or a request that was on its way).
-      const res = await stationsCall({ nonce, idempotencyKey, created: afterLoss() });
+      // Signed after the loss as far as `created` tells (a clock ahead, or a request that was on its way): of a
+      // loss this very call found, so asked to sign again (ahead of the clock), and it closes the buckets.
+      const res = await stationsCall({ nonce, idempotencyKey, created: nowS() + 2 });
       assert.equal(res.status, 503, res.body.toString());
-      assert.equal(res.json().message, REVOCATIONS_RESTORING_MESSAGE);
+      assert.equal(res.json().message, SIGNED_NEAR_LOSS_MESSAGE);
       assert.equal(proxied(), before);
       assert.equal((await mirror()).ready, '0');
       assert.equal(await testRedis.redis.exists(nonceKey(gw.keys.hmac.keyId, nonce)), 0, 'its nonce was kept');
       assert.equal(await testRedis.redis.exists(idempotencyRedisKey(gw.keys.hmac.keyId, idempotencyKey)), 0, 'its idempotency key was kept');
       // A request without a token is not held: nothing of it depends on the revocations.
-      assert.equal((await loginCall({ created: afterLoss() })).status, 200);
+      assert.equal((await loginCall({ created: await afterLoss() })).status, 200);
     });
 
     it('the next claim finds it by the gateway\'s write stamp: the replay is refused (401), bearer requests wait for the re-seed (503)', async () => {
@@ -409,7 +471,7 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       assert.ok(Number(state.born) >= found - 50, JSON.stringify(state));
       // The client key's hash says since when, nothing else: readiness is the revocation mirrors' word.
       assert.deepEqual(Object.keys(await testRedis.redis.hgetall(replayBornKey(gw.keys.hmac.keyId))), ['born']);
-      assert.equal((await stationsCall({ created: afterLoss() })).status, 503);
+      assert.equal((await stationsCall({ created: await afterLoss() })).status, 503);
     });
 
     it('a reconnect finds it before any request (a failover always reconnects), so another replica cannot be replayed to', async () => {

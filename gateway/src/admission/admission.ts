@@ -3,6 +3,9 @@ import { type RevocationReader, RevocationsUnavailableError } from '@platform/au
 import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
 
+/** How long after a loss's dating a signature created ahead of the clock is asked to sign again (replay-store-loss.lua). */
+export const SIGNED_AHEAD_WINDOW_MS = 2000;
+
 /**
  * A signed request's admission in Redis (README, "What one request costs in Redis"), as scripts of one slot
  * each, so that it runs on a Redis Cluster as on one Redis (CONTRACT.md part 14):
@@ -21,6 +24,7 @@ import { luaFile } from './lua.ts';
  */
 const ADMIT_SCRIPT = [
   `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
+  `local SIGNED_AHEAD_WINDOW_MS = ${SIGNED_AHEAD_WINDOW_MS}`,
   SLOT_LEDGER_LUA,
   luaFile('admission/lua/replay-store-loss.lua'),
   luaFile('rate-limit/lua/rate-window.lua'),
@@ -44,6 +48,11 @@ return (behind and existed) and 1 or 0`;
 /** A client key's ledger dated when it has none; answers whether this call dated it, and its `born`. */
 const DATE_KEY_SCRIPT = `local dated = redis.call('HSETNX', KEYS[1], 'born', ARGV[1])
 return { dated, redis.call('HGET', KEYS[1], 'born') }`;
+
+/** A client key's ledger's `ahead` (a floor of `created` after a loss: `SignedAhead`) raised to ARGV[1], never lowered. */
+const RAISE_AHEAD_SCRIPT = `local current = tonumber(redis.call('HGET', KEYS[1], 'ahead') or '0') or 0
+if current < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'ahead', ARGV[1]) end
+return 0`;
 
 export const ADMISSION_OUTCOMES = [
   'claimed',
@@ -150,6 +159,8 @@ export interface AdmissionOptions {
   revocations: Pick<RevocationReader, 'isRevoked' | 'closeAll'>;
   /** The client keys in use, as they change (GATEWAY_CLIENT_KEYS_FILE): each is dated when first seen. */
   keyIds?: () => readonly string[];
+  /** The most nonces signed ahead remembered per client key (`SignedAhead`); MAX_SIGNED_AHEAD unless a test says. */
+  maxSignedAheadPerKey?: number;
   logger?: Pick<Logger, 'warn' | 'debug'>;
 }
 
@@ -160,6 +171,7 @@ interface AdmissionCommands {
   gatewayWithdraw(nonceKey: string, idempotencyKey: string, owner: string): Promise<number>;
   gatewayStampCheck(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
   gatewayDateKey(bornKey: string, now: string): Promise<[number, string]>;
+  gatewayRaiseAhead(bornKey: string, created: string): Promise<number>;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
@@ -207,60 +219,69 @@ interface ClientKeyCalls {
   stamp: WriteStamp;
   /** The script's call (ADMISSION_KEYS, then ADMISSION_ARGS) per rate policy and method class, its per-request slots empty. */
   templates: Map<string, string[]>;
-  /** How many of the nonces this gateway remembers as signed ahead are this key's (`SignedAheadMemory`). */
-  signedAhead: number;
+  /** The nonces this gateway admitted signed ahead of its clock. */
+  signedAhead: SignedAhead;
   /** The ledger's `born` as the key watch last read it; undefined before its first read. */
   bornSeen: string | undefined;
 }
 
 /**
- * The most nonces signed ahead one gateway remembers, all client keys together (some 150 bytes each); past it the
- * oldest is forgotten. Clients whose clocks keep time sign none: their `created` is never ahead of the gateway's
- * second (a clock a little ahead signs some, in the second its clock turns first).
+ * The most nonces signed ahead one gateway remembers of one client key (some 150 bytes each), so that no key's
+ * requests can push out another's. Clients whose clocks keep time sign none: their `created` is never ahead of
+ * the gateway's second (a clock a little ahead signs some, in the second its clock turns first).
  */
-const MAX_SIGNED_AHEAD = 20_000;
+const MAX_SIGNED_AHEAD = 5000;
+
+const NOTHING_FORGOTTEN = { created: 0, untilMs: 0 } as const;
 
 /**
- * The nonces this gateway admitted with a `created` ahead of its clock's second (a client whose clock runs ahead;
- * CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S), by their Redis key, each until when Redis keeps a nonce (ms).
- * After a loss of their slot such a signature is not "created before the loss", so only this memory tells its
- * replay (CONTRACT.md part 13: no request signed before the loss can be replayed). The outside attack: a request
- * signed ahead and sent before a FLUSHALL was admitted again after it.
+ * One client key's nonces this gateway admitted with a `created` ahead of its clock's second (a client whose
+ * clock runs ahead; CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S), by their Redis key, each with its `created`
+ * and until when Redis keeps a nonce (ms). After a loss of the key's slot such a signature is not "created
+ * before the loss", so only this memory tells its replay (CONTRACT.md part 13: no request signed before the
+ * loss can be replayed): this gateway refuses it at once, and writes the nonces again within a second of the
+ * loss's dating, for the others (`republish`). Past `max` the oldest is forgotten, and the newest `created`
+ * forgotten becomes the key's floor, written into its ledger after a loss (`ahead`): the admission script asks
+ * a signature created at or below it to sign again, so a flood of the key's own requests weakens nothing.
+ * The outside attack: a request signed ahead and sent before a FLUSHALL was admitted again after it.
  */
-export interface SignedAheadMemory {
-  /** Remembers `nonceKey` of the client key `calls` counts for when `created` is ahead of `nowMs`'s second. */
-  remember(calls: Pick<ClientKeyCalls, 'signedAhead'>, nonceKey: string, created: number, nowMs: number, untilMs: number): void;
-  /** Whether this gateway admitted `nonceKey` signed ahead, and Redis would still be keeping it. */
-  admitted(nonceKey: string, nowMs: number): boolean;
-  /** Forgets the nonces Redis no longer keeps. */
-  prune(nowMs: number): void;
-  /** The nonce keys of `calls`' client key with their `until`. */
-  of(calls: Pick<ClientKeyCalls, 'signedAhead'>): Array<[string, number]>;
-}
+export class SignedAhead {
+  readonly nonces = new Map<string, { created: number; untilMs: number }>();
+  /** The newest `created` forgotten, and until when (ms) a signature so created could still be accepted. */
+  forgotten: { created: number; untilMs: number } = NOTHING_FORGOTTEN;
+  private readonly max: number;
 
-/** An empty memory of at most `max` nonces (exported for its test). */
-export function signedAheadMemory(max = MAX_SIGNED_AHEAD): SignedAheadMemory {
-  const nonces = new Map<string, { calls: Pick<ClientKeyCalls, 'signedAhead'>; untilMs: number }>();
-  const forget = (nonceKey: string, calls: Pick<ClientKeyCalls, 'signedAhead'>): void => {
-    nonces.delete(nonceKey);
-    calls.signedAhead -= 1;
-  };
-  return {
-    remember(calls, nonceKey, created, nowMs, untilMs) {
-      if (created <= Math.floor(nowMs / 1000) || nonces.has(nonceKey)) return;
-      if (nonces.size >= max) {
-        const [oldest, entry] = nonces.entries().next().value ?? [];
-        if (oldest !== undefined && entry !== undefined) forget(oldest, entry.calls);
+  constructor(max = MAX_SIGNED_AHEAD) {
+    this.max = max;
+  }
+
+  /** Remembers `nonceKey` when `created` is ahead of `nowMs`'s second. */
+  remember(nonceKey: string, created: number, nowMs: number, untilMs: number): void {
+    if (created <= Math.floor(nowMs / 1000) || this.nonces.has(nonceKey)) return;
+    if (this.nonces.size >= this.max) {
+      const [oldest, entry] = this.nonces.entries().next().value ?? [];
+      if (oldest !== undefined && entry !== undefined) {
+        this.nonces.delete(oldest);
+        this.forgotten = { created: Math.max(this.forgotten.created, entry.created), untilMs: Math.max(this.forgotten.untilMs, entry.untilMs) };
       }
-      nonces.set(nonceKey, { calls, untilMs });
-      calls.signedAhead += 1;
-    },
-    admitted: (nonceKey, nowMs) => nonces.size > 0 && (nonces.get(nonceKey)?.untilMs ?? 0) > nowMs,
-    prune(nowMs) {
-      for (const [nonceKey, { calls, untilMs }] of nonces) if (untilMs <= nowMs) forget(nonceKey, calls);
-    },
-    of: (calls) => [...nonces].filter(([, entry]) => entry.calls === calls).map(([nonceKey, { untilMs }]) => [nonceKey, untilMs]),
-  };
+    }
+    this.nonces.set(nonceKey, { created, untilMs });
+  }
+
+  /** Whether this gateway admitted `nonceKey` signed ahead, and Redis would still be keeping it. */
+  admitted(nonceKey: string, nowMs: number): boolean {
+    return this.nonces.size > 0 && (this.nonces.get(nonceKey)?.untilMs ?? 0) > nowMs;
+  }
+
+  /** Forgets what Redis no longer keeps, and a floor no signature can be accepted at any more. */
+  prune(nowMs: number): void {
+    for (const [nonceKey, { untilMs }] of this.nonces) if (untilMs <= nowMs) this.nonces.delete(nonceKey);
+    if (this.forgotten.untilMs <= nowMs) this.forgotten = NOTHING_FORGOTTEN;
+  }
+
+  get empty(): boolean {
+    return this.nonces.size === 0 && this.forgotten.created === 0;
+  }
 }
 
 /** The script's call for `keyId` under `rate` with a key memory of `keyTtlMs`, but for its per-request values (`SLOT`). */
@@ -311,6 +332,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   redis.defineCommand('gatewayWithdraw', { numberOfKeys: 2, lua: luaFile('idempotency/lua/withdraw.lua') });
   redis.defineCommand('gatewayStampCheck', { numberOfKeys: 2, lua: STAMP_CHECK_SCRIPT });
   redis.defineCommand('gatewayDateKey', { numberOfKeys: 1, lua: DATE_KEY_SCRIPT });
+  redis.defineCommand('gatewayRaiseAhead', { numberOfKeys: 1, lua: RAISE_AHEAD_SCRIPT });
   // defineCommand adds methods TypeScript cannot see; this is their exact shape.
   const commands = redis as unknown as AdmissionCommands;
   const { revocations, logger } = options;
@@ -323,7 +345,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const callsOf = (keyId: string): ClientKeyCalls => {
     let calls = clients.get(keyId);
     if (calls === undefined) {
-      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map(), signedAhead: 0, bornSeen: undefined };
+      calls = { tag: clientKeyTag(keyId), stamp: writeStamp(stampKey(keyId, gatewayId)), templates: new Map(), signedAhead: new SignedAhead(options.maxSignedAheadPerKey), bornSeen: undefined };
       clients.set(keyId, calls);
     }
     return calls;
@@ -368,15 +390,20 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   stampChecks.start();
 
   // The nonces a client key's slot forgot with a loss that this gateway admitted signed ahead of its clock
-  // (`SignedAheadMemory`), written again (SET NX: one written since is kept), so that another gateway refuses
-  // their replay too; this one refuses it by its own memory already (`admit`).
-  const signedAhead = signedAheadMemory();
+  // (`SignedAhead`), written again (SET NX: one written since is kept), and the newest `created` it could not
+  // keep into the ledger (`ahead`, only raised), so that another gateway refuses their replay too; this one
+  // refuses the nonces it kept by its own memory already (`admit`).
   const republish = async (keyId: string, calls: ClientKeyCalls, now: number): Promise<void> => {
-    const nonces = signedAhead.of(calls);
-    if (nonces.length === 0) return;
+    const { nonces, forgotten, empty } = calls.signedAhead;
+    if (empty) return;
     holdTurnWrites();
-    await Promise.all(nonces.map(async ([nonceKey, until]) => await redis.set(nonceKey, 'signed-ahead', 'PX', until - now, 'NX')));
-    logger?.warn({ keyId, nonces: nonces.length }, 'the replay store of a client key lost its data: the nonces this gateway admitted signed ahead of its clock are written again');
+    const writes: Array<Promise<unknown>> = [...nonces].map(async ([nonceKey, { untilMs }]) => await redis.set(nonceKey, 'signed-ahead', 'PX', untilMs - now, 'NX'));
+    if (forgotten.created > 0) writes.push(commands.gatewayRaiseAhead(replayBornKey(keyId), String(forgotten.created)));
+    await Promise.all(writes);
+    logger?.warn(
+      { keyId, nonces: nonces.size, forgottenUpTo: forgotten.created || undefined },
+      'the replay store of a client key lost its data: the nonces this gateway admitted signed ahead of its clock are written again',
+    );
   };
 
   // Every client key's ledger dated every KEY_WATCH_MS when it has none (HSETNX: a ledger there is kept):
@@ -393,8 +420,10 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   const dateKeys = async (): Promise<number> => {
     const now = Date.now();
     const keyIds = new Set(options.keyIds?.() ?? []);
-    signedAhead.prune(now);
-    for (const [keyId, calls] of clients) if (calls.signedAhead > 0) keyIds.add(keyId);
+    for (const [keyId, calls] of clients) {
+      calls.signedAhead.prune(now);
+      if (!calls.signedAhead.empty) keyIds.add(keyId);
+    }
     if (keyIds.size === 0) return 0;
     holdTurnWrites();
     const set = await Promise.all(
@@ -469,11 +498,11 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       if (outcome === 'claimed' || outcome === 'token-revoked') {
         // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
         // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.
-        if (signedAhead.admitted(nonce, nowMs)) {
+        if (calls.signedAhead.admitted(nonce, nowMs)) {
           await commands.gatewayRelease(idempotency, request.owner);
           return { outcome: 'nonce-reused', quota };
         }
-        signedAhead.remember(calls, nonce, request.created, nowMs, nowMs + nonceTtlMs);
+        calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs);
       }
       return { outcome, quota };
     },

@@ -4,7 +4,7 @@ import { RevocationsUnavailableError, TOKEN_CLOCK_TOLERANCE_S, createRevocationR
 import { freshEnvironment, tokenKey } from '@platform/auth/testing';
 import { type Redis, closeRedis, createLogger, redisCheck } from '@platform/service-kit';
 // The gateway's own claim and release scripts: the stand-in must run exactly what the gateway sends.
-import { createAdmissionStore, nonceKey, replayBornKey } from '../../../gateway/src/admission/admission.ts';
+import { SIGNED_AHEAD_WINDOW_MS, createAdmissionStore, nonceKey, replayBornKey } from '../../../gateway/src/admission/admission.ts';
 import { inProcessRedis } from '../src/in-process-redis.ts';
 
 // Every test names its own prefix, as the deployables of one environment share REDIS_KEY_PREFIX.
@@ -56,17 +56,19 @@ describe('the in-process Redis stand-in (embedded fallback)', () => {
       rate: { limit: 100, windowS: 60 },
     };
     const outcome = async (r: Parameters<typeof guard.admit>[0]) => (await guard.admit(r)).outcome;
-    // A fresh key space is a Redis that lost its data: a token request signed after it waits for the
-    // re-seed, one signed before (or in the second it was found) is refused.
-    assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
+    // A fresh key space is a Redis that lost its data: one signed before it is refused; one signed ahead of the
+    // clock just after it is asked to sign again (its gateway may have admitted it before the loss); once the
+    // loss is over SIGNED_AHEAD_WINDOW_MS old, a token request signed after it waits for the re-seed.
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 60 }), 'signed-before-loss');
+    assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 5 }), 'signed-near-loss');
+    await redis.hset(replayBornKey('k'), 'born', String(Date.now() - SIGNED_AHEAD_WINDOW_MS - 1000));
+    assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 5 }), 'revocations-restoring');
     // Found in the middle of a second: a signature of that very second, or of the one before (the loss may
     // have come before it was found), is asked to sign again; the second before those is over.
     await redis.hset(replayBornKey('k'), 'born', String(now * 1000 + 500));
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now }), 'signed-near-loss');
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 1 }), 'signed-near-loss');
     assert.equal(await outcome({ ...request, nonce: 'n0', created: now - 2 }), 'signed-before-loss');
-    assert.equal(await outcome({ ...request, nonce: 'n0', bearing: true, created: now + 1 }), 'revocations-restoring');
     await freshEnvironment(redis, [replayBornKey('k')]);
     assert.equal(await outcome(request), 'claimed');
     assert.equal(await outcome({ ...request, idempotencyKey: 'i2' }), 'nonce-reused');
