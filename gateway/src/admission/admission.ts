@@ -113,6 +113,8 @@ export interface Admission {
   outcome: AdmissionOutcome;
   /** Requests left and ms until the next one frees (`rate-limited`: until one fits); undefined without a limit. */
   quota: { remaining: number; resetMs: number } | undefined;
+  /** `signed-near-loss`: ms until a signature made now is past what the slot's loss refuses. */
+  signAgainMs?: number;
 }
 
 export interface AdmissionRequest {
@@ -166,7 +168,7 @@ export interface AdmissionOptions {
 
 /** The scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
 interface AdmissionCommands {
-  gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number]>;
+  gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number, number?]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
   gatewayWithdraw(nonceKey: string, idempotencyKey: string, owner: string): Promise<number>;
   gatewayStampCheck(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
@@ -476,7 +478,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         commands.gatewayAdmit(...call),
       ]);
       if (admitted.status === 'rejected') throw admitted.reason;
-      const [found, remaining, waitMs, count, slotWentBack] = admitted.value;
+      const [found, remaining, waitMs, count, slotWentBack, signAgainMs] = admitted.value;
       stamp.observe(Number(count));
       if (!OUTCOMES.has(found)) throw new Error(`unexpected admission script result ${String(found)}`);
       const foundGoneBack = Number(slotWentBack) === 1;
@@ -495,6 +497,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       if (revocation.status === 'rejected') throw revocation.reason;
       if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
       const quota = rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) };
+      if (outcome === 'signed-near-loss') return { outcome, quota, signAgainMs: Number(signAgainMs ?? 1000) };
       if (outcome === 'claimed' || outcome === 'token-revoked') {
         // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
         // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.

@@ -69,7 +69,7 @@ export function admit(store: AdmissionStore, metrics: GatewayMetrics, logger: Lo
         // amended), so no 401 for it to misread.
         metrics.rejected('signed-near-loss');
         requestLog(req, logger).info({ reason: 'created near the time the replay store lost its data' }, 'request asked to sign again');
-        throw new ServiceUnavailableError(SIGNED_NEAR_LOSS_MESSAGE, { retryAfterSeconds: 1 });
+        throw new ServiceUnavailableError(SIGNED_NEAR_LOSS_MESSAGE, { retryAfterSeconds: Math.max(1, Math.ceil((admission.signAgainMs ?? 1000) / 1000)) });
       case 'revocations-restoring':
         metrics.rejected('revocations-restoring');
         throw new ServiceUnavailableError(REVOCATIONS_RESTORING_MESSAGE);

@@ -11,11 +11,12 @@ local arg = {
 }
 
 -- The result, by name in admission.ts: { outcome, remaining (-1 without a limit), wait_ms, stamp (0: no nonce
--- written), went_back (1: this call found the slot gone back in time) }. Refusals before the window is read
--- answer with no quota left and a second to wait, as an unreachable Redis.
-local loss, went_back = replay_store_loss(key.born, key.stamp, arg.stamp_seen, arg.stamp_last, arg.now, arg.created)
+-- written), went_back (1: this call found the slot gone back in time), and for a refusal of the slot's past the
+-- ms to wait before signing again }. Refusals before the window is read answer with no quota left and a second
+-- to wait, as an unreachable Redis.
+local loss, went_back, sign_again_ms = replay_store_loss(key.born, key.stamp, arg.stamp_seen, arg.stamp_last, arg.now, arg.created)
 local back = went_back and 1 or 0
-if loss then return { loss, 0, 1000, 0, back } end
+if loss then return { loss, 0, 1000, 0, back, sign_again_ms or 1000 } end
 
 -- A replay is told apart before anything is counted: whoever captured a signed request must not spend its
 -- key's quota by sending it again (its 409 still carries the window's RateLimit fields).
