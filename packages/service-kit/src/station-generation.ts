@@ -8,8 +8,11 @@ export const STATION_GENERATION_KEY = 'station-index:generation';
 /** The answer header (upstream only; the gateway never passes it on) naming the generation an answer came from. */
 export const STATION_GENERATION_HEADER = 'x-station-generation';
 
-/** Raises the stored generation to `generation`, never lowers it: a replica still on the old index cannot undo a newer one. */
-const RAISE = `local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+/**
+ * Raises the stored generation to `generation`, never lowers it: a replica still on the old index cannot undo a
+ * newer one. A stored value that is no number (written by hand) is replaced.
+ */
+const RAISE = `local current = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
 if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end
 return 0`;
 
@@ -24,16 +27,21 @@ export async function newestStationGeneration(redis: Redis): Promise<number | un
   return Number.isSafeInteger(stored) && stored > 0 ? stored : undefined;
 }
 
-/** Sets the stored generation from `from` to `to` (lower), unless another value was written meanwhile. */
+/** The stored generation as written (its text), or undefined when there is none. */
+export async function storedStationGeneration(redis: Redis): Promise<string | undefined> {
+  return (await redis.get(STATION_GENERATION_KEY)) ?? undefined;
+}
+
+/** Sets the stored generation from the text `from` to `to`, unless another value was written meanwhile; 1 when it did. */
 const LOWER = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end
 return 0`;
 
 /**
- * Lowers the stored generation `from` to `to`, the database's, unless it changed meanwhile: a stored generation
- * above every replica's database (a risk database restored from an older backup, a hand-written key) would
- * otherwise stay, since `publishStationGeneration` only raises it. The loader calls it only after two polls
- * found the database below it (`createStationIndexLoader`, `lower`).
+ * Sets the stored generation, found as the text `from`, to `to`, the database's, unless it changed meanwhile;
+ * true when it did. A stored generation above every replica's database (a risk database restored from an older
+ * backup, a hand-written key, a number written as `1e9`) would otherwise stay, since `publishStationGeneration`
+ * only raises it. The loader calls it only after two polls found it so (`createStationIndexLoader`, `lower`).
  */
-export async function lowerStationGeneration(redis: Redis, from: number, to: number): Promise<void> {
-  await redis.eval(LOWER, 1, STATION_GENERATION_KEY, String(from), String(to));
+export async function lowerStationGeneration(redis: Redis, from: string, to: number): Promise<boolean> {
+  return Number(await redis.eval(LOWER, 1, STATION_GENERATION_KEY, from, String(to))) === 1;
 }

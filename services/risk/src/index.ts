@@ -6,6 +6,7 @@ import {
   lowerStationGeneration,
   newestStationGeneration,
   publishStationGeneration,
+  storedStationGeneration,
   waitForRedis,
   createLogger,
   createMetrics,
@@ -65,13 +66,14 @@ export async function startRisk(host: Host = { env: process.env }): Promise<void
     await publishStationGeneration(redis, version);
   };
   // And a replica follows the newest generation another one serves within FOLLOW_MS, not at its next poll.
-  // A stored generation above the database's two polls running (a restored database) is set back to it.
+  // A stored generation above the database's for a poll interval (a restored database) is set back to it.
   const stations = createStationIndexLoader({
     db,
     logger,
     pollIntervalMs: config.RISK_INDEX_POLL_MS,
     publish,
     newest: () => newestStationGeneration(redis),
+    stored: () => storedStationGeneration(redis),
     lower: (from, to) => lowerStationGeneration(redis, from, to),
   });
   await stations.start();

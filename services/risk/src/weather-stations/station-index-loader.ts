@@ -41,15 +41,18 @@ export interface StationIndexLoaderOptions {
    * changes nothing (the poll still finds the change).
    */
   newest?: () => Promise<number | undefined>;
+  /** The stored generation as written (its text); undefined when none is. */
+  stored?: () => Promise<string | undefined>;
   /**
-   * Sets the stored generation `from` to the database's `to` (Redis's, unless it changed meanwhile). Called when
-   * two polls in a row found the database at this replica's version and the stored generation at the same higher
-   * one: no replica serves that one (a database restored from an older backup, a hand-written key), and while it
-   * stays no replica follows another (`newest` is above them all) and no gateway keeps an answer (its generation
-   * is not the stored one). One poll is not enough: a replica that read the database just before a change would
-   * lower a generation another replica has just published.
+   * Sets the stored generation, found as the text `from`, to the database's `to` unless it changed meanwhile
+   * (Redis's); true when it did. Called when two polls a poll interval apart found the database at this
+   * replica's version and the same stored text above it, or no whole number: no replica serves that one (a
+   * database restored from an older backup, a hand-written key), and while it stays no replica follows another
+   * (`newest` is above them all) and no gateway keeps an answer (its generation is not the stored one). One
+   * poll is not enough: a replica that read the database just before a change would lower a generation
+   * another replica has just published.
    */
-  lower?: (from: number, to: number) => Promise<void>;
+  lower?: (from: string, to: number) => Promise<boolean>;
 }
 
 /** How often a replica reads the newest generation another replica serves (`newest`). */
@@ -66,19 +69,26 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
   let index: StationIndex | undefined;
   let failing = false;
 
-  // The stored generation the last poll found above the database's version, if any (`lower`).
-  let storedAbove: number | undefined;
+  // The stored generation (its text) a poll found above the database's version or no whole number, and when (`lower`).
+  let storedAbove: { text: string; since: number } | undefined;
   const lowerStoredAbove = async (version: number): Promise<void> => {
-    if (options.newest === undefined || options.lower === undefined) return;
-    const stored = await options.newest();
-    const above = stored !== undefined && stored > version ? stored : undefined;
-    if (above !== undefined && above === storedAbove) {
-      await options.lower(above, version);
-      logger.warn({ stored: above, version }, 'the stored station generation was above the database\'s on two polls: set to the database\'s');
+    if (options.stored === undefined || options.lower === undefined) return;
+    const text = await options.stored();
+    const stored = text === undefined || !/^[0-9]{1,16}$/.test(text) ? undefined : Number(text);
+    if (text === undefined || (stored !== undefined && Number.isSafeInteger(stored) && stored <= version)) {
       storedAbove = undefined;
       return;
     }
-    storedAbove = above;
+    const now = Date.now();
+    if (storedAbove?.text !== text) {
+      storedAbove = { text, since: now };
+      return;
+    }
+    if (now - storedAbove.since < options.pollIntervalMs) return;
+    storedAbove = undefined;
+    if (await options.lower(text, version)) {
+      logger.warn({ stored: text, version }, 'the stored station generation stayed above the database\'s (or no number) for a poll interval: set to the database\'s');
+    }
   };
 
   const load = async (): Promise<boolean> => {
