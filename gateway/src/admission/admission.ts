@@ -44,7 +44,6 @@ local behind = slot_behind(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return (behind and existed) and 1 or 0`;
 
-/** The first check that refused the request, or `claimed`: the outcome names lua/admit.lua returns. */
 /** A client key's ledger dated when it has none; answers whether this call dated it, and its `born`. */
 const DATE_KEY_SCRIPT = `local dated = redis.call('HSETNX', KEYS[1], 'born', ARGV[1])
 return { dated, redis.call('HGET', KEYS[1], 'born') }`;
@@ -54,6 +53,7 @@ const RAISE_AHEAD_SCRIPT = `local current = tonumber(redis.call('HGET', KEYS[1],
 if current < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'ahead', ARGV[1]) end
 return 0`;
 
+/** The first check that refused the request, or `claimed`: the outcome names lua/admit.lua returns. */
 export const ADMISSION_OUTCOMES = [
   'claimed',
   'nonce-reused',
@@ -498,7 +498,9 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
       const quota = rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) };
       if (outcome === 'signed-near-loss') return { outcome, quota, signAgainMs: Number(signAgainMs ?? 1000) };
-      if (outcome === 'claimed' || outcome === 'token-revoked') {
+      // Every outcome that leaves the nonce written, a refusal of the idempotency key or of the token too: after a
+      // loss their replay would not be refused again.
+      if (outcome === 'claimed' || outcome === 'token-revoked' || outcome === 'key-reused') {
         // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
         // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.
         if (calls.signedAhead.admitted(nonce, nowMs)) {
