@@ -3,8 +3,13 @@ import { type RevocationReader, RevocationsUnavailableError } from '@platform/au
 import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
 
-/** How long after a loss's dating a signature created ahead of the clock is asked to sign again (replay-store-loss.lua). */
-export const SIGNED_AHEAD_WINDOW_MS = 2000;
+/**
+ * How long after a loss's dating a signature created ahead of the clock is asked to sign again
+ * (replay-store-loss.lua): the time the gateway that admitted it has to write its nonce again. It does within a
+ * second (its key watch); this is CONTRACT.md part 13's 5 s of recovery, for a gateway that stalls meanwhile (the
+ * outside attack on a 2 s window: a gateway stopped for 3 s at the loss, its nonce's replay admitted by another).
+ */
+export const SIGNED_AHEAD_WINDOW_MS = 5000;
 
 /**
  * A signed request's admission in Redis (README, "What one request costs in Redis"), as scripts of one slot
@@ -242,15 +247,21 @@ const NOTHING_FORGOTTEN = { created: 0, untilMs: 0 } as const;
  * and until when Redis keeps a nonce (ms). After a loss of the key's slot such a signature is not "created
  * before the loss", so only this memory tells its replay (CONTRACT.md part 13: no request signed before the
  * loss can be replayed): this gateway refuses it at once, and writes the nonces again within a second of the
- * loss's dating, for the others (`republish`). Past `max` the oldest is forgotten, and the newest `created`
- * forgotten becomes the key's floor, written into its ledger after a loss (`ahead`): the admission script asks
- * a signature created at or below it to sign again, so a flood of the key's own requests weakens nothing.
- * The outside attack: a request signed ahead and sent before a FLUSHALL was admitted again after it.
+ * loss's dating, for the others (`republish`). Past `max` the one created first is forgotten, and the newest
+ * `created` forgotten becomes the key's floor, written into its ledger after a loss (`ahead`): the admission
+ * script asks a signature created at or below it to sign again, so a flood of the key's own requests weakens
+ * nothing. Forgetting the first created keeps that floor as low as it can be (the outside attack on the first
+ * version: one request signed 299 s ahead, forgotten as the oldest, held every clock of its key off for five
+ * minutes after a loss), and a floor the clock has passed is dropped: the ledger's `born` refuses what it did.
+ * The outside attack that asked for all this: a request signed ahead and sent before a FLUSHALL was admitted
+ * again after it.
  */
 export class SignedAhead {
   readonly nonces = new Map<string, { created: number; untilMs: number }>();
   /** The newest `created` forgotten, and until when (ms) a signature so created could still be accepted. */
   forgotten: { created: number; untilMs: number } = NOTHING_FORGOTTEN;
+  /** The nonce keys by their `created`: at most SIGNATURE_MAX_SKEW_S × 2 + 1 of them. */
+  private readonly byCreated = new Map<number, Set<string>>();
   private readonly max: number;
 
   constructor(max = MAX_SIGNED_AHEAD) {
@@ -260,14 +271,11 @@ export class SignedAhead {
   /** Remembers `nonceKey` when `created` is ahead of `nowMs`'s second. */
   remember(nonceKey: string, created: number, nowMs: number, untilMs: number): void {
     if (created <= Math.floor(nowMs / 1000) || this.nonces.has(nonceKey)) return;
-    if (this.nonces.size >= this.max) {
-      const [oldest, entry] = this.nonces.entries().next().value ?? [];
-      if (oldest !== undefined && entry !== undefined) {
-        this.nonces.delete(oldest);
-        this.forgotten = { created: Math.max(this.forgotten.created, entry.created), untilMs: Math.max(this.forgotten.untilMs, entry.untilMs) };
-      }
-    }
     this.nonces.set(nonceKey, { created, untilMs });
+    const same = this.byCreated.get(created);
+    if (same === undefined) this.byCreated.set(created, new Set([nonceKey]));
+    else same.add(nonceKey);
+    if (this.nonces.size > this.max) this.forgetFirstCreated();
   }
 
   /** Whether this gateway admitted `nonceKey` signed ahead, and Redis would still be keeping it. */
@@ -275,14 +283,34 @@ export class SignedAhead {
     return this.nonces.size > 0 && (this.nonces.get(nonceKey)?.untilMs ?? 0) > nowMs;
   }
 
-  /** Forgets what Redis no longer keeps, and a floor no signature can be accepted at any more. */
+  /**
+   * Forgets what Redis no longer keeps, and a floor no signature can be accepted at any more or that the clock
+   * passed two seconds ago (a signature created at or below it is then created before any later loss).
+   */
   prune(nowMs: number): void {
-    for (const [nonceKey, { untilMs }] of this.nonces) if (untilMs <= nowMs) this.nonces.delete(nonceKey);
-    if (this.forgotten.untilMs <= nowMs) this.forgotten = NOTHING_FORGOTTEN;
+    for (const [nonceKey, { created, untilMs }] of this.nonces) if (untilMs <= nowMs) this.forget(nonceKey, created);
+    if (this.forgotten.untilMs <= nowMs || this.forgotten.created + 2 <= Math.floor(nowMs / 1000)) this.forgotten = NOTHING_FORGOTTEN;
   }
 
   get empty(): boolean {
     return this.nonces.size === 0 && this.forgotten.created === 0;
+  }
+
+  private forgetFirstCreated(): void {
+    let first = Number.POSITIVE_INFINITY;
+    for (const created of this.byCreated.keys()) if (created < first) first = created;
+    const [nonceKey] = this.byCreated.get(first) ?? [];
+    const entry = nonceKey === undefined ? undefined : this.nonces.get(nonceKey);
+    if (nonceKey === undefined || entry === undefined) return;
+    this.forget(nonceKey, first);
+    this.forgotten = { created: Math.max(this.forgotten.created, first), untilMs: Math.max(this.forgotten.untilMs, entry.untilMs) };
+  }
+
+  private forget(nonceKey: string, created: number): void {
+    this.nonces.delete(nonceKey);
+    const same = this.byCreated.get(created);
+    same?.delete(nonceKey);
+    if (same?.size === 0) this.byCreated.delete(created);
   }
 }
 

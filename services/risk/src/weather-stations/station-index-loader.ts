@@ -132,10 +132,15 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
   const refresh = async (): Promise<boolean> => (await reloads.runNow()) ?? false;
 
   // Each newer generation asked for once: a stored one the database does not have (another deployment's,
-  // a restored backup) costs one version read, not one every FOLLOW_MS.
+  // a restored backup) costs one version read, not one every FOLLOW_MS. Once such a one stayed a poll interval
+  // (`storedAbove`), the poll that sets it back comes now, not at the next poll (up to another interval later).
   let followed: number | undefined;
   const follow = periodic(
     async () => {
+      if (storedAbove !== undefined && Date.now() - storedAbove.since >= options.pollIntervalMs) {
+        await refresh();
+        return;
+      }
       const newest = await options.newest?.();
       if (newest === undefined || newest === followed || index === undefined || newest <= index.version) return;
       followed = newest;
