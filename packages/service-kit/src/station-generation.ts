@@ -40,7 +40,7 @@ return 0`;
  * Sets the stored generation, found as the text `from`, to `to`, the database's, unless it changed meanwhile;
  * true when it did. A stored generation above every replica's database (a risk database restored from an older
  * backup, a hand-written key, a number written as `1e9`) would otherwise stay, since `publishStationGeneration`
- * only raises it. The loader calls it only after two polls found it so (`createStationIndexLoader`, `lower`).
+ * only raises it. The loader calls it once it stayed so for a poll interval (`createStationIndexLoader`, `lower`).
  */
 export async function lowerStationGeneration(redis: Redis, from: string, to: number): Promise<boolean> {
   return Number(await redis.eval(LOWER, 1, STATION_GENERATION_KEY, from, String(to))) === 1;

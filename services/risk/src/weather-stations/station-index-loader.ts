@@ -45,7 +45,7 @@ export interface StationIndexLoaderOptions {
   stored?: () => Promise<string | undefined>;
   /**
    * Sets the stored generation, found as the text `from`, to the database's `to` unless it changed meanwhile
-   * (Redis's); true when it did. Called when two polls a poll interval apart found the database at this
+   * (Redis's); true when it did. Called when two reads a poll interval apart found the database at this
    * replica's version and the same stored text above it, or no whole number: no replica serves that one (a
    * database restored from an older backup, a hand-written key), and while it stays no replica follows another
    * (`newest` is above them all) and no gateway keeps an answer (its generation is not the stored one). One
