@@ -269,6 +269,30 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     }
   });
 
+  it('writes the nonces signed ahead again within a tenth of a second of a loss: a request signed one second ahead, replayed to another gateway the moment the clock reaches its created, is refused (409)', async () => {
+    // The outside attack on a window that ended when the clock reached `created`: a replay sent every 20 ms won
+    // 61-91 ms after a flush made at .900 of the second before, while the key watch's next second was to come.
+    const other = await startGateway({ redis: testRedis.redis, keepMirror: true });
+    try {
+      await sleep(1000 - (Date.now() % 1000) + 50);
+      const second = nowS();
+      const headers = signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, created: second + 1, nonce: newNonce() });
+      assert.equal((await send(gw.url, 'POST', login, headers, loginBody)).status, 200);
+      await sleep(second * 1000 + 700 - Date.now());
+      await loseData();
+      await reseeded();
+      // Another request of the key dates the loss at once (signed in its second: asked to sign again).
+      const dating = await send(other.url, 'POST', login, signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, created: nowS() }), loginBody);
+      assert.equal(dating.status, 503, dating.body.toString());
+      await sleep((second + 1) * 1000 + 30 - Date.now());
+      const replay = await send(other.url, 'POST', login, headers, loginBody);
+      assert.equal(replay.status, 409, replay.body.toString());
+      assert.equal(other.identity.received.length, 0);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('after a loss, a gateway whose memory of a key\'s nonces signed ahead was full writes the newest it forgot into the ledger: a signature created at or below it is asked to sign again, one above it is served', async () => {
     const { redis } = testRedis;
     const keyId = 'ahead-full';

@@ -350,6 +350,8 @@ function decide(found: AdmissionOutcome, revocation: 'restoring' | 'revoked' | '
 
 /** How often the store dates the ledgers of client keys that have none (a new key, a loss): CONTRACT.md parts 12 and 13 allow 5 s. */
 const KEY_WATCH_MS = 1000;
+/** How often the keys this gateway remembers nonces signed ahead of are watched (`SignedAhead`). */
+const AHEAD_WATCH_MS = 100;
 /** How often each stamp is checked when nothing else did: it also keeps the stamps from expiring. */
 const STAMP_CHECK_MS = 60_000;
 
@@ -447,13 +449,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // A ledger born anew since the last read (a loss, found by whoever came first) has the nonces this gateway
   // admitted signed ahead written again (`republish`). One script per key and KEY_WATCH_MS, in one socket
   // write per Redis server.
-  const dateKeys = async (): Promise<number> => {
-    const now = Date.now();
-    const keyIds = new Set(options.keyIds?.() ?? []);
-    for (const [keyId, calls] of clients) {
-      calls.signedAhead.prune(now);
-      if (!calls.signedAhead.empty) keyIds.add(keyId);
-    }
+  const watchKeys = async (keyIds: ReadonlySet<string>, now: number): Promise<number> => {
     if (keyIds.size === 0) return 0;
     holdTurnWrites();
     const set = await Promise.all(
@@ -469,11 +465,36 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     );
     return set.includes(true) ? now : 0;
   };
+  /** The keys whose nonces signed ahead this gateway remembers (their memories pruned first when `prune`). */
+  const keysSignedAhead = (now: number, prune: boolean): Set<string> => {
+    const keyIds = new Set<string>();
+    for (const [keyId, calls] of clients) {
+      if (prune) calls.signedAhead.prune(now);
+      if (!calls.signedAhead.empty) keyIds.add(keyId);
+    }
+    return keyIds;
+  };
+  const dateKeys = async (): Promise<number> => {
+    const now = Date.now();
+    return await watchKeys(new Set([...(options.keyIds?.() ?? []), ...keysSignedAhead(now, true)]), now);
+  };
   const keyWatch = periodic(dateKeys, {
     intervalMs: KEY_WATCH_MS,
     onError: (err) => logger?.debug({ err }, 'could not date the client keys\' ledgers (Redis unreachable); trying again'),
   });
   keyWatch.start(0);
+  // The keys this gateway remembers nonces signed ahead of, watched every AHEAD_WATCH_MS: their nonces are written
+  // again that soon after a loss's dating, which is how long another gateway could take their replay for one
+  // signed after it (the outside attack: a replay sent every 20 ms won 61-91 ms after a flush, before the key
+  // watch's second). Normally there are none.
+  const aheadWatch = periodic(
+    async () => {
+      const now = Date.now();
+      await watchKeys(keysSignedAhead(now, false), now);
+    },
+    { intervalMs: AHEAD_WATCH_MS, onError: (err) => logger?.debug({ err }, 'could not watch the keys with nonces signed ahead (Redis unreachable); trying again') },
+  );
+  aheadWatch.start();
 
   return {
     async admit(request) {
@@ -546,7 +567,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     async stop() {
       unsubscribe();
       topology.stop();
-      await Promise.all([stampChecks.stop(), keyWatch.stop()]);
+      await Promise.all([stampChecks.stop(), keyWatch.stop(), aheadWatch.stop()]);
     },
   };
 }
