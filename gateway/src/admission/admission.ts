@@ -5,8 +5,8 @@ import { luaFile } from './lua.ts';
 
 /**
  * How long after a loss's dating a signature created ahead of the clock is asked to sign again
- * (replay-store-loss.lua): the time the gateway that admitted it has to write its nonce again. It does within a
- * second (its key watch); this is CONTRACT.md part 13's 5 s of recovery, for a gateway that stalls meanwhile (the
+ * (replay-store-loss.lua): the time the gateway that admitted it has to write its nonce again. It does within
+ * AHEAD_WATCH_MS (0.1 s); this is CONTRACT.md part 13's 5 s of recovery, for a gateway that stalls meanwhile (the
  * outside attack on a 2 s window: a gateway stopped for 3 s at the loss, its nonce's replay admitted by another).
  */
 export const SIGNED_AHEAD_WINDOW_MS = 5000;
@@ -246,8 +246,8 @@ const NOTHING_FORGOTTEN = { created: 0, untilMs: 0 } as const;
  * clock runs ahead; CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S), by their Redis key, each with its `created`
  * and until when Redis keeps a nonce (ms). After a loss of the key's slot such a signature is not "created
  * before the loss", so only this memory tells its replay (CONTRACT.md part 13: no request signed before the
- * loss can be replayed): this gateway refuses it at once, and writes the nonces again within a second of the
- * loss's dating, for the others (`republish`). Past `max` the one created first is forgotten, and the newest
+ * loss can be replayed): this gateway refuses it at once, and writes the nonces again within AHEAD_WATCH_MS of
+ * the loss's dating, for the others (`republish`). Past `max` the one created first is forgotten, and the newest
  * `created` forgotten becomes the key's floor, written into its ledger after a loss (`ahead`): the admission
  * script asks a signature created at or below it to sign again, so a flood of the key's own requests weakens
  * nothing. Forgetting the first created keeps that floor as low as it can be (the outside attack on the first
@@ -457,8 +457,15 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         const [dated, born] = await commands.gatewayDateKey(replayBornKey(keyId), String(now));
         const calls = clients.get(keyId);
         if (calls !== undefined && born !== calls.bornSeen) {
-          await republish(keyId, calls, now);
+          // Taken at once, so that the other watch, running meanwhile, does not write the same nonces again.
+          const before = calls.bornSeen;
           calls.bornSeen = born;
+          try {
+            await republish(keyId, calls, now);
+          } catch (err) {
+            calls.bornSeen = before;
+            throw err;
+          }
         }
         return dated === 1;
       }),

@@ -14,7 +14,7 @@
 -- asked to sign again (a 503) rather than told its signature is bad (a 401 its client would not retry).
 -- A signature created ahead of the gateway's clock (CONTRACT.md part 2 allows SIGNATURE_MAX_SKEW_S) may have
 -- been sent before the loss although its `created` is after it: the gateway that admitted it remembers its
--- nonce and writes it again within a second of the loss's dating (admission.ts, SignedAhead), but until
+-- nonce and writes it again within 0.1 s of the loss's dating (admission.ts, SignedAhead), but until
 -- then another gateway cannot tell its replay. So for SIGNED_AHEAD_WINDOW_MS after `born`, a `created` ahead
 -- of this call's second is asked to sign again too (a clock that keeps time never signs ahead). And a
 -- `created` at or below the ledger's `ahead` (the newest `created` signed ahead that a gateway admitted and
