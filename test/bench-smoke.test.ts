@@ -201,6 +201,61 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
     }
   });
 
+  it('limit G′ does G\'s work with none of the packages\' code: the signature, the token, the revocation check and the gateway\'s own admission script, the envelope\'s headers and line', async () => {
+    const usage = await startLimitServer('lean-stored-checks', { 'redis-url': CHECKING['redis-url'] });
+    assert.equal(await usage.server.exited, 2);
+    assert.match(usage.server.output(), /usage: node bench\/limits\/lean-stored-checks\.ts --port <port> --redis-url <redis-url> --key-secret <key-secret> --redis-prefix <redis-prefix> --jwks-url <jwks-url> --issuer <issuer>/);
+    const { blacklistToken, createTestIssuer, freshEnvironment } = await import('@platform/auth/testing');
+    const { clientKeyTag } = await import('@platform/gateway/engine');
+    const { signOnce } = await import('../bench/harness/signer.ts');
+    const issuer = createTestIssuer('http://127.0.0.1:9', 'urn:identity-risk-platform:api');
+    const jwks = await issuer.serveJwks();
+    const testRedis = await createTestRedis('bench-smoke-lean-stored', CHECKING['redis-url']);
+    const keyId = 'bench-smoke-key';
+    try {
+      // A new environment (no loss to recover from): the revocation buckets open, the client key's ledger dated.
+      await freshEnvironment(testRedis.redis, [`${clientKeyTag(keyId)}born`]);
+      const lean = await startLimitServer('lean-stored-checks', { ...CHECKING, 'redis-prefix': testRedis.keyPrefix, 'jwks-url': jwks.url, issuer: issuer.issuer });
+      try {
+        assert.ok(lean.ready, lean.server.output());
+        const url = new URL('/v1/weather-stations/by/id/17130', lean.server.url);
+        const key = { keyId, secret: CHECKING['key-secret'] };
+        const sid = 'bench-smoke-session';
+        const headers = await signOnce(key, url, { method: 'GET', target: url.pathname, bearer: issuer.sign({ sid }) });
+        const answer = await fetch(url, { headers });
+        assert.equal(answer.status, 200, lean.server.output());
+        assert.equal(((await answer.json()) as { stationId: number }).stationId, 17130);
+        assert.equal(answer.headers.get('x-cache'), 'HIT');
+        assert.match(answer.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+        assert.equal(answer.headers.get('x-frame-options'), 'DENY');
+        assert.equal(answer.headers.get('ratelimit-policy'), '"default";q=1000000;w=1');
+        assert.match(answer.headers.get('ratelimit') ?? '', /^"default";r=999999;t=\d+$/);
+        // The gateway's script claimed the nonce under the gateway's key names: the same request again is a replay.
+        const nonce = /nonce="([^"]+)"/.exec(headers['signature-input'] ?? '')?.[1];
+        assert.equal(await testRedis.redis.exists(`${clientKeyTag(keyId)}nonce:${nonce}`), 1);
+        assert.equal((await fetch(url, { headers })).status, 409);
+        // The revocation check is made: a revoked token is refused.
+        const jti = 'bench-smoke-revoked-token';
+        await blacklistToken(testRedis.redis, { tokenId: jti, sessionId: sid }, Math.floor(Date.now() / 1000) + 900);
+        const revoked = await signOnce(key, url, { method: 'GET', target: url.pathname, bearer: issuer.sign({ sid, jti }) });
+        assert.equal((await fetch(url, { headers: revoked })).status, 401);
+        // A token of another issuer, and no signature at all: 401.
+        const foreign = await signOnce(key, url, { method: 'GET', target: url.pathname, bearer: createTestIssuer('http://127.0.0.1:9', 'urn:identity-risk-platform:api').sign() });
+        assert.equal((await fetch(url, { headers: foreign })).status, 401);
+        assert.equal((await fetch(url)).status, 401);
+        // One access line per request, as the gateway writes it.
+        const deadline = Date.now() + 5000;
+        while ((lean.server.output().match(/"msg":"GET /g) ?? []).length < 5 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.deepEqual(lean.server.output().match(/"msg":"GET \d+"/g), ['"msg":"GET 200"', '"msg":"GET 409"', '"msg":"GET 401"', '"msg":"GET 401"', '"msg":"GET 401"']);
+      } finally {
+        await lean.server.stop();
+      }
+    } finally {
+      await testRedis.close();
+      await jwks.close();
+    }
+  });
+
   it('limit H needs the assertion key, and answers as risk does before the token: 401, its 400 of a bad id, 404, the envelope\'s headers', async () => {
     const options = {
       'redis-url': process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -339,11 +394,12 @@ describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', (
     assert.equal(ratios['limit H CPU by-id / limit B, at one pace'], undefined);
   });
 
-  it('sets a cached hit\'s floor beside its target: limit G (E′\'s checks, the answer from memory) against C, the hit against G', () => {
+  it('sets a cached hit\'s floors beside its target: limits G (E′\'s checks, the answer from memory) and G′ (the same, none of the packages\' code) against C, the hit against both', () => {
     const ratios = evaluate(
       [
         result('limit-c-by-id', { 'limit-c': 200 }),
         result('limit-g-by-id', { 'limit-g': 160 }),
+        result('limit-g-lean-by-id', { 'limit-g-lean': 100 }),
         result('gateway-cached-by-id', { 'gateway-cached': 200 }),
         result('limit-g-by-id-pace', { 'limit-g': 300 }, 1500),
         result('gateway-cached-by-id-pace', { 'gateway-cached': 330 }, 1500),
@@ -355,6 +411,8 @@ describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', (
     assert.equal(ratios['gateway cached hit CPU by-id / limit G, closed loop'], 1.25);
     assert.equal(ratios['gateway cached hit CPU by-id / limit G, at one pace'], 1.1);
     assert.equal(ratios['limit G CPU by-id / limit C, at one pace'], undefined);
+    assert.equal(ratios['limit G′ CPU by-id / limit C, closed loop'], 0.5);
+    assert.equal(ratios['gateway cached hit CPU by-id / limit G′, closed loop'], 2);
   });
 
   it('sets the same floors for city-district, which the cached gateway and limits G and G bare serve too (the same requests as limit C)', () => {

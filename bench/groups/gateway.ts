@@ -23,7 +23,7 @@ const PRIME_S = 1;
 export async function gatewayScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const started = await startForwardingLimits(ctx, stack);
-  const [limitC, limitCLean, limitELean, limitG, limitEnveloped, limitGBare] = started;
+  const [limitC, limitCLean, limitELean, limitG, limitEnveloped, limitGBare, limitGLean] = started;
   // A gateway with its station cache (CONTRACT.md part 17), warmed by the first request of each lookup: both
   // answered from memory after every check. The stack's own gateway runs without one.
   const cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } }).catch(async (err: unknown) => {
@@ -55,6 +55,10 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
         if (limitGBare !== undefined) {
           const label = `limit G bare: a hit's round trip alone (the request, the admission, the answer from memory): ${lookup}`;
           list.push({ id: `limit-g-bare-${lookup}${suffix}`, label, target: directTarget(limitGBare.url, request), servers: { [limitGBare.cpuName]: limitGBare.pid } });
+        }
+        if (limitGLean !== undefined) {
+          const label = `limit G′: G's work with none of the packages' code on its path: ${lookup} (signed)`;
+          list.push({ id: `${limitGLean.cpuName}-${lookup}${suffix}`, label, target: await signedTarget(ctx, limitGLean.url, request), servers: { [limitGLean.cpuName]: limitGLean.pid } });
         }
         list.push({ id: `gateway-cached-${lookup}${suffix}`, label: `gateway, cached hits: ${lookup} (signed)`, target: await signedTarget(ctx, cached.url, request), servers: { 'gateway-cached': cached.pid } });
       }

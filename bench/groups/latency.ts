@@ -1,7 +1,7 @@
 // Group `latency`: p50/p99 at the light fixed rate (BENCH_RATE), each pair side by side, the pairs by
 // turns (BENCH_ROUNDS, medians of what the second of a pair adds): by/id direct and through the gateway;
-// direct and through limit C′ and E′ (one more hop of forwarding, and the contract's checks on it) and
-// limit G (those checks, then the answer from memory);
+// direct and through limit C′ and E′ (one more hop of forwarding, and the contract's checks on it), limit G
+// (those checks, then the answer from memory) and limit G′ (G's work with none of the packages' code);
 // by/id direct and through a gateway answering from its station cache; city-district direct and through the
 // gateway; and the control, by/id direct beside itself.
 import { type PairSide, type RunContext, directTarget, measureFixedPairsInTurns, needStack, signedTarget } from '../harness/context.ts';
@@ -13,7 +13,7 @@ import { byId, cityDistrict } from './requests.ts';
 export async function latencyScenarios(ctx: RunContext): Promise<void> {
   const { stack, session } = needStack(ctx);
   const limits = await startForwardingLimits(ctx, stack);
-  const [, limitCLean, limitELean, limitG] = limits;
+  const [, limitCLean, limitELean, limitG, , , limitGLean] = limits;
   let cached: StartedProcess | undefined;
   try {
     const direct = (id: string, name: string, shape: RequestShape): PairSide => ({ id: `latency-direct-${id}`, label: `latency direct: ${name}`, target: directTarget(stack.riskUrl, shape) });
@@ -26,10 +26,12 @@ export async function latencyScenarios(ctx: RunContext): Promise<void> {
       [limitELean, 'limit E′: the contract\'s checks on C′', true],
       // A cached hit's floor: E′'s checks, then the answer from memory.
       [limitG, 'limit G: E′\'s checks and the gateway\'s output, the answer from memory', true],
+      // The same work with none of the packages' code on its path.
+      [limitGLean, 'limit G′: G\'s work with none of the packages\' code on its path', true],
     ] as const) {
       if (limit === undefined) continue;
       const target = signed ? await signedTarget(ctx, limit.url, byIdShape) : directTarget(limit.url, byIdShape);
-      pairs.push([direct(`beside-${limit.cpuName}`, 'by/id', byIdShape), { id: `latency-${limit.cpuName}`, label: `latency ${label}${limit === limitG ? ': by/id' : ' → risk by/id'}`, target }]);
+      pairs.push([direct(`beside-${limit.cpuName}`, 'by/id', byIdShape), { id: `latency-${limit.cpuName}`, label: `latency ${label}${limit === limitG || limit === limitGLean ? ': by/id' : ' → risk by/id'}`, target }]);
     }
     // By/id answered from a gateway's station cache (CONTRACT.md part 17).
     cached = await stack.start('gateway', { as: 'gateway-cached', env: { GATEWAY_CACHE_MB: '32', GATEWAY_MANAGEMENT_PORT: String(await freePort()) } });

@@ -18,6 +18,7 @@ export const LIMITS = {
   'enveloped-checks': { letter: 'E′ enveloped', deployable: 'gateway' },
   'stored-checks': { letter: 'G', deployable: 'gateway' },
   'round-trip': { letter: 'G bare', deployable: 'gateway' },
+  'lean-stored-checks': { letter: 'G′', deployable: 'gateway' },
   'lean-risk': { letter: 'H', deployable: 'risk' },
 } as const;
 export type LimitName = keyof typeof LIMITS;
@@ -102,7 +103,8 @@ export async function stopAll(limits: ReadonlyArray<StartedProcess | undefined>)
 /**
  * The forwarding limits beside the stack's risk: C, C′ and (with the stack's own Redis prefix, which a
  * running stack does not give) E′, G (E′'s checks answered from memory, beside a cached hit), E′
- * enveloped (E′ writing the gateway's per-request output) and G bare (a hit's round trip alone); stopped by the caller.
+ * enveloped (E′ writing the gateway's per-request output), G bare (a hit's round trip alone) and G′ (G's work with none of
+ * the packages' code on its path); stopped by the caller.
  */
 export async function startForwardingLimits(ctx: RunContext, stack: Stack): Promise<Limit[]> {
   const prefix = stack.redisPrefix;
@@ -112,6 +114,7 @@ export async function startForwardingLimits(ctx: RunContext, stack: Stack): Prom
       : [
           ...(['lean-checks', 'stored-checks', 'enveloped-checks'] as const).map((name) => [name, stackOptions(ctx, stack, prefix)] as const),
           ['round-trip', { 'redis-url': ctx.config.redisUrl, 'redis-prefix': prefix }] as const,
+          ['lean-stored-checks', stackOptions(ctx, stack, prefix)] as const,
         ];
   return await startLimits(ctx, [['express-proxy', { target: stack.riskUrl }], ['lean-proxy', { target: stack.riskUrl }], ...inPrefix]);
 }

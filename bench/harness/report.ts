@@ -77,7 +77,8 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
   // CONTRACT.md part 17: a by/id answered from the gateway's station cache, every check made.
   bothFigures('gateway cached hit CPU by-id / limit C', ['gateway-cached-by-id', 'gateway-cached'], ['limit-c-by-id', 'limit-c'], [0.7, 0.7]);
   // No targets: the floors beside them. Limit C′ forwards with nothing around it (node:http, undici), limit E′
-  // does the contract's checks on C′, limit G those checks and an answer from memory with the gateway's output (a cached hit), limit H
+  // does the contract's checks on C′, limit G those checks and an answer from memory with the gateway's output (a cached hit), limit G′
+  // the same work with none of the packages' code on its path, limit H
   // all of risk's work for by/id (called directly and vouched) on a plain node:http server.
   for (const [suffix, figure] of [
     ['closed loop', cpu],
@@ -104,6 +105,9 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
       // Under every hit: its round trip alone (limit G bare), no checks and no output but the answer.
       ratio(`limit G bare CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-g-bare-${lookup}`), 'limit-g-bare'), figure(id(`limit-c-${lookup}`), 'limit-c'));
       ratio(`gateway cached hit CPU ${lookup} / limit G, ${suffix}`, figure(id(`gateway-cached-${lookup}`), 'gateway-cached'), figure(id(`limit-g-${lookup}`), 'limit-g'));
+      // Limit G's work with none of the packages' code on its path: how far under limit G the same work can go.
+      ratio(`limit G′ CPU ${lookup} / limit C, ${suffix}`, figure(id(`limit-g-lean-${lookup}`), 'limit-g-lean'), figure(id(`limit-c-${lookup}`), 'limit-c'));
+      ratio(`gateway cached hit CPU ${lookup} / limit G′, ${suffix}`, figure(id(`gateway-cached-${lookup}`), 'gateway-cached'), figure(id(`limit-g-lean-${lookup}`), 'limit-g-lean'));
     }
     ratio(`gateway cached hit CPU city-district / limit C, ${suffix}`, figure(id('gateway-cached-city-district'), 'gateway-cached'), figure(id('limit-c-city-district'), 'limit-c'));
     // Risk's own work with nothing around it: limit H, called as risk is, direct and vouched.
@@ -146,13 +150,14 @@ export function evaluate(results: readonly ScenarioResult[], facts: Report['fact
     ['limit C′', addedOver('latency-direct-beside-limit-c-lean', 'latency-limit-c-lean')],
     ['limit E′', addedOver('latency-direct-beside-limit-e-lean', 'latency-limit-e-lean')],
     ['limit G', addedOver('latency-direct-beside-limit-g', 'latency-limit-g')],
+    ['limit G′', addedOver('latency-direct-beside-limit-g-lean', 'latency-limit-g-lean')],
     ['direct beside direct', control],
   ] as const) {
     if (limit === undefined) continue;
     ratios[`${name} added p50 ms, by-id`] = limit.p50;
     ratios[`${name} added p99 ms, by-id`] = limit.p99;
     // The floors beside the gateway's targets, on the same footing: beyond the control.
-    if (control !== undefined && (name === 'limit E′' || name === 'limit G')) ratios[`${name} added p50 ms beyond the control, by-id`] = limit.p50 - control.p50;
+    if (control !== undefined && (name === 'limit E′' || name === 'limit G' || name === 'limit G′')) ratios[`${name} added p50 ms beyond the control, by-id`] = limit.p50 - control.p50;
   }
   for (const lookup of ['by-id', 'city-district']) {
     const added = addedOver(`latency-direct-${lookup}`, `latency-gateway-${lookup}`);

@@ -27,7 +27,7 @@ export const SIGNED_AHEAD_WINDOW_MS = 5000;
  * (idempotency/lua/withdraw.lua) before the 503, so that the same signed request passes once the bucket is
  * whole (CONTRACT.md part 13). The rate-window unit it counted stays spent.
  */
-const ADMIT_SCRIPT = [
+export const ADMIT_SCRIPT = [
   `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
   `local SIGNED_AHEAD_WINDOW_MS = ${SIGNED_AHEAD_WINDOW_MS}`,
   SLOT_LEDGER_LUA,

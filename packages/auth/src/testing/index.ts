@@ -102,7 +102,7 @@ export async function freshEnvironment(redis: Redis, ledgers: readonly string[] 
 }
 
 /** The keys of the revocations, for tests that inspect or break them (buckets.ts). */
-export { ALL_BUCKETS, ledgerKey, revocationBucket, sessionKey, stampKey, tokenKey } from '../revocations/buckets.ts';
+export { ALL_BUCKETS, BUCKET_SCRIPTS, ledgerKey, revocationBucket, sessionKey, stampKey, tokenKey } from '../revocations/buckets.ts';
 
 /**
  * Puts one access token on the blacklist as identity's logout does (until `revocationExpiry` of its `exp`),
