@@ -8,7 +8,7 @@ import { type Redis, SLOT_LEDGER_LUA, closeRedis, createLogger, createRedis, for
 import { freePort, startLocalRedisCluster, startOtlpReceiver, startPrivateRedis } from '@platform/stack';
 import { createRevocationReader } from '@platform/auth';
 import { freshEnvironment, ledgerKey, stampKey } from '@platform/auth/testing';
-import { createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
+import { type AdmissionStore, clientKeyTag, createAdmissionStore, rateLimitHeaders } from '@platform/gateway/engine';
 import { type RunContext, STATION_ID, type ScenarioResult, measureClosed, measureClosedInTurns, needStack, record, signedTarget } from '../harness/context.ts';
 import { type Limit, startLimits, stackOptions, stopAll } from '../harness/limit-servers.ts';
 import { type LoadResult, quantile } from '../harness/load.ts';
@@ -56,13 +56,24 @@ async function redisLoop(call: () => Promise<string>, connections: number, durat
   };
 }
 
-/** A fresh nonce and idempotency key per call: the gateway's round trip, with or without the rate limit, as the gateway's client makes it. */
-function claimCall(redis: Redis, rate: { limit: number; windowS: number } | undefined): () => Promise<string> {
-  const guard = createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600, revocations: createRevocationReader(redis, { logger: createLogger({ service: 'bench', level: 'silent' }) }) });
+/** The client key of the claims, its ledger dated at the epoch (`freshEnvironment`): no claim meets a loss. */
+const CLAIM_KEY = 'bench';
+const CLAIM_LEDGERS = [`${clientKeyTag(CLAIM_KEY)}born`];
+
+/** The gateway's admission store on `redis`, for `claimCall`; stopped by the caller. */
+function claimStore(redis: Redis): AdmissionStore {
+  return createAdmissionStore(redis, { nonceTtlS: 600, safeTtlS: 600, unsafeTtlS: 600, revocations: createRevocationReader(redis, { logger: createLogger({ service: 'bench', level: 'silent' }) }) });
+}
+
+/**
+ * A fresh nonce and idempotency key per call, signed in the current second: the gateway's round trip, with or
+ * without the rate limit, as the gateway's client makes it for a client whose clock keeps time.
+ */
+function claimCall(guard: AdmissionStore, rate: { limit: number; windowS: number } | undefined): () => Promise<string> {
   const run = randomUUID().slice(0, 8);
   let n = 0;
   return async () =>
-    (await guard.admit({ keyId: 'bench', nonce: `${run}-${++n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, bearing: false, created: Math.floor(Date.now() / 1000) + 1, owner: run, rate })).outcome;
+    (await guard.admit({ keyId: CLAIM_KEY, nonce: `${run}-${++n}`, idempotencyKey: `${run}-${n}`, method: 'GET', token: undefined, bearing: false, created: Math.floor(Date.now() / 1000), owner: run, rate })).outcome;
 }
 
 /**
@@ -141,9 +152,14 @@ async function clusterClaims(ctx: RunContext): Promise<void> {
   });
   try {
     if (!(await waitForRedis(redis, 10_000))) throw new Error('the local Redis Cluster did not answer');
-    await freshEnvironment(redis);
-    await measureRedisCalls(ctx, pids, 'claim-plain-cluster', `${CLAIM_PLAIN}, on a cluster`, claimCall(redis, undefined));
-    await measureRedisCalls(ctx, pids, 'claim-rate-limited-cluster', `${CLAIM_RATE_LIMITED}, on a cluster`, claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
+    await freshEnvironment(redis, CLAIM_LEDGERS);
+    const guard = claimStore(redis);
+    try {
+      await measureRedisCalls(ctx, pids, 'claim-plain-cluster', `${CLAIM_PLAIN}, on a cluster`, claimCall(guard, undefined));
+      await measureRedisCalls(ctx, pids, 'claim-rate-limited-cluster', `${CLAIM_RATE_LIMITED}, on a cluster`, claimCall(guard, { limit: 1_000_000_000, windowS: 1 }));
+    } finally {
+      await guard.stop();
+    }
   } finally {
     await closeRedis(redis);
     await cluster.stop();
@@ -162,9 +178,14 @@ export async function rateLimitScenarios(ctx: RunContext): Promise<void> {
   try {
     if (!(await waitForRedis(redis, 5000))) throw new Error('the private redis-server did not answer');
     // The mirror as identity leaves it once whole: what the claims and the loss check find.
-    await freshEnvironment(redis);
-    await measureRedisCalls(ctx, pids, 'claim-plain', CLAIM_PLAIN, claimCall(redis, undefined));
-    await measureRedisCalls(ctx, pids, 'claim-rate-limited', CLAIM_RATE_LIMITED, claimCall(redis, { limit: 1_000_000_000, windowS: 1 }));
+    await freshEnvironment(redis, CLAIM_LEDGERS);
+    const guard = claimStore(redis);
+    try {
+      await measureRedisCalls(ctx, pids, 'claim-plain', CLAIM_PLAIN, claimCall(guard, undefined));
+      await measureRedisCalls(ctx, pids, 'claim-rate-limited', CLAIM_RATE_LIMITED, claimCall(guard, { limit: 1_000_000_000, windowS: 1 }));
+    } finally {
+      await guard.stop();
+    }
     ctx.progress('the Redis-loss check alone, 10,000 to a script, against an empty loop');
     ctx.facts.redisLossCheckNs = await lossCheckNs(redis, 10_000, 30);
   } finally {

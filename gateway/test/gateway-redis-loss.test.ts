@@ -293,6 +293,40 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     }
   });
 
+  it('refuses, on another gateway, the replay of a request signed ahead whose gateway stopped before the loss and never wrote its nonce again: it was told of the nonce when it was admitted (409)', async () => {
+    // The outside attacks' residuals: the gateway that admitted it stalled or restarted since, and nothing else knew the nonce.
+    const admitting = await startGateway({ redis: testRedis.redis, keepMirror: true });
+    const other = await startGateway({ redis: testRedis.redis, keepMirror: true });
+    let stopped = false;
+    try {
+      const headers = signedHeaders('POST', login, { key: gw.keys.hmac, body: loginBody, created: nowS() + 10, nonce: newNonce() });
+      const nonce = /nonce="([^"]+)"/.exec(String(headers['signature-input']))?.[1] ?? '';
+      // The gateways subscribe to the channel on a connection of their own, made as they start.
+      await sleep(500);
+      assert.equal((await send(admitting.url, 'POST', login, headers, loginBody)).status, 200);
+      await admitting.close();
+      stopped = true;
+      // Told, the other gateway watches the key every 0.1 s: its first look is no loss, and says none.
+      const lossLines = () => other.logs.lines().filter((line) => String(line.msg).includes('lost its data')).length;
+      await sleep(300);
+      assert.equal(lossLines(), 0);
+      await loseData();
+      await reseeded();
+      await afterLoss();
+      const replay = await send(other.url, 'POST', login, headers, loginBody);
+      assert.equal(replay.status, 409, replay.body.toString());
+      assert.equal(replay.json().message, 'Replay attack detected (nonce reused)');
+      assert.equal(other.identity.received.length, 0);
+      // Written again by the gateways told of it, for as long as Redis keeps a nonce.
+      const ttl = await testRedis.redis.pttl(nonceKey(gw.keys.hmac.keyId, nonce));
+      assert.ok(ttl > 500_000 && ttl <= 602_000, `the nonce written again is kept ${ttl} ms`);
+      assert.equal(lossLines(), 1);
+    } finally {
+      if (!stopped) await admitting.close();
+      await other.close();
+    }
+  });
+
   it('after a loss, a gateway whose memory of a key\'s nonces signed ahead was full writes the newest it forgot into the ledger: a signature created at or below it is asked to sign again, one above it is served', async () => {
     const { redis } = testRedis;
     const keyId = 'ahead-full';

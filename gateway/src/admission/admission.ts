@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
 import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
 import { luaFile } from './lua.ts';
+import { signedAheadPeers } from './signed-ahead-peers.ts';
 
 /**
  * How long after a loss's dating a signature created ahead of the clock is asked to sign again
@@ -268,14 +269,15 @@ export class SignedAhead {
     this.max = max;
   }
 
-  /** Remembers `nonceKey` when `created` is ahead of `nowMs`'s second. */
-  remember(nonceKey: string, created: number, nowMs: number, untilMs: number): void {
-    if (created <= Math.floor(nowMs / 1000) || this.nonces.has(nonceKey)) return;
+  /** Remembers `nonceKey` when `created` is ahead of `nowMs`'s second: whether it was new to this memory. */
+  remember(nonceKey: string, created: number, nowMs: number, untilMs: number): boolean {
+    if (created <= Math.floor(nowMs / 1000) || this.nonces.has(nonceKey)) return false;
     this.nonces.set(nonceKey, { created, untilMs });
     const same = this.byCreated.get(created);
     if (same === undefined) this.byCreated.set(created, new Set([nonceKey]));
     else same.add(nonceKey);
     if (this.nonces.size > this.max) this.forgetFirstCreated();
+    return true;
   }
 
   /** Whether this gateway admitted `nonceKey` signed ahead, and Redis would still be keeping it. */
@@ -425,13 +427,17 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // (`SignedAhead`), written again (SET NX: one written since is kept), and the newest `created` it could not
   // keep into the ledger (`ahead`, only raised), so that another gateway refuses their replay too; this one
   // refuses the nonces it kept by its own memory already (`admit`).
-  const republish = async (keyId: string, calls: ClientKeyCalls, now: number): Promise<void> => {
+  const republish = async (keyId: string, calls: ClientKeyCalls, now: number, firstSight: boolean): Promise<void> => {
     const { nonces, forgotten, empty } = calls.signedAhead;
     if (empty) return;
     holdTurnWrites();
     const writes: Array<Promise<unknown>> = [...nonces].map(async ([nonceKey, { untilMs }]) => await redis.set(nonceKey, 'signed-ahead', 'PX', untilMs - now, 'NX'));
     if (forgotten.created > 0) writes.push(commands.gatewayRaiseAhead(replayBornKey(keyId), String(forgotten.created)));
     await Promise.all(writes);
+    // The first `born` read of a key this gateway remembers nonces of (its first request signed ahead, or a
+    // peer's broadcast) cannot tell a loss from what was always there: written again all the same (NX keeps
+    // what Redis holds), but no loss is told.
+    if (firstSight) return;
     logger?.warn(
       { keyId, nonces: nonces.size, forgottenUpTo: forgotten.created || undefined },
       'the replay store of a client key lost its data: the nonces this gateway admitted signed ahead of its clock are written again',
@@ -461,7 +467,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
           const before = calls.bornSeen;
           calls.bornSeen = born;
           try {
-            await republish(keyId, calls, now);
+            await republish(keyId, calls, now, before === undefined);
           } catch (err) {
             calls.bornSeen = before;
             throw err;
@@ -502,6 +508,18 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     { intervalMs: AHEAD_WATCH_MS, onError: (err) => logger?.debug({ err }, 'could not watch the keys with nonces signed ahead (Redis unreachable); trying again') },
   );
   aheadWatch.start();
+
+  // Every gateway is told of the nonces each admits signed ahead, as it admits them, and remembers them as its
+  // own: after a loss it refuses their replay by its memory (409) and writes them again, whether or not the
+  // gateway that admitted them is still there to (stopped, restarted or stalled since: the outside attacks'
+  // residuals of the 0.1 s watch). Redis's publish/subscribe outlives a flush of its data. A gateway whose
+  // subscription was down when a nonce was told keeps the window and the admitting gateway's own rewrite.
+  const peers = signedAheadPeers(redis, gatewayId, logger, (keyId, nonceKey, created, ttlMs) => {
+    if (!nonceKey.startsWith(nonceKeyIn(clientKeyTag(keyId), ''))) return;
+    const now = Date.now();
+    callsOf(keyId).signedAhead.remember(nonceKey, created, now, now + ttlMs);
+  });
+  const broadcast = (keyId: string, nonceKey: string, created: number): void => peers.tell(keyId, nonceKey, created, nonceTtlMs);
 
   return {
     async admit(request) {
@@ -563,7 +581,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
           await commands.gatewayRelease(idempotency, request.owner);
           return { outcome: 'nonce-reused', quota };
         }
-        calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs);
+        if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) broadcast(request.keyId, nonce, request.created);
       }
       return { outcome, quota };
     },
@@ -573,6 +591,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     dateKeys,
     async stop() {
       unsubscribe();
+      peers.stop();
       topology.stop();
       await Promise.all([stampChecks.stop(), keyWatch.stop(), aheadWatch.stop()]);
     },
