@@ -1,4 +1,4 @@
-import type { Logger, Redis } from '@platform/service-kit';
+import { type Logger, type Redis, isCluster } from '@platform/service-kit';
 
 /**
  * The channel on which gateways tell each other the nonces they admit signed ahead of their clocks (below
@@ -18,20 +18,22 @@ export interface SignedAheadPeers {
 export type HeardNonce = (keyId: string, nonceKey: string, created: number, ttlMs: number) => void;
 
 /**
- * Publishes on, and subscribes to, the channel of the signed-ahead nonces (`SignedAhead` in admission.ts):
- * one message per nonce, `gateway id, key id, nonce key, created, ttl ms` on lines of their own (a key id or
- * a nonce holds no line break: both are checked before any admission). A message of this gateway's own, or
- * one that is not five such fields, is ignored. The subscription is a connection of its own (a subscribed
- * connection runs nothing else), made again on every `ready` (ioredis also subscribes again by itself after
- * a reconnect); a publish or subscribe that fails is logged at debug, and costs only what the channel adds:
- * the key watch and the window of CONTRACT.md part 13 hold without it.
+ * Publishes on, and subscribes to, the channel of the signed-ahead nonces (`SignedAhead` in admission.ts): one
+ * message per nonce, `gateway id, key id, nonce key, created, ttl ms` on lines of their own (a key id or a
+ * nonce holds no line break: both are checked before any admission). A message of this gateway's own, or one
+ * that is not five such fields, is ignored. The subscription is made again on every `ready` (ioredis also
+ * subscribes again by itself after a reconnect); a publish or subscribe that fails is logged at debug, and
+ * costs only what the channel adds: the key watch and the window of CONTRACT.md part 13 hold without it.
  */
 export function signedAheadPeers(redis: Redis, gatewayId: string, logger: Pick<Logger, 'debug'> | undefined, heard: HeardNonce): SignedAheadPeers {
   const keyPrefix = (redis.options as { keyPrefix?: string }).keyPrefix ?? '';
   const channel = `${keyPrefix}${SIGNED_AHEAD_CHANNEL}`;
+  // A cluster client subscribes on a connection of its own already (ioredis's ClusterSubscriber, one node's);
+  // a client of one Redis would run nothing else once subscribed, so it gets a duplicate.
+  const shared = isCluster(redis);
   let subscriber: Redis | undefined;
   try {
-    subscriber = redis.duplicate();
+    subscriber = shared ? redis : redis.duplicate();
   } catch (err) {
     logger?.debug({ err }, 'no connection of its own for the signed-ahead channel: the other gateways\' nonces are not heard');
   }
@@ -40,10 +42,7 @@ export function signedAheadPeers(redis: Redis, gatewayId: string, logger: Pick<L
     if (stopped || subscriber === undefined) return;
     subscriber.subscribe(channel).catch((err: unknown) => logger?.debug({ err }, 'could not subscribe to the signed-ahead channel yet; again when connected'));
   };
-  subscriber?.on('ready', subscribe);
-  // The gateway's own client tells an outage once; this connection follows it.
-  subscriber?.on('error', () => undefined);
-  subscriber?.on('message', (from: string, text: string) => {
+  const onMessage = (from: string, text: string): void => {
     if (from !== channel) return;
     const fields = text.split('\n');
     if (fields.length !== 5) return;
@@ -52,7 +51,11 @@ export function signedAheadPeers(redis: Redis, gatewayId: string, logger: Pick<L
     const ttl = Number(ttlMs);
     if (teller === gatewayId || keyId === '' || nonceKey === '' || !Number.isSafeInteger(createdS) || !Number.isSafeInteger(ttl) || ttl <= 0) return;
     heard(keyId, nonceKey, createdS, ttl);
-  });
+  };
+  subscriber?.on('ready', subscribe);
+  subscriber?.on('message', onMessage);
+  // The gateway's own client tells an outage once; a duplicate follows it.
+  if (!shared) subscriber?.on('error', () => undefined);
   subscribe();
   return {
     tell(keyId, nonceKey, created, ttlMs) {
@@ -60,7 +63,13 @@ export function signedAheadPeers(redis: Redis, gatewayId: string, logger: Pick<L
     },
     stop() {
       stopped = true;
-      subscriber?.disconnect();
+      if (!shared) {
+        subscriber?.disconnect();
+        return;
+      }
+      // The subscription stays with the client, which another store may share (tests do); its messages go unheard here.
+      redis.off('ready', subscribe);
+      redis.off('message', onMessage);
     },
   };
 }
