@@ -30,19 +30,22 @@ describe('the signed-ahead channel between gateways', () => {
     while (!ready() && Date.now() < deadline) await sleep(20);
   };
 
+  /** Subscribed once connected: `a` tells probes until `b` has heard one; the probes still on their way, heard and dropped. */
+  const connected = async (a: ReturnType<typeof listener>, b: ReturnType<typeof listener>) => {
+    await until(() => {
+      a.peers.tell('key-1', 'gateway:{ck:key-1}:nonce:probe', 1, 1000);
+      return b.heard.length > 0;
+    });
+    await sleep(100);
+    b.heard.length = 0;
+  };
+
   it('tells every other gateway of the same environment, not the teller itself and not another environment sharing the Redis', async () => {
     const a = listener(environment.redis, 'gateway-a');
     const b = listener(environment.redis, 'gateway-b');
     const other = listener(elsewhere.redis, 'gateway-c');
     try {
-      // Subscribed once connected: told until the other side has heard one.
-      await until(() => {
-        a.peers.tell('key-1', 'gateway:{ck:key-1}:nonce:probe', 1, 1000);
-        return b.heard.length > 0;
-      });
-      // The probes still on their way, heard and dropped.
-      await sleep(100);
-      b.heard.length = 0;
+      await connected(a, b);
       a.peers.tell('key-1', 'gateway:{ck:key-1}:nonce:abc', 1_700_000_100, 600_000);
       await until(() => b.heard.length > 0);
       assert.deepEqual(b.heard, ['key-1 gateway:{ck:key-1}:nonce:abc 1700000100 600000']);
@@ -59,13 +62,7 @@ describe('the signed-ahead channel between gateways', () => {
     const a = listener(environment.redis, 'gateway-a');
     const channel = `${environment.keyPrefix}${SIGNED_AHEAD_CHANNEL}`;
     try {
-      await until(() => {
-        a.peers.tell('key-1', 'gateway:{ck:key-1}:nonce:probe', 1, 1000);
-        return b.heard.length > 0;
-      });
-      // The probes still on their way, heard and dropped.
-      await sleep(100);
-      b.heard.length = 0;
+      await connected(a, b);
       for (const text of ['', 'x', 'gateway-x\nkey-1\nn\n1', 'gateway-x\nkey-1\nn\n1\n1000\nmore', 'gateway-x\nkey-1\nn\nsoon\n1000', 'gateway-x\nkey-1\nn\n1\n-5', 'gateway-x\n\nn\n1\n1000']) {
         await environment.redis.publish(channel, text);
       }
