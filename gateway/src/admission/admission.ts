@@ -519,7 +519,6 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     const now = Date.now();
     callsOf(keyId).signedAhead.remember(nonceKey, created, now, now + ttlMs);
   });
-  const broadcast = (keyId: string, nonceKey: string, created: number): void => peers.tell(keyId, nonceKey, created, nonceTtlMs);
 
   return {
     async admit(request) {
@@ -581,7 +580,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
           await commands.gatewayRelease(idempotency, request.owner);
           return { outcome: 'nonce-reused', quota };
         }
-        if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) broadcast(request.keyId, nonce, request.created);
+        if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
       }
       return { outcome, quota };
     },
