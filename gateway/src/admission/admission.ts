@@ -271,7 +271,16 @@ export class SignedAhead {
 
   /** Remembers `nonceKey` when `created` is ahead of `nowMs`'s second: whether it was new to this memory. */
   remember(nonceKey: string, created: number, nowMs: number, untilMs: number): boolean {
-    if (created <= Math.floor(nowMs / 1000) || this.nonces.has(nonceKey)) return false;
+    return created > Math.floor(nowMs / 1000) && this.keep(nonceKey, created, untilMs);
+  }
+
+  /**
+   * Keeps `nonceKey` whatever this gateway's clock says: one another gateway admitted signed ahead of its own
+   * clock, which this one's may run ahead of (the outside attack: a gateway 2.5 s ahead dropped what it was
+   * told, judged it not ahead, and admitted its replay). Whether it was new to this memory.
+   */
+  keep(nonceKey: string, created: number, untilMs: number): boolean {
+    if (this.nonces.has(nonceKey)) return false;
     this.nonces.set(nonceKey, { created, untilMs });
     const same = this.byCreated.get(created);
     if (same === undefined) this.byCreated.set(created, new Set([nonceKey]));
@@ -514,10 +523,17 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // gateway that admitted them is still there to (stopped, restarted or stalled since: the outside attacks'
   // residuals of the 0.1 s watch). Redis's publish/subscribe outlives a flush of its data. A gateway whose
   // subscription was down when a nonce was told keeps the window and the admitting gateway's own rewrite.
+  // What is told is held to what a gateway could have admitted (the outside attack published by hand: a
+  // `created` of year 2255 became a floor refusing every request of the key, and made-up key ids a key watch
+  // each): a configured client key's nonce, `created` within the signature's skew of this clock (and the
+  // clocks' second boundaries: `nonceLifetimeS`), kept no longer than a nonce is.
+  const maxSkewS = (options.nonceTtlS - 2) / 2;
   const peers = signedAheadPeers(redis, gatewayId, logger, (keyId, nonceKey, created, ttlMs) => {
-    if (!nonceKey.startsWith(nonceKeyIn(clientKeyTag(keyId), ''))) return;
     const now = Date.now();
-    callsOf(keyId).signedAhead.remember(nonceKey, created, now, now + ttlMs);
+    const second = Math.floor(now / 1000);
+    if (Math.abs(created - second) > maxSkewS + 2 || ttlMs > nonceTtlMs || !nonceKey.startsWith(nonceKeyIn(clientKeyTag(keyId), ''))) return;
+    if (options.keyIds !== undefined && !options.keyIds().includes(keyId)) return;
+    callsOf(keyId).signedAhead.keep(nonceKey, created, now + ttlMs);
   });
 
   return {
@@ -545,44 +561,58 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       call[SLOT.stampSeen] = stamp.seen();
       call[SLOT.stampLast] = stamp.last();
       holdTurnWrites();
-      // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
-      const [revocation, admitted] = await Promise.allSettled([
-        request.bearing ? revocationCheck(request) : Promise.resolve('unrevoked' as const),
-        commands.gatewayAdmit(...call),
-      ]);
-      if (admitted.status === 'rejected') throw admitted.reason;
-      const [found, remaining, waitMs, count, slotWentBack, signAgainMs] = admitted.value;
-      stamp.observe(Number(count));
-      if (!OUTCOMES.has(found)) throw new Error(`unexpected admission script result ${String(found)}`);
-      const foundGoneBack = Number(slotWentBack) === 1;
-      if (foundGoneBack) await wentBack();
-      // The revocation check ran beside the script that found the slot gone back in time: its answer may be of
-      // that past too (a revoked token found unrevoked), so a bearer request waits for the re-seed, as every
-      // later one does once the buckets are closed.
-      const verdict = foundGoneBack && request.bearing ? 'restoring' : revocation.status === 'fulfilled' ? revocation.value : 'failed';
-      const outcome = decide(found as AdmissionOutcome, verdict);
-      // Refused after the script claimed: this request's claims go back first, so its retry is not a replay.
-      const claimed = found === 'claimed' || found === 'key-reused';
-      if (claimed && (outcome === 'revocations-restoring' || revocation.status === 'rejected')) {
-        // The idempotency key too: withdraw.lua deletes only what this request owns (not another's key).
-        await commands.gatewayWithdraw(nonce, idempotency, request.owner);
-      }
-      if (revocation.status === 'rejected') throw revocation.reason;
-      if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
-      const quota = rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) };
-      if (outcome === 'signed-near-loss') return { outcome, quota, signAgainMs: Number(signAgainMs ?? 1000) };
-      // Every outcome that leaves the nonce written, a refusal of the idempotency key or of the token too: after a
-      // loss their replay would not be refused again.
-      if (outcome === 'claimed' || outcome === 'token-revoked' || outcome === 'key-reused') {
-        // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
-        // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.
-        if (calls.signedAhead.admitted(nonce, nowMs)) {
-          await commands.gatewayRelease(idempotency, request.owner);
-          return { outcome: 'nonce-reused', quota };
+      // Whether this request's nonce is left written by it: unknown until the script answers (and after, when
+      // what follows fails before the nonce is taken back).
+      let leftWritten: boolean | undefined;
+      try {
+        // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
+        const [revocation, admitted] = await Promise.allSettled([
+          request.bearing ? revocationCheck(request) : Promise.resolve('unrevoked' as const),
+          commands.gatewayAdmit(...call),
+        ]);
+        if (admitted.status === 'rejected') throw admitted.reason;
+        const [found, remaining, waitMs, count, slotWentBack, signAgainMs] = admitted.value;
+        stamp.observe(Number(count));
+        if (!OUTCOMES.has(found)) throw new Error(`unexpected admission script result ${String(found)}`);
+        const claimed = found === 'claimed' || found === 'key-reused';
+        leftWritten = claimed;
+        const foundGoneBack = Number(slotWentBack) === 1;
+        if (foundGoneBack) await wentBack();
+        // The revocation check ran beside the script that found the slot gone back in time: its answer may be of
+        // that past too (a revoked token found unrevoked), so a bearer request waits for the re-seed, as every
+        // later one does once the buckets are closed.
+        const verdict = foundGoneBack && request.bearing ? 'restoring' : revocation.status === 'fulfilled' ? revocation.value : 'failed';
+        const outcome = decide(found as AdmissionOutcome, verdict);
+        // Refused after the script claimed: this request's claims go back first, so its retry is not a replay.
+        if (claimed && (outcome === 'revocations-restoring' || revocation.status === 'rejected')) {
+          // The idempotency key too: withdraw.lua deletes only what this request owns (not another's key).
+          await commands.gatewayWithdraw(nonce, idempotency, request.owner);
+          leftWritten = false;
         }
-        if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
+        if (revocation.status === 'rejected') throw revocation.reason;
+        if (outcome === 'revocations-restoring') return { outcome, quota: rate === undefined ? undefined : { remaining: 0, resetMs: 1000 } };
+        const quota = rate === undefined ? undefined : { remaining: Number(remaining), resetMs: Number(waitMs) };
+        if (outcome === 'signed-near-loss') return { outcome, quota, signAgainMs: Number(signAgainMs ?? 1000) };
+        // Every outcome that leaves the nonce written, a refusal of the idempotency key or of the token too: after a
+        // loss their replay would not be refused again.
+        if (outcome === 'claimed' || outcome === 'token-revoked' || outcome === 'key-reused') {
+          // Claimed in a slot that forgot this nonce (a loss since this gateway admitted it, signed ahead of the
+          // clock): a replay. Its nonce stays written; the idempotency key it took, the first request's, is given back.
+          if (calls.signedAhead.admitted(nonce, nowMs)) {
+            await commands.gatewayRelease(idempotency, request.owner);
+            return { outcome: 'nonce-reused', quota };
+          }
+          if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
+        }
+        return { outcome, quota };
+      } catch (err) {
+        // The script may have written the nonce, its answer lost (timed out) or what followed failed: remembered
+        // as admitted when signed ahead, so that its replay after a loss is refused as every admitted one's (the
+        // outside attack: the answer timed out after 500 ms, the 503's retry ran the request, and the first
+        // request's replay after a flush ran it again). Its own resend, the same bytes, is refused too (409).
+        if (leftWritten !== false && calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
+        throw err;
       }
-      return { outcome, quota };
     },
     async release(request) {
       await commands.gatewayRelease(idempotencyRedisKey(request.keyId, request.idempotencyKey), request.owner);
