@@ -116,13 +116,17 @@ describe('the signed-ahead channel between gateways', () => {
           // Kept: ahead of this clock, and behind it (the teller's clock ran behind this one's).
           { name: 'ahead', created: nowS() + 120, kept: true },
           { name: 'behind this clock', created: nowS() - 3, kept: true },
-          // Not: beyond the skew (300 s, and 2 s of clocks), a lifetime longer than a nonce's, a key not configured.
-          { name: 'too far ahead', created: nowS() + 303, kept: false },
-          { name: 'too far behind', created: nowS() - 303, kept: false },
+          // Signed 300 s ahead by a gateway whose clock runs behind this one's (the outside attack: 2.5 s apart).
+          { name: 'clocks apart', created: nowS() + 303, kept: true },
+          // Not: beyond the skew (300 s) and the clocks' minute, a lifetime longer than a nonce's, a key not
+          // configured, a nonce no signature carries.
+          { name: 'too far ahead', created: nowS() + 361, kept: false },
+          { name: 'too far behind', created: nowS() - 361, kept: false },
           { name: 'kept too long', created: nowS() + 10, ttlMs: 602_001, kept: false },
           { name: 'another key', created: nowS() + 10, key: 'not-configured', kept: false },
+          { name: 'not a nonce', created: nowS() + 10, nonce: 'odd nonce:*', kept: false },
         ];
-        const nonces = cases.map((told) => `${told.name.replaceAll(' ', '-')}-${randomUUID()}`);
+        const nonces = cases.map((told) => `${told.nonce ?? told.name.replaceAll(' ', '-')}-${randomUUID()}`);
         for (const [i, told] of cases.entries()) await tell(nonces[i] as string, told.created, told.ttlMs, told.key);
         await sleep(100);
         // Each nonce claimed here, never written in Redis: refused by the store's memory only when it kept it.

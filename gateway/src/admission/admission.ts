@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
 import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
+import { NONCE } from '../signing/signature-policy.ts';
 import { luaFile } from './lua.ts';
 import { signedAheadPeers } from './signed-ahead-peers.ts';
 
@@ -361,6 +362,11 @@ function decide(found: AdmissionOutcome, revocation: 'restoring' | 'revoked' | '
 
 /** How often the store dates the ledgers of client keys that have none (a new key, a loss): CONTRACT.md parts 12 and 13 allow 5 s. */
 const KEY_WATCH_MS = 1000;
+/**
+ * How far apart the gateways' clocks may be for a nonce one of them tells to be kept by another (beyond the
+ * signature's skew): they should be in step (NTP), and this much apart is still told.
+ */
+const CLOCKS_APART_S = 60;
 /** How often the keys this gateway remembers nonces signed ahead of are watched (`SignedAhead`). */
 const AHEAD_WATCH_MS = 100;
 /** How often each stamp is checked when nothing else did: it also keeps the stamps from expiring. */
@@ -523,15 +529,18 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // gateway that admitted them is still there to (stopped, restarted or stalled since: the outside attacks'
   // residuals of the 0.1 s watch). Redis's publish/subscribe outlives a flush of its data. A gateway whose
   // subscription was down when a nonce was told keeps the window and the admitting gateway's own rewrite.
-  // What is told is held to what a gateway could have admitted (the outside attack published by hand: a
-  // `created` of year 2255 became a floor refusing every request of the key, and made-up key ids a key watch
-  // each): a configured client key's nonce, `created` within the signature's skew of this clock (and the
-  // clocks' second boundaries: `nonceLifetimeS`), kept no longer than a nonce is.
+  // What is told is held to what a gateway could have admitted (the outside attacks published by hand: a
+  // `created` of year 2255 became a floor refusing every request of the key, made-up key ids got a key watch
+  // each, nonces of a megabyte were kept and written again): a configured client key's nonce of the form a
+  // signature's is, `created` within the signature's skew of this clock and CLOCKS_APART_S more (a gateway
+  // whose clock ran 2.5 s behind dropped a nonce signed 300 s ahead, then admitted its replay), kept no longer
+  // than a nonce is.
   const maxSkewS = (options.nonceTtlS - 2) / 2;
   const peers = signedAheadPeers(redis, gatewayId, logger, (keyId, nonceKey, created, ttlMs) => {
     const now = Date.now();
-    const second = Math.floor(now / 1000);
-    if (Math.abs(created - second) > maxSkewS + 2 || ttlMs > nonceTtlMs || !nonceKey.startsWith(nonceKeyIn(clientKeyTag(keyId), ''))) return;
+    const tag = nonceKeyIn(clientKeyTag(keyId), '');
+    if (Math.abs(created - Math.floor(now / 1000)) > maxSkewS + CLOCKS_APART_S || ttlMs > nonceTtlMs) return;
+    if (!nonceKey.startsWith(tag) || !NONCE.test(nonceKey.slice(tag.length))) return;
     if (options.keyIds !== undefined && !options.keyIds().includes(keyId)) return;
     callsOf(keyId).signedAhead.keep(nonceKey, created, now + ttlMs);
   });
