@@ -545,6 +545,11 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     callsOf(keyId).signedAhead.keep(nonceKey, created, now + ttlMs);
   });
 
+  /** A nonce this gateway admitted signed ahead of its clock (or may have): remembered, and told to the other gateways. */
+  const rememberAdmitted = (calls: ClientKeyCalls, request: AdmissionRequest, nonce: string, nowMs: number): void => {
+    if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
+  };
+
   return {
     async admit(request) {
       const { rate } = request;
@@ -611,7 +616,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
             await commands.gatewayRelease(idempotency, request.owner);
             return { outcome: 'nonce-reused', quota };
           }
-          if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
+          rememberAdmitted(calls, request, nonce, nowMs);
         }
         return { outcome, quota };
       } catch (err) {
@@ -619,7 +624,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
         // as admitted when signed ahead, so that its replay after a loss is refused as every admitted one's (the
         // outside attack: the answer timed out after 500 ms, the 503's retry ran the request, and the first
         // request's replay after a flush ran it again). Its own resend, the same bytes, is refused too (409).
-        if (leftWritten !== false && calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
+        if (leftWritten !== false) rememberAdmitted(calls, request, nonce, nowMs);
         throw err;
       }
     },
