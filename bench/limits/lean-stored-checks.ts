@@ -4,8 +4,8 @@
 // - The same work: the SDK's signature checked as limits E′ and G check it (common.ts); the bearer token
 //   (ES256 or RS256 against identity's JWKS, `iss`, `aud`, `exp`), each token verified once and then found in
 //   a Map as the gateway's verifier finds it; the revocation check and the gateway's admission script, the
-//   very Lua the gateway runs (@platform/auth/testing's BUCKET_SCRIPTS, @platform/gateway/engine's
-//   ADMIT_SCRIPT) on the same keys and arguments, both in one socket write: one round trip; the gateway's
+//   very Lua the gateway runs on one Redis (@platform/gateway/engine's ADMIT_CHECKED_SCRIPT: both in one
+//   script) on the same keys and arguments: one command, one round trip; the gateway's
 //   per-request output: a request id, X-Request-Id and the security headers, a deadline armed and cleared, a
 //   trace id, one access line on stdout (held 10 ms, as service-kit's logger holds it), the request counted
 //   and timed in the metrics, the quota headers; station 17130's answer from memory.
@@ -20,8 +20,7 @@ import { type KeyObject, createPublicKey, createSecretKey, randomUUID, verify } 
 import { writeSync } from 'node:fs';
 import { type ServerResponse, createServer } from 'node:http';
 import { connect } from 'node:net';
-import { BUCKET_SCRIPTS } from '@platform/auth/testing';
-import { ADMIT_SCRIPT } from '@platform/gateway/engine';
+import { ADMIT_CHECKED_SCRIPT } from '@platform/gateway/engine';
 import { AUDIENCE, RATE, STATION_JSON, answeredHealth, bodyOf, checkSignature, limitOptions, listen, refuse } from './common.ts';
 
 const options = limitOptions('lean-stored-checks', ['redisUrl', 'keySecret', 'redisPrefix', 'jwksUrl', 'issuer']);
@@ -102,10 +101,7 @@ function send(commands: readonly (readonly string[])[]): Promise<Reply[]> {
   });
 }
 
-const [[revocationSha], [admitSha]] = (await Promise.all([
-  send([['SCRIPT', 'LOAD', BUCKET_SCRIPTS.revocationCheck.lua]]),
-  send([['SCRIPT', 'LOAD', ADMIT_SCRIPT]]),
-])) as [[string], [string]];
+const [admitSha] = (await send([['SCRIPT', 'LOAD', ADMIT_CHECKED_SCRIPT]])) as [string];
 
 // --- The bearer token: verified once against identity's JWKS, then found in a Map until it expires.
 interface Claims {
@@ -160,15 +156,15 @@ async function admitted(keyId: string, nonce: string, idempotencyKey: string, me
   const bucket = `${prefix}auth:{rv:${bucketOf(claims.sid)}}:`;
   const tag = `${prefix}gateway:{ck:${keyId}}:`;
   const now = Date.now();
-  const [revoked, admission] = await send([
-    ['EVALSHA', revocationSha, '3', `${bucket}mirror`, `${bucket}token:${claims.jti}`, `${bucket}session:${claims.sid}`, String(now)],
+  const [answer] = await send([
     [
-      'EVALSHA', admitSha, '5', `${tag}rate:${RATE.windowS}`, `${tag}nonce:${nonce}`, `${tag}idem:${idempotencyKey}`, `${tag}born`, `${tag}stamp:limit-g-lean:${stampKey}`,
-      '600000', '86400000', randomUUID(), String(RATE.limit), String((RATE.windowS * 1000) / 10), String(created), String(now), String(stampSeen), String(stampLast),
+      'EVALSHA', admitSha, '8', `${bucket}mirror`, `${bucket}token:${claims.jti}`, `${bucket}session:${claims.sid}`,
+      `${tag}rate:${RATE.windowS}`, `${tag}nonce:${nonce}`, `${tag}idem:${idempotencyKey}`, `${tag}born`, `${tag}stamp:limit-g-lean:${stampKey}`,
+      '600000', '86400000', randomUUID(), String(RATE.limit), String((RATE.windowS * 1000) / 10), String(created), String(now), String(stampSeen), String(stampLast), String(now),
     ],
   ]);
-  if (!Array.isArray(admission) || typeof revoked !== 'number' || revoked < 0) return 503;
-  const [outcome, remaining, waitMs, count] = admission as [string, number, number, number];
+  if (!Array.isArray(answer) || typeof answer[0] !== 'number' || answer[0] < 0) return 503;
+  const [revoked, outcome, remaining, waitMs, count] = answer as [number, string, number, number, number];
   if (count > stampSeen) {
     stampSeen = count;
     stampLast = Date.now();

@@ -4,6 +4,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import request from 'supertest';
 import { ConflictError, ServiceUnavailableError, errorHandler } from '@platform/errors';
 import { createRevocationReader } from '@platform/auth';
+import { freshEnvironment, ledgerKey, revocationBucket, sessionKey, tokenKey } from '@platform/auth/testing';
 import { createLogger } from '@platform/service-kit';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
 import { ADMISSION_ARGS, ADMISSION_KEYS, clientKeyTag, createAdmissionStore, idempotencyRedisKey, nonceKey, rateKey, replayBornKey } from '../src/admission/admission.ts';
@@ -232,6 +233,103 @@ describe('the admission store\'s calls of the script (admission.ts, arguments en
     } finally {
       scripts.gatewayAdmit = admit;
       await store.stop();
+    }
+  });
+});
+
+describe('a bearer request\'s revocation check on one Redis: inside its admission script, one command (ADMIT_CHECKED_SCRIPT)', () => {
+  let testRedis: TestRedis;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const keyId = 'checked';
+  before(async () => {
+    testRedis = await createTestRedis('gw-admission-checked');
+  });
+  after(async () => {
+    await testRedis.close();
+  });
+
+  /** Counts the store's calls of each script, as the store makes them (not ioredis's auto-pipeline's own). */
+  function countCalls(names: readonly string[]): { calls: Map<string, string[][]>; restore: () => void } {
+    const { redis } = testRedis;
+    type Command = (this: unknown, ...args: string[]) => Promise<unknown>;
+    const scripts = redis as unknown as Record<string, Command>;
+    const calls = new Map<string, string[][]>(names.map((name) => [name, []]));
+    const originals = names.map((name) => [name, scripts[name] as Command] as const);
+    for (const [name, original] of originals) {
+      scripts[name] = function (this: unknown, ...args: string[]) {
+        if (this === redis) calls.get(name)?.push(args);
+        return original.apply(this, args);
+      };
+    }
+    return { calls, restore: () => originals.forEach(([name, original]) => (scripts[name] = original)) };
+  }
+
+  it('answers as the two scripts apart do: claimed, token-revoked for a revoked token or an ended session, revocations-restoring for a closed bucket (its nonce and idempotency key taken back), each in one command carrying both checks\' keys', async () => {
+    const { redis } = testRedis;
+    await freshEnvironment(redis, [replayBornKey(keyId)]);
+    const revocations = createRevocationReader(redis, { logger });
+    const store = createAdmissionStore(redis, { nonceTtlS: 300, safeTtlS: 60, unsafeTtlS: 86_400, revocations, keyIds: () => [keyId] });
+    const { calls, restore } = countCalls(['gatewayAdmit', 'gatewayAdmitChecked', 'revocationCheck']);
+    const created = Math.floor(Date.now() / 1000);
+    const admit = (nonce: string, token: { tokenId: string; sessionId: string }) =>
+      store.admit({ keyId, nonce, idempotencyKey: `i-${nonce}`, method: 'GET', token, bearing: true, created, owner: 'o', rate: { limit: 100, windowS: 60 } });
+    try {
+      const good = { tokenId: 'good', sessionId: 's-good' };
+      assert.equal((await admit('n1', good)).outcome, 'claimed');
+      const [call] = calls.get('gatewayAdmitChecked') ?? [];
+      assert.deepEqual(call?.slice(0, 3), [ledgerKey(revocationBucket(good.sessionId)), tokenKey(good), sessionKey(good.sessionId)]);
+      assert.equal(call?.[3 + ADMISSION_KEYS.indexOf('nonce')], nonceKey(keyId, 'n1'));
+
+      const revoked = { tokenId: 'revoked', sessionId: 's-revoked' };
+      await redis.set(tokenKey(revoked), '1', 'EX', 60);
+      assert.equal((await admit('n2', revoked)).outcome, 'token-revoked');
+      const ended = { tokenId: 'other', sessionId: 's-ended' };
+      await redis.set(sessionKey(ended.sessionId), '1', 'EX', 60);
+      assert.equal((await admit('n3', ended)).outcome, 'token-revoked');
+
+      // A bucket being re-seeded: 503's outcome, and the request's claims taken back, so the same request passes once it is whole.
+      const closed = { tokenId: 'closed', sessionId: 's-closed' };
+      const ledger = ledgerKey(revocationBucket(closed.sessionId));
+      await redis.hset(ledger, 'ready', '0');
+      assert.equal((await admit('n4', closed)).outcome, 'revocations-restoring');
+      assert.equal(await redis.exists(nonceKey(keyId, 'n4'), idempotencyRedisKey(keyId, 'i-n4')), 0);
+      await redis.hset(ledger, 'ready', '1');
+      assert.equal((await admit('n4', closed)).outcome, 'claimed');
+      // A replay is still the script's answer, ranked after the token's.
+      assert.equal((await admit('n1', good)).outcome, 'nonce-reused');
+
+      assert.equal(calls.get('gatewayAdmitChecked')?.length, 6);
+      assert.equal(calls.get('gatewayAdmit')?.length, 0);
+      assert.equal(calls.get('revocationCheck')?.length, 0);
+    } finally {
+      restore();
+      await store.stop();
+      await revocations.stop();
+    }
+  });
+
+  it('keeps the two apart for revocations that cannot run inside it (no checkOf), and a request without a bearer token runs the admission alone', async () => {
+    const { redis } = testRedis;
+    await freshEnvironment(redis, [replayBornKey(keyId)]);
+    const reader = createRevocationReader(redis, { logger });
+    const revocations = { isRevoked: reader.isRevoked, closeAll: reader.closeAll };
+    const store = createAdmissionStore(redis, { nonceTtlS: 300, safeTtlS: 60, unsafeTtlS: 86_400, revocations, keyIds: () => [keyId] });
+    const { calls, restore } = countCalls(['gatewayAdmit', 'gatewayAdmitChecked', 'revocationCheck']);
+    const created = Math.floor(Date.now() / 1000);
+    try {
+      const revoked = { tokenId: 'apart', sessionId: 's-apart' };
+      await redis.set(tokenKey(revoked), '1', 'EX', 60);
+      const bearer = await store.admit({ keyId, nonce: 'a1', idempotencyKey: 'ia1', method: 'GET', token: revoked, bearing: true, created, owner: 'o', rate: undefined });
+      assert.equal(bearer.outcome, 'token-revoked');
+      const anonymous = await store.admit({ keyId, nonce: 'a2', idempotencyKey: 'ia2', method: 'GET', token: undefined, bearing: false, created, owner: 'o', rate: undefined });
+      assert.equal(anonymous.outcome, 'claimed');
+      assert.equal(calls.get('gatewayAdmit')?.length, 2);
+      assert.equal(calls.get('revocationCheck')?.length, 1);
+      assert.equal(calls.get('gatewayAdmitChecked')?.length, 0);
+    } finally {
+      restore();
+      await store.stop();
+      await reader.stop();
     }
   });
 });

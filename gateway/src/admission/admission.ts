@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
+import { REVOCATION_LIBRARY_LUA, type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
 import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
 import { NONCE } from '../signing/signature-policy.ts';
 import { luaFile } from './lua.ts';
@@ -22,23 +22,27 @@ export const SIGNED_AHEAD_WINDOW_MS = 5000;
  *   the rate window, the nonce and the idempotency key, every key tagged `{ck:<keyId>}`, with the key's
  *   ledger (`born`) and this gateway's stamp in that tag, on the loss primitive (service-kit's
  *   slot-ledger.ts): a signature is judged against the loss of the shard that held its nonces.
- * Both go out at once: one round trip's wait, not two; and with the other requests' of the same event-loop
- * turn, in one socket write (`turnWrites`). The revocation check's verdict ranks after the slot's
+ * On a cluster both go out at once: one round trip's wait, not two. On one Redis they are one script, one
+ * command (ADMIT_CHECKED_SCRIPT). Either way with the other requests' of the same event-loop turn, in one
+ * socket write (`turnWrites`). The revocation check's verdict ranks after the slot's
  * past and before everything else the script decides (`decide`); when it refuses (the bucket is being
  * re-seeded, or Redis did not answer it), the request's own nonce and idempotency key are taken back
  * (idempotency/lua/withdraw.lua) before the 503, so that the same signed request passes once the bucket is
  * whole (CONTRACT.md part 13). The rate-window unit it counted stays spent.
  */
-export const ADMIT_SCRIPT = [
-  `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
-  `local SIGNED_AHEAD_WINDOW_MS = ${SIGNED_AHEAD_WINDOW_MS}`,
-  SLOT_LEDGER_LUA,
-  luaFile('admission/lua/replay-store-loss.lua'),
-  luaFile('rate-limit/lua/rate-window.lua'),
-  luaFile('idempotency/lua/nonce.lua'),
-  luaFile('idempotency/lua/idempotency-key.lua'),
-  luaFile('admission/lua/admit.lua'),
-].join('\n');
+export const ADMIT_SCRIPT = [SLOT_LEDGER_LUA, admitFunctions(), luaFile('admission/lua/admit.lua')].join('\n');
+
+/** The named functions lua/admit.lua orders, loaded after the loss primitive (SLOT_LEDGER_LUA). */
+function admitFunctions(): string {
+  return [
+    `local STAMP_TTL_MS = ${STAMP_TTL_MS}`,
+    `local SIGNED_AHEAD_WINDOW_MS = ${SIGNED_AHEAD_WINDOW_MS}`,
+    luaFile('admission/lua/replay-store-loss.lua'),
+    luaFile('rate-limit/lua/rate-window.lua'),
+    luaFile('idempotency/lua/nonce.lua'),
+    luaFile('idempotency/lua/idempotency-key.lua'),
+  ].join('\n');
+}
 
 /**
  * KEYS: a client key's ledger, this gateway's stamp in its slot; ARGV: seen, last, now, ttl. The stamp
@@ -112,6 +116,23 @@ export const ADMISSION_ARGS = [
   'stamp_last',
 ] as const satisfies ReadonlyArray<keyof AdmissionArgs>;
 
+/**
+ * On one Redis, a bearer request's revocation check and its admission are one script, one command: every key
+ * is on the one server (on a Redis Cluster they are of two slots, so two scripts). KEYS: the check's three
+ * (`RevocationCheck.keys`), then ADMISSION_KEYS; ARGV: ADMISSION_ARGS, then the check's `now`. Answers what
+ * the check found (`is_revoked`: -1 for a closed bucket), then ADMIT_SCRIPT's answer as it is; the check runs
+ * whatever the admission found, as when the two go apart.
+ */
+export const ADMIT_CHECKED_SCRIPT = [
+  REVOCATION_LIBRARY_LUA,
+  admitFunctions(),
+  'local function admit(KEYS, ARGV)',
+  luaFile('admission/lua/admit.lua'),
+  'end',
+  `local found = is_revoked(KEYS[1], KEYS[2], KEYS[3], ARGV[${ADMISSION_ARGS.length + 1}])`,
+  `return { found, unpack(admit({ unpack(KEYS, 4, ${ADMISSION_KEYS.length + 3}) }, { unpack(ARGV, 1, ${ADMISSION_ARGS.length}) })) }`,
+].join('\n');
+
 /** Sub-windows of a rate-limit window: the sliding window's resolution (rate-limit/lua/rate-window.lua's BUCKETS). */
 export const RATE_BUCKETS = 10;
 
@@ -164,8 +185,11 @@ export interface AdmissionOptions {
   safeTtlS: number;
   /** Idempotency key memory for every other method. */
   unsafeTtlS: number;
-  /** The revocations, for bearer requests; closed whole when a client key's slot is found gone back. */
-  revocations: Pick<RevocationReader, 'isRevoked' | 'closeAll'>;
+  /**
+   * The revocations, for bearer requests; closed whole when a client key's slot is found gone back. With
+   * `checkOf`, on one Redis, a bearer request's check runs inside its admission script (ADMIT_CHECKED_SCRIPT).
+   */
+  revocations: Pick<RevocationReader, 'isRevoked' | 'closeAll'> & Partial<Pick<RevocationReader, 'checkOf'>>;
   /** The client keys in use, as they change (GATEWAY_CLIENT_KEYS_FILE): each is dated when first seen. */
   keyIds?: () => readonly string[];
   /** The most nonces signed ahead remembered per client key (`SignedAhead`); MAX_SIGNED_AHEAD unless a test says. */
@@ -175,13 +199,19 @@ export interface AdmissionOptions {
 
 /** The scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
 interface AdmissionCommands {
-  gatewayAdmit(...keysAndArgs: string[]): Promise<[string, number, number, number, number, number?]>;
+  gatewayAdmit(...keysAndArgs: string[]): Promise<AdmitReply>;
+  gatewayAdmitChecked(...keysAndArgs: string[]): Promise<[number, ...AdmitReply]>;
   gatewayRelease(key: string, owner: string): Promise<number>;
   gatewayWithdraw(nonceKey: string, idempotencyKey: string, owner: string): Promise<number>;
   gatewayStampCheck(bornKey: string, stampKey: string, seen: string, last: string, now: string, ttlMs: string): Promise<number>;
   gatewayDateKey(bornKey: string, now: string): Promise<[number, string]>;
   gatewayRaiseAhead(bornKey: string, created: string): Promise<number>;
 }
+
+/** ADMIT_SCRIPT's answer: outcome, remaining, wait (ms), stamp count, went back, sign again (ms). */
+type AdmitReply = [string, number, number, number, number, number?];
+/** The revocation check's verdict: `restoring` while the token's bucket is not whole. */
+type RevocationVerdict = 'restoring' | 'revoked' | 'unrevoked';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const OUTCOMES = new Set<string>(ADMISSION_OUTCOMES);
@@ -206,6 +236,33 @@ export const idempotencyRedisKey = (keyId: string, key: string): string => idemp
 export const replayBornKey = (keyId: string): string => `${clientKeyTag(keyId)}born`;
 /** This gateway's write stamp (below REDIS_KEY_PREFIX) in a client key's slot. */
 const stampKey = (keyId: string, gatewayId: string): string => `${clientKeyTag(keyId)}stamp:gateway:${gatewayId}`;
+
+/** The verdict of a request without a bearer token. */
+const UNREVOKED: PromiseFulfilledResult<RevocationVerdict> = { status: 'fulfilled', value: 'unrevoked' };
+
+/** `promise` settled (never rejects). */
+async function settled<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
+  try {
+    return { status: 'fulfilled', value: await promise };
+  } catch (reason) {
+    return { status: 'rejected', reason };
+  }
+}
+
+/** A settled result's value, or its reason thrown. */
+function valueOf<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}
+
+/** What `run` returns or throws, settled. */
+function settledNow<T>(run: () => T): PromiseSettledResult<T> {
+  try {
+    return { status: 'fulfilled', value: run() };
+  } catch (reason) {
+    return { status: 'rejected', reason };
+  }
+}
 
 /** A bearer request without a verified token (missing, bad, or not read on this route) is held by this bucket's state. */
 const UNVERIFIED_TOKEN = { tokenId: '-', sessionId: '' };
@@ -377,6 +434,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // A fixed key count: ioredis' auto-pipeline on a cluster picks a command's node by its first argument,
   // which must be a key (the client key's slot), not the count.
   redis.defineCommand('gatewayAdmit', { numberOfKeys: ADMISSION_KEYS.length, lua: ADMIT_SCRIPT });
+  redis.defineCommand('gatewayAdmitChecked', { numberOfKeys: ADMISSION_KEYS.length + 3, lua: ADMIT_CHECKED_SCRIPT });
   redis.defineCommand('gatewayRelease', { numberOfKeys: 1, lua: luaFile('idempotency/lua/release.lua') });
   redis.defineCommand('gatewayWithdraw', { numberOfKeys: 2, lua: luaFile('idempotency/lua/withdraw.lua') });
   redis.defineCommand('gatewayStampCheck', { numberOfKeys: 2, lua: STAMP_CHECK_SCRIPT });
@@ -407,15 +465,38 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     await revocations.closeAll();
   };
 
-  /** 'restoring' while the token's bucket is not whole, else whether the token or its session was revoked. */
-  async function revocationCheck(request: AdmissionRequest): Promise<'restoring' | 'revoked' | 'unrevoked'> {
+  /**
+   * 'restoring' while the token's bucket is not whole, else whether the token or its session was revoked, as
+   * `revoked` answers (the reader's verdict: it throws RevocationsUnavailableError for a bucket not whole).
+   */
+  const verdictOf = (request: AdmissionRequest, revoked: () => boolean): RevocationVerdict => {
     try {
-      const revoked = await revocations.isRevoked(request.token ?? UNVERIFIED_TOKEN);
-      return revoked && request.token !== undefined ? 'revoked' : 'unrevoked';
+      return revoked() && request.token !== undefined ? 'revoked' : 'unrevoked';
     } catch (err) {
       if (err instanceof RevocationsUnavailableError) return 'restoring';
       throw err;
     }
+  };
+  async function revocationCheck(request: AdmissionRequest): Promise<RevocationVerdict> {
+    const revoked = await settled(revocations.isRevoked(request.token ?? UNVERIFIED_TOKEN));
+    return verdictOf(request, () => valueOf(revoked));
+  }
+  // One Redis: a bearer request's check inside its admission script. A cluster: the two apart, on their two slots.
+  const { checkOf } = revocations;
+  const together = checkOf !== undefined && !redis.isCluster;
+
+  /** The admission script's answer and the revocation check's verdict (bearer requests), each settled. */
+  async function admitAndCheck(request: AdmissionRequest, call: string[]): Promise<[PromiseSettledResult<RevocationVerdict>, PromiseSettledResult<AdmitReply>]> {
+    if (!request.bearing) return [UNREVOKED, await settled(commands.gatewayAdmit(...call))];
+    if (!together) return Promise.allSettled([revocationCheck(request), commands.gatewayAdmit(...call)]);
+    const check = settledNow(() => checkOf(request.token ?? UNVERIFIED_TOKEN));
+    // Held by this process (its server replaced): restoring, and the admission alone.
+    if (check.status === 'rejected') return [settledNow(() => verdictOf(request, () => valueOf(check))), await settled(commands.gatewayAdmit(...call))];
+    const answer = await settled(commands.gatewayAdmitChecked(...check.value.keys, ...call, call[SLOT.now] ?? String(Date.now())));
+    // Neither answered.
+    if (answer.status === 'rejected') return [answer, answer];
+    const [found, ...admitted] = answer.value;
+    return [settledNow(() => verdictOf(request, () => check.value.verdict(Number(found)))), { status: 'fulfilled', value: admitted }];
   }
 
   // This gateway's stamps against Redis: a slot that came back with fewer nonces than this gateway wrote (a
@@ -579,11 +660,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       // what follows fails before the nonce is taken back).
       let leftWritten: boolean | undefined;
       try {
-        // Both at once (each settles, so neither rejection goes unhandled while the other is awaited).
-        const [revocation, admitted] = await Promise.allSettled([
-          request.bearing ? revocationCheck(request) : Promise.resolve('unrevoked' as const),
-          commands.gatewayAdmit(...call),
-        ]);
+        const [revocation, admitted] = await admitAndCheck(request, call);
         if (admitted.status === 'rejected') throw admitted.reason;
         const [found, remaining, waitMs, count, slotWentBack, signAgainMs] = admitted.value;
         stamp.observe(Number(count));

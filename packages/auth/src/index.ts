@@ -1,4 +1,12 @@
-export { type RevocationReader, type RevocationWriter, RevocationsUnavailableError, createRevocationReader, createRevocationWriter } from './revocations/index.ts';
+export {
+  REVOCATION_LIBRARY_LUA,
+  type RevocationCheck,
+  type RevocationReader,
+  type RevocationWriter,
+  RevocationsUnavailableError,
+  createRevocationReader,
+  createRevocationWriter,
+} from './revocations/index.ts';
 export { type BearerAuthOptions, bearerAuth, bearerTokenOf, principalOf, requireAnyRole } from './express.ts';
 export { type TokenAlgorithm, algorithmOf } from './key-algorithm.ts';
 export { type Jwks, type JwksKeySource, type JwksKeySourceOptions, type KeySource, jwksKeySource, keysFromJwks, publicJwks, staticKeySource } from './key-source.ts';

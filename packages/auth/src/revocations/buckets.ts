@@ -49,7 +49,13 @@ export function bucketsOn(slots: readonly number[] | 'all'): number[] {
   return ALL_BUCKETS.filter((bucket) => held.has(BUCKET_SLOTS[bucket] ?? -1));
 }
 
-const LIBRARY = `${SLOT_LEDGER_LUA}\n${assetText(new URL('./lua/buckets.lua', import.meta.url))}`;
+/**
+ * lua/buckets.lua on the loss primitive: the functions of every script below, `is_revoked(ledger, token_key,
+ * session_key, now)` among them, for a script of another module that runs the revocation check itself (the
+ * gateway's admission on one Redis: `RevocationReader.checkOf`).
+ */
+export const REVOCATION_LIBRARY_LUA = `${SLOT_LEDGER_LUA}\n${assetText(new URL('./lua/buckets.lua', import.meta.url))}`;
+const LIBRARY = REVOCATION_LIBRARY_LUA;
 
 /** The module's scripts, each one call of lua/buckets.lua (for `defineCommand`). */
 export const BUCKET_SCRIPTS = {

@@ -18,5 +18,6 @@
  * and identity has not *re-seeded* it from Postgres yet (writer.ts: about a second); or this process saw
  * its server replaced and its close has not landed, or asked while its connection to it was lost.
  */
-export { type RevocationReader, RevocationsUnavailableError, createRevocationReader } from './reader.ts';
+export { REVOCATION_LIBRARY_LUA } from './buckets.ts';
+export { type RevocationCheck, type RevocationReader, RevocationsUnavailableError, createRevocationReader } from './reader.ts';
 export { type RevocationWriter, createRevocationWriter } from './writer.ts';

@@ -19,10 +19,25 @@ export interface RevocationReader {
    * one asked; with Redis's own error when Redis does not answer. Either way the caller fails closed.
    */
   isRevoked(token: { tokenId: string; sessionId: string }): Promise<boolean>;
+  /**
+   * The same check for a caller that runs it inside a script of its own, on the same server (the gateway's
+   * admission on one Redis, one command for both): the keys `is_revoked` reads (REVOCATION_LIBRARY_LUA), and the
+   * verdict on what it found, as `isRevoked` resolves or rejects. Throws `RevocationsUnavailableError` at once
+   * while this process holds the bucket.
+   */
+  checkOf(token: { tokenId: string; sessionId: string }): RevocationCheck;
   /** Closes every bucket until identity re-seeds it: a loss found elsewhere on this Redis (the gateway's nonces gone back) may have taken revocations with it. */
   closeAll(): Promise<void>;
   /** Stops watching the servers (shutdown). */
   stop(): Promise<void>;
+}
+
+/** One token's revocation check, run by the caller (`RevocationReader.checkOf`). */
+export interface RevocationCheck {
+  /** KEYS of `is_revoked`: the bucket's ledger, the token's key, the session's key (below the client's prefix). */
+  keys: readonly [ledger: string, token: string, session: string];
+  /** True when revoked; throws `RevocationsUnavailableError` when the bucket is closed (`found` -1) or its server changed meanwhile. */
+  verdict(found: number): boolean;
 }
 
 export interface ReaderOptions {
@@ -109,20 +124,29 @@ export function startReader(redis: Redis, options: ReaderOptions, hooks: ReaderH
     hooks.changed?.(change);
   });
 
+  const checkOf = (token: { tokenId: string; sessionId: string }): RevocationCheck => {
+    const bucket = revocationBucket(token.sessionId);
+    if (holds.has(bucket)) throw new RevocationsUnavailableError();
+    const slot = BUCKET_SLOTS[bucket] ?? 0;
+    // Asked even without a ticket (its server not known since a lost connection): the command is what
+    // makes a cluster client connect to the node again, and the answer is not trusted.
+    const ticket = topology.ticket(slot);
+    return {
+      keys: [ledgerKey(bucket), tokenKey(token), sessionKey(token.sessionId)],
+      verdict(found) {
+        if (found < 0 || ticket === undefined || !topology.unchanged(slot, ticket) || holds.has(bucket)) throw new RevocationsUnavailableError();
+        return found > 0;
+      },
+    };
+  };
   const ticketOf = (bucket: number): string | undefined => (holds.has(bucket) ? undefined : topology.ticket(BUCKET_SLOTS[bucket] ?? 0));
   return {
     ticketOf,
     unchangedSince: (bucket, ticket) => ticketOf(bucket) === ticket,
+    checkOf,
     async isRevoked(token) {
-      const bucket = revocationBucket(token.sessionId);
-      if (holds.has(bucket)) throw new RevocationsUnavailableError();
-      const slot = BUCKET_SLOTS[bucket] ?? 0;
-      // Asked even without a ticket (its server not known since a lost connection): the command is what
-      // makes a cluster client connect to the node again, and the answer is not trusted.
-      const ticket = topology.ticket(slot);
-      const found = await commands.revocationCheck(ledgerKey(bucket), tokenKey(token), sessionKey(token.sessionId), String(Date.now()));
-      if (found < 0 || ticket === undefined || !topology.unchanged(slot, ticket) || holds.has(bucket)) throw new RevocationsUnavailableError();
-      return found > 0;
+      const check = checkOf(token);
+      return check.verdict(await commands.revocationCheck(...check.keys, String(Date.now())));
     },
     async closeAll() {
       await Promise.all(ALL_BUCKETS.map(close));

@@ -290,6 +290,7 @@ export function createRevocationWriter(redis: Redis, options: RevocationWriterOp
 
   return {
     isRevoked: core.isRevoked,
+    checkOf: core.checkOf,
     closeAll: core.closeAll,
     async revoke(token, expiresAt) {
       const until = revocationExpiry(expiresAt);
