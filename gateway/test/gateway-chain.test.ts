@@ -7,7 +7,7 @@ import { createRevocationReader } from '@platform/auth';
 import { freshEnvironment, ledgerKey, revocationBucket, sessionKey, tokenKey } from '@platform/auth/testing';
 import { createLogger } from '@platform/service-kit';
 import { type TestRedis, createTestRedis } from '@platform/service-kit/testing';
-import { ADMISSION_ARGS, ADMISSION_KEYS, clientKeyTag, createAdmissionStore, idempotencyRedisKey, nonceKey, rateKey, replayBornKey } from '../src/admission/admission.ts';
+import { ADMISSION_ARGS, ADMISSION_KEYS, type AdmissionStore, clientKeyTag, createAdmissionStore, idempotencyRedisKey, nonceKey, rateKey, replayBornKey } from '../src/admission/admission.ts';
 import { type Forward, type Step, chain, keepsIdempotencyKey } from '../src/pipeline/chain.ts';
 import type { GatewayRequest } from '../src/pipeline/gateway-request.ts';
 import type { GatewayOperation } from '../src/proxy/operation-table.ts';
@@ -248,11 +248,20 @@ describe('a bearer request\'s revocation check on one Redis: inside its admissio
     await testRedis.close();
   });
 
-  /** Counts the store's calls of each script, as the store makes them (not ioredis's auto-pipeline's own). */
-  function countCalls(names: readonly string[]): { calls: Map<string, string[][]>; restore: () => void } {
+  /**
+   * Runs `body` with an admission store on a fresh environment: its revocations able to run inside its script,
+   * or (`apart`) without `checkOf`; and the store's calls of each script, as the store makes them (not ioredis's
+   * auto-pipeline's own).
+   */
+  async function withStore(apart: boolean, body: (store: AdmissionStore, calls: Map<string, string[][]>) => Promise<void>): Promise<void> {
     const { redis } = testRedis;
+    await freshEnvironment(redis, [replayBornKey(keyId)]);
+    const reader = createRevocationReader(redis, { logger });
+    const revocations = apart ? { isRevoked: reader.isRevoked, closeAll: reader.closeAll } : reader;
+    const store = createAdmissionStore(redis, { nonceTtlS: 300, safeTtlS: 60, unsafeTtlS: 86_400, revocations, keyIds: () => [keyId] });
     type Command = (this: unknown, ...args: string[]) => Promise<unknown>;
     const scripts = redis as unknown as Record<string, Command>;
+    const names = ['gatewayAdmit', 'gatewayAdmitChecked', 'revocationCheck'];
     const calls = new Map<string, string[][]>(names.map((name) => [name, []]));
     const originals = names.map((name) => [name, scripts[name] as Command] as const);
     for (const [name, original] of originals) {
@@ -261,19 +270,21 @@ describe('a bearer request\'s revocation check on one Redis: inside its admissio
         return original.apply(this, args);
       };
     }
-    return { calls, restore: () => originals.forEach(([name, original]) => (scripts[name] = original)) };
+    try {
+      await body(store, calls);
+    } finally {
+      for (const [name, original] of originals) scripts[name] = original;
+      await store.stop();
+      await reader.stop();
+    }
   }
 
   it('answers as the two scripts apart do: claimed, token-revoked for a revoked token or an ended session, revocations-restoring for a closed bucket (its nonce and idempotency key taken back), each in one command carrying both checks\' keys', async () => {
     const { redis } = testRedis;
-    await freshEnvironment(redis, [replayBornKey(keyId)]);
-    const revocations = createRevocationReader(redis, { logger });
-    const store = createAdmissionStore(redis, { nonceTtlS: 300, safeTtlS: 60, unsafeTtlS: 86_400, revocations, keyIds: () => [keyId] });
-    const { calls, restore } = countCalls(['gatewayAdmit', 'gatewayAdmitChecked', 'revocationCheck']);
-    const created = Math.floor(Date.now() / 1000);
-    const admit = (nonce: string, token: { tokenId: string; sessionId: string }) =>
-      store.admit({ keyId, nonce, idempotencyKey: `i-${nonce}`, method: 'GET', token, bearing: true, created, owner: 'o', rate: { limit: 100, windowS: 60 } });
-    try {
+    await withStore(false, async (store, calls) => {
+      const created = Math.floor(Date.now() / 1000);
+      const admit = (nonce: string, token: { tokenId: string; sessionId: string }) =>
+        store.admit({ keyId, nonce, idempotencyKey: `i-${nonce}`, method: 'GET', token, bearing: true, created, owner: 'o', rate: { limit: 100, windowS: 60 } });
       const good = { tokenId: 'good', sessionId: 's-good' };
       assert.equal((await admit('n1', good)).outcome, 'claimed');
       const [call] = calls.get('gatewayAdmitChecked') ?? [];
@@ -301,22 +312,13 @@ describe('a bearer request\'s revocation check on one Redis: inside its admissio
       assert.equal(calls.get('gatewayAdmitChecked')?.length, 6);
       assert.equal(calls.get('gatewayAdmit')?.length, 0);
       assert.equal(calls.get('revocationCheck')?.length, 0);
-    } finally {
-      restore();
-      await store.stop();
-      await revocations.stop();
-    }
+    });
   });
 
   it('keeps the two apart for revocations that cannot run inside it (no checkOf), and a request without a bearer token runs the admission alone', async () => {
     const { redis } = testRedis;
-    await freshEnvironment(redis, [replayBornKey(keyId)]);
-    const reader = createRevocationReader(redis, { logger });
-    const revocations = { isRevoked: reader.isRevoked, closeAll: reader.closeAll };
-    const store = createAdmissionStore(redis, { nonceTtlS: 300, safeTtlS: 60, unsafeTtlS: 86_400, revocations, keyIds: () => [keyId] });
-    const { calls, restore } = countCalls(['gatewayAdmit', 'gatewayAdmitChecked', 'revocationCheck']);
-    const created = Math.floor(Date.now() / 1000);
-    try {
+    await withStore(true, async (store, calls) => {
+      const created = Math.floor(Date.now() / 1000);
       const revoked = { tokenId: 'apart', sessionId: 's-apart' };
       await redis.set(tokenKey(revoked), '1', 'EX', 60);
       const bearer = await store.admit({ keyId, nonce: 'a1', idempotencyKey: 'ia1', method: 'GET', token: revoked, bearing: true, created, owner: 'o', rate: undefined });
@@ -326,11 +328,7 @@ describe('a bearer request\'s revocation check on one Redis: inside its admissio
       assert.equal(calls.get('gatewayAdmit')?.length, 2);
       assert.equal(calls.get('revocationCheck')?.length, 1);
       assert.equal(calls.get('gatewayAdmitChecked')?.length, 0);
-    } finally {
-      restore();
-      await store.stop();
-      await reader.stop();
-    }
+    });
   });
 });
 
