@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { REVOCATION_LIBRARY_LUA, type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
+import { REVOCATION_LIBRARY_LUA, type RevocationCheck, type RevocationReader, RevocationsUnavailableError } from '@platform/auth';
 import { type Logger, type Redis, SLOT_LEDGER_LUA, STAMP_TTL_MS, type WriteStamp, periodic, redisTopology, turnWrites, writeStamp } from '@platform/service-kit';
 import { NONCE } from '../signing/signature-policy.ts';
 import { luaFile } from './lua.ts';
@@ -249,12 +249,6 @@ async function settled<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>>
   }
 }
 
-/** A settled result's value, or its reason thrown. */
-function valueOf<T>(result: PromiseSettledResult<T>): T {
-  if (result.status === 'rejected') throw result.reason;
-  return result.value;
-}
-
 /** What `run` returns or throws, settled. */
 function settledNow<T>(run: () => T): PromiseSettledResult<T> {
   try {
@@ -465,21 +459,19 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     await revocations.closeAll();
   };
 
-  /**
-   * 'restoring' while the token's bucket is not whole, else whether the token or its session was revoked, as
-   * `revoked` answers (the reader's verdict: it throws RevocationsUnavailableError for a bucket not whole).
-   */
-  const verdictOf = (request: AdmissionRequest, revoked: () => boolean): RevocationVerdict => {
-    try {
-      return revoked() && request.token !== undefined ? 'revoked' : 'unrevoked';
-    } catch (err) {
-      if (err instanceof RevocationsUnavailableError) return 'restoring';
-      throw err;
-    }
+  /** 'restoring' while the token's bucket is not whole (the reader's RevocationsUnavailableError); any other error is thrown. */
+  const restoringOr = (err: unknown): RevocationVerdict => {
+    if (err instanceof RevocationsUnavailableError) return 'restoring';
+    throw err;
   };
+  /** Whether the token or its session was revoked, as the reader found it. */
+  const verdictOf = (request: AdmissionRequest, revoked: boolean): RevocationVerdict => (revoked && request.token !== undefined ? 'revoked' : 'unrevoked');
   async function revocationCheck(request: AdmissionRequest): Promise<RevocationVerdict> {
-    const revoked = await settled(revocations.isRevoked(request.token ?? UNVERIFIED_TOKEN));
-    return verdictOf(request, () => valueOf(revoked));
+    try {
+      return verdictOf(request, await revocations.isRevoked(request.token ?? UNVERIFIED_TOKEN));
+    } catch (err) {
+      return restoringOr(err);
+    }
   }
   // One Redis: a bearer request's check inside its admission script. A cluster: the two apart, on their two slots.
   const { checkOf } = revocations;
@@ -489,14 +481,25 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   async function admitAndCheck(request: AdmissionRequest, call: string[]): Promise<[PromiseSettledResult<RevocationVerdict>, PromiseSettledResult<AdmitReply>]> {
     if (!request.bearing) return [UNREVOKED, await settled(commands.gatewayAdmit(...call))];
     if (!together) return Promise.allSettled([revocationCheck(request), commands.gatewayAdmit(...call)]);
-    const check = settledNow(() => checkOf(request.token ?? UNVERIFIED_TOKEN));
-    // Held by this process (its server replaced): restoring, and the admission alone.
-    if (check.status === 'rejected') return [settledNow(() => verdictOf(request, () => valueOf(check))), await settled(commands.gatewayAdmit(...call))];
-    const answer = await settled(commands.gatewayAdmitChecked(...check.value.keys, ...call, call[SLOT.now] ?? String(Date.now())));
+    let check: RevocationCheck;
+    try {
+      check = checkOf(request.token ?? UNVERIFIED_TOKEN);
+    } catch (err) {
+      // Held by this process (its server replaced): restoring, and the admission alone.
+      return [settledNow(() => restoringOr(err)), await settled(commands.gatewayAdmit(...call))];
+    }
+    const answer = await settled(commands.gatewayAdmitChecked(...check.keys, ...call, call[SLOT.now] ?? String(Date.now())));
     // Neither answered.
     if (answer.status === 'rejected') return [answer, answer];
     const [found, ...admitted] = answer.value;
-    return [settledNow(() => verdictOf(request, () => check.value.verdict(Number(found)))), { status: 'fulfilled', value: admitted }];
+    const verdict = settledNow(() => {
+      try {
+        return verdictOf(request, check.verdict(Number(found)));
+      } catch (err) {
+        return restoringOr(err);
+      }
+    });
+    return [verdict, { status: 'fulfilled', value: admitted }];
   }
 
   // This gateway's stamps against Redis: a slot that came back with fewer nonces than this gateway wrote (a
