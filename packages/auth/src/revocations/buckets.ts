@@ -30,11 +30,17 @@ export const bucketTag = (bucket: number): string => `auth:{rv:${bucket}}:`;
 /** The ledger of bucket `b` (below the client's prefix; named `mirror` since the first version). */
 export const ledgerKey = (bucket: number): string => `${bucketTag(bucket)}mirror`;
 
+/** The key (below the client's prefix) that marks session `sid` of bucket `b` as ended (`sessionKey`, its bucket known already). */
+export const sessionKeyIn = (bucket: number, sessionId: string): string => `${bucketTag(bucket)}session:${sessionId}`;
+
 /** The key (below the client's prefix) that marks session `sid` as ended. */
-export const sessionKey = (sessionId: string): string => `${bucketTag(revocationBucket(sessionId))}session:${sessionId}`;
+export const sessionKey = (sessionId: string): string => sessionKeyIn(revocationBucket(sessionId), sessionId);
+
+/** The key (below the client's prefix) that marks token `tokenId` of bucket `b` as revoked (`tokenKey`, its bucket known already). */
+export const tokenKeyIn = (bucket: number, tokenId: string): string => `${bucketTag(bucket)}token:${tokenId}`;
 
 /** The key (below the client's prefix) that marks token `tokenId` as revoked: in its session's bucket. */
-export const tokenKey = (token: { tokenId: string; sessionId: string }): string => `${bucketTag(revocationBucket(token.sessionId))}token:${token.tokenId}`;
+export const tokenKey = (token: { tokenId: string; sessionId: string }): string => tokenKeyIn(revocationBucket(token.sessionId), token.tokenId);
 
 /** A writer's stamp in bucket `b`: one per writing process and bucket. */
 export const stampKey = (bucket: number, writer: string, id: string): string => `${bucketTag(bucket)}stamp:${writer}:${id}`;
@@ -55,18 +61,17 @@ export function bucketsOn(slots: readonly number[] | 'all'): number[] {
  * gateway's admission on one Redis: `RevocationReader.checkOf`).
  */
 export const REVOCATION_LIBRARY_LUA = `${SLOT_LEDGER_LUA}\n${assetText(new URL('./lua/buckets.lua', import.meta.url))}`;
-const LIBRARY = REVOCATION_LIBRARY_LUA;
 
 /** The module's scripts, each one call of lua/buckets.lua (for `defineCommand`). */
 export const BUCKET_SCRIPTS = {
   /** KEYS: ledger, token key, session key; ARGV: now. */
-  revocationCheck: { numberOfKeys: 3, lua: `${LIBRARY}\nreturn is_revoked(KEYS[1], KEYS[2], KEYS[3], ARGV[1])` },
+  revocationCheck: { numberOfKeys: 3, lua: `${REVOCATION_LIBRARY_LUA}\nreturn is_revoked(KEYS[1], KEYS[2], KEYS[3], ARGV[1])` },
   /** KEYS: ledger; ARGV: now, close id. */
-  revocationClose: { numberOfKeys: 1, lua: `${LIBRARY}\nreturn bucket_close(KEYS[1], ARGV[1], ARGV[2])` },
+  revocationClose: { numberOfKeys: 1, lua: `${REVOCATION_LIBRARY_LUA}\nreturn bucket_close(KEYS[1], ARGV[1], ARGV[2])` },
   /** KEYS: ledger; ARGV: born, closed. */
-  revocationOpen: { numberOfKeys: 1, lua: `${LIBRARY}\nreturn bucket_open(KEYS[1], ARGV[1], ARGV[2])` },
+  revocationOpen: { numberOfKeys: 1, lua: `${REVOCATION_LIBRARY_LUA}\nreturn bucket_open(KEYS[1], ARGV[1], ARGV[2])` },
   /** KEYS: ledger, stamp; ARGV: seen, last, now, ttl. */
-  revocationBucketCheck: { numberOfKeys: 2, lua: `${LIBRARY}\nreturn bucket_check(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])` },
+  revocationBucketCheck: { numberOfKeys: 2, lua: `${REVOCATION_LIBRARY_LUA}\nreturn bucket_check(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])` },
 } as const;
 
 /** The scripts as ioredis defines them on a client (`defineCommand`: methods TypeScript cannot see). */

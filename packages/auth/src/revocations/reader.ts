@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Logger, type Redis, type TopologyChange, redisTopology } from '@platform/service-kit';
-import { ALL_BUCKETS, BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands, bucketsOn, ledgerKey, revocationBucket, sessionKey, tokenKey } from './buckets.ts';
+import { ALL_BUCKETS, BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands, bucketsOn, ledgerKey, revocationBucket, sessionKeyIn, tokenKeyIn } from './buckets.ts';
 
 /** Thrown by a check while the token's bucket is not known whole: a 503, never a token accepted on a partial blacklist. */
 export class RevocationsUnavailableError extends Error {
@@ -132,7 +132,7 @@ export function startReader(redis: Redis, options: ReaderOptions, hooks: ReaderH
     // makes a cluster client connect to the node again, and the answer is not trusted.
     const ticket = topology.ticket(slot);
     return {
-      keys: [ledgerKey(bucket), tokenKey(token), sessionKey(token.sessionId)],
+      keys: [ledgerKey(bucket), tokenKeyIn(bucket, token.tokenId), sessionKeyIn(bucket, token.sessionId)],
       verdict(found) {
         if (found < 0 || ticket === undefined || !topology.unchanged(slot, ticket) || holds.has(bucket)) throw new RevocationsUnavailableError();
         return found > 0;
