@@ -484,8 +484,10 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     let check: RevocationCheck;
     try {
       check = checkOf(request.token ?? UNVERIFIED_TOKEN);
+      // Its server being identified (a connection back a moment ago): once it is known.
+      if (check.onceKnown !== undefined) check = await check.onceKnown();
     } catch (err) {
-      // Held by this process (its server replaced): restoring, and the admission alone.
+      // Held by this process (its server replaced), or not known in time: restoring, and the admission alone.
       return [settledNow(() => restoringOr(err)), await settled(commands.gatewayAdmit(...call))];
     }
     const answer = await settled(commands.gatewayAdmitChecked(...check.keys, ...call, call[SLOT.now] ?? String(Date.now())));

@@ -184,6 +184,84 @@ describe('revocations when Redis loses data or its server changes', function () 
       }
     });
 
+    it('checks sent the moment the client is connected again wait for the server to be identified, and are answered: none refused for a reconnect, on every bucket', async () => {
+      const own = await createTestRedis('auth_reconnect_wait');
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      try {
+        await freshEnvironment(own.redis);
+        // A token of every bucket (on a cluster, every master).
+        const tokens = ALL_BUCKETS.map((bucket) => {
+          for (;;) {
+            const t = token();
+            if (revocationBucket(t.sessionId) === bucket) return t;
+          }
+        });
+        assert.deepEqual(await Promise.all(tokens.map((t) => reader.isRevoked(t))), tokens.map(() => false));
+        const reconnected = nextReady(own.redis);
+        own.redis.disconnect(true);
+        await reconnected;
+        // The reader's watch asked INFO on 'ready' (on a cluster, each node is connected again by its first command): not answered yet.
+        const answers = await Promise.all(tokens.map((t) => reader.isRevoked(t).catch((err: unknown) => (err instanceof Error ? err.name : String(err)))));
+        assert.deepEqual(answers, tokens.map(() => false), `refused after a reconnect: ${clientState(own.redis)}`);
+        assert.equal(await openBuckets(own.redis), ALL_BUCKETS.length, 'a bucket was closed for a reconnect to the same server');
+      } finally {
+        await reader.stop();
+        await own.close();
+      }
+    });
+
+    it('a check waits for its server\'s INFO no longer than a command may take: refused when it is slower, answered once it has come; refused when it names another server', async () => {
+      const server = await startPrivateRedis();
+      const own = await createTestRedis('auth_slow_info', server.url);
+      const admin = await createTestRedis('auth_slow_info_admin', server.url);
+      // The INFO the watch sends after a reconnect: slowed by `delayMs`, its run id replaced by `runId`.
+      const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
+      let delayMs = 0;
+      let runId: string | undefined;
+      Object.assign(own.redis, {
+        info: async (...args: unknown[]) => {
+          const [answer] = await Promise.all([info(...args), sleep(delayMs)]);
+          return runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${runId}`);
+        },
+      });
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      const cut = async (): Promise<void> => {
+        const reconnected = nextReady(own.redis);
+        await admin.redis.client('KILL', 'ID', String(await own.redis.client('ID')));
+        await reconnected;
+      };
+      try {
+        await freshEnvironment(own.redis);
+        const t = token();
+        assert.equal(await reader.isRevoked(t), false);
+        // Slower than the wait (500 ms): refused after it, without waiting longer.
+        delayMs = 900;
+        await cut();
+        let started = Date.now();
+        await assert.rejects(reader.isRevoked(t), RevocationsUnavailableError);
+        const waited = Date.now() - started;
+        assert.ok(waited >= 450 && waited < 850, `refused after ${waited} ms`);
+        // Once the INFO has come (the same server): answered.
+        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
+        // Slow, within the wait: answered when the INFO comes.
+        delayMs = 200;
+        await cut();
+        started = Date.now();
+        assert.equal(await reader.isRevoked(t), false);
+        assert.ok(Date.now() - started >= 100, 'answered before the server was known');
+        // An INFO that names another server (a restart, a replica promoted): the wait ends with the bucket held.
+        runId = 'f'.repeat(40);
+        await cut();
+        await assert.rejects(reader.isRevoked(t), RevocationsUnavailableError);
+        await until(async () => (await openBuckets(own.redis)) === 0, 'the buckets of the replaced server were not closed');
+      } finally {
+        await reader.stop();
+        await admin.close();
+        await own.close();
+        await server.stop();
+      }
+    });
+
     it('a check under way when the connection drops, sent again and answered by the same server, is trusted; one answered by a server that replaced it is not', async function () {
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_resent', server.url);

@@ -24,6 +24,17 @@ export interface RedisTopology {
   /** Whether `slot` still stands where `ticket` said: the answer came from the server that was asked. */
   unchanged(slot: number, ticket: string): boolean;
   /**
+   * Whether `slot` has no ticket only because its server is being identified: its connection came back (or,
+   * on a cluster, is being made again) and INFO has not said yet who answers. `known` waits for that.
+   */
+  identifying(slot: number): boolean;
+  /**
+   * Settles once `slot`'s server is known again (INFO answered on the connection that came back, a
+   * replacement told to the subscribers first), or after `withinMs`, whichever comes first; at once when it
+   * is not being identified. On a cluster it makes the node's connection, which the client makes lazily.
+   */
+  known(slot: number, withinMs: number): Promise<void>;
+  /**
    * Hears every change: the connection to a server came back (`replaced` false: the same server) or a
    * server was replaced (`replaced` true), with the slots it holds (`'all'` on one Redis).
    */
@@ -77,12 +88,34 @@ export function redisTopology(redis: Redis): RedisTopology {
     for (const listener of listeners) listener(change);
   };
   const servers = new Map<string, ServerState>();
+  // Who waits (`known`) for each server to be identified: each entry settles its own wait.
+  const waiting = new Map<string, Set<() => void>>();
+  const release = (key: string): void => {
+    const waits = waiting.get(key);
+    if (waits === undefined) return;
+    waiting.delete(key);
+    for (const settle of waits) settle();
+  };
+  const waitFor = (key: string, withinMs: number): Promise<void> =>
+    new Promise((resolve) => {
+      let waits = waiting.get(key);
+      if (waits === undefined) waiting.set(key, (waits = new Set()));
+      const settle = (): void => {
+        clearTimeout(timer);
+        waits.delete(settle);
+        resolve();
+      };
+      const timer = setTimeout(settle, withinMs);
+      waits.add(settle);
+    });
   // Set by `stop`: a retry of INFO that comes after it asks nothing.
   let stopped = false;
-  /** The watch over one Redis or a cluster, from how it dates a slot's server and how it stops watching. */
-  const topology = (ticket: RedisTopology['ticket'], unwatch: () => void): RedisTopology => ({
+  /** The watch over one Redis or a cluster, from how it dates a slot's server, finds one being identified, and stops watching. */
+  const topology = (ticket: RedisTopology['ticket'], identifying: RedisTopology['identifying'], known: RedisTopology['known'], unwatch: () => void): RedisTopology => ({
     ticket,
     unchanged: (slot, seen) => ticket(slot) === seen,
+    identifying,
+    known,
     subscribe: (listener) => {
       listeners.add(listener);
       return () => void listeners.delete(listener);
@@ -91,6 +124,7 @@ export function redisTopology(redis: Redis): RedisTopology {
       stopped = true;
       unwatch();
       listeners.clear();
+      for (const key of [...waiting.keys()]) release(key);
     },
   });
   const stateOf = (key: string): ServerState => {
@@ -124,11 +158,14 @@ export function redisTopology(redis: Redis): RedisTopology {
     const wasUnsure = state.unsure;
     state.identity = identity;
     state.unsure = false;
-    if (!wasUnsure) return;
-    // Nobody knows who answered before the loss when nobody asked: another server, to be safe.
-    const replaced = before === undefined || identity === undefined || identity !== before;
-    if (replaced) state.generation += 1;
-    tell({ slots: slotsOf(), replaced });
+    if (wasUnsure) {
+      // Nobody knows who answered before the loss when nobody asked: another server, to be safe.
+      const replaced = before === undefined || identity === undefined || identity !== before;
+      if (replaced) state.generation += 1;
+      tell({ slots: slotsOf(), replaced });
+    }
+    // After the subscribers heard it: a wait settled by a replacement finds its slots held.
+    release(key);
   };
 
   if (!isCluster(redis)) {
@@ -144,12 +181,16 @@ export function redisTopology(redis: Redis): RedisTopology {
     redis.on('close', lost);
     redis.on('ready', ready);
     if (redis.status === 'ready') ready();
+    // Connected again, INFO not answered yet. While disconnected a command fails at once (no offline queue), so nothing waits.
+    const identifying = (): boolean => servers.get(key)?.unsure === true && redis.status === 'ready';
     return topology(
       () => {
         const state = servers.get(key);
         if (state?.unsure === true) return undefined;
         return String(state?.generation ?? 0);
       },
+      identifying,
+      (_slot, withinMs) => (identifying() ? waitFor(key, withinMs) : Promise.resolve()),
       () => {
         redis.off('close', lost);
         redis.off('ready', ready);
@@ -233,6 +274,25 @@ export function redisTopology(redis: Redis): RedisTopology {
     masters = now;
     for (const [key, slots] of moved) void judgeMove(key, slots);
   };
+  /**
+   * `slot`'s master is one this client knew, unsure since its connection was dropped (a reset of the pool
+   * makes every node's connection again, lazily: the first command routed to it connects it), while the
+   * slot map stands and the cluster is connected.
+   */
+  const identifyingAt = (slot: number): string | undefined => {
+    const route = routeOf(slot);
+    if (cluster.status !== 'ready' || route === '' || route !== masters[slot] || servers.get(route)?.unsure !== true) return undefined;
+    return route;
+  };
+  const knownAt = (slot: number, withinMs: number): Promise<void> => {
+    const route = identifyingAt(slot);
+    if (route === undefined) return Promise.resolve();
+    const wait = waitFor(route, withinMs);
+    const node = cluster.nodes('master').find((candidate) => nodeKeyOf(candidate) === route);
+    // Its 'ready' asks INFO (watchNode).
+    if (node?.status === 'wait') node.connect().catch(() => undefined);
+    return wait;
+  };
   for (const node of cluster.nodes('all')) watchNode(node);
   cluster.on('+node', watchNode);
   cluster.on('-node', nodeGone);
@@ -247,6 +307,8 @@ export function redisTopology(redis: Redis): RedisTopology {
       if (state?.unsure === true) return undefined;
       return `${route}#${state?.generation ?? 0}#${moves[slot] ?? 0}`;
     },
+    (slot) => identifyingAt(slot) !== undefined,
+    knownAt,
     () => {
       cluster.off('+node', watchNode);
       cluster.off('-node', nodeGone);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Logger, type Redis, type TopologyChange, redisTopology } from '@platform/service-kit';
+import { type Logger, REDIS_COMMAND_TIMEOUT_MS, type Redis, type TopologyChange, redisTopology } from '@platform/service-kit';
 import { ALL_BUCKETS, BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands, bucketsOn, ledgerKey, revocationBucket, sessionKeyIn, tokenKeyIn } from './buckets.ts';
 
 /** Thrown by a check while the token's bucket is not known whole: a 503, never a token accepted on a partial blacklist. */
@@ -23,7 +23,8 @@ export interface RevocationReader {
    * The same check for a caller that runs it inside a script of its own, on the same server (the gateway's
    * admission on one Redis, one command for both): the keys `is_revoked` reads (REVOCATION_LIBRARY_LUA), and the
    * verdict on what it found, as `isRevoked` resolves or rejects. Throws `RevocationsUnavailableError` at once
-   * while this process holds the bucket.
+   * while this process holds the bucket. A check whose server is being identified has `onceKnown`: the caller
+   * awaits it rather than send a command whose answer would be refused.
    */
   checkOf(token: { tokenId: string; sessionId: string }): RevocationCheck;
   /** Closes every bucket until identity re-seeds it: a loss found elsewhere on this Redis (the gateway's nonces gone back) may have taken revocations with it. */
@@ -38,6 +39,13 @@ export interface RevocationCheck {
   keys: readonly [ledger: string, token: string, session: string];
   /** True when revoked; throws `RevocationsUnavailableError` when the bucket is closed (`found` -1) or its server changed meanwhile. */
   verdict(found: number): boolean;
+  /**
+   * Set while the bucket's server is being identified (its connection came back, or on a cluster is made
+   * again, and INFO has not answered yet): `verdict` would refuse whatever is found. The check taken again
+   * once the server is known, at most IDENTIFY_WAIT_MS later; rejects with `RevocationsUnavailableError`
+   * when it is not known by then, or when it was replaced (the bucket held).
+   */
+  onceKnown?: () => Promise<RevocationCheck>;
 }
 
 export interface ReaderOptions {
@@ -60,8 +68,23 @@ export interface ReaderCore extends RevocationReader {
   unchangedSince(bucket: number, ticket: string): boolean;
 }
 
+/**
+ * How long a check waits for its server to be identified after a connection came back: the time a command
+ * may take. A mere reconnect is then a moment's wait, not a 503 for every token of the server's buckets
+ * (CONTRACT.md part 14, amended); the two within the gateway's 1 s fail-closed promise.
+ */
+const IDENTIFY_WAIT_MS = REDIS_COMMAND_TIMEOUT_MS;
+
 /** How long a reader waits before it tries again to close a bucket whose server did not answer. */
 const CLOSE_RETRY_MS = 200;
+
+/** KEYS of `is_revoked` for `token`, of bucket `bucket`. */
+const keysOf = (bucket: number, token: { tokenId: string; sessionId: string }): RevocationCheck['keys'] => [ledgerKey(bucket), tokenKeyIn(bucket, token.tokenId), sessionKeyIn(bucket, token.sessionId)];
+
+/** The verdict of a check sent before its server was known: refused, whatever was found. */
+const refused = (): never => {
+  throw new RevocationsUnavailableError();
+};
 
 /** A verifier's reader of the revocations on `redis`, watching its servers until `stop`. */
 export function createRevocationReader(redis: Redis, options: ReaderOptions): RevocationReader {
@@ -124,28 +147,39 @@ export function startReader(redis: Redis, options: ReaderOptions, hooks: ReaderH
     hooks.changed?.(change);
   });
 
-  const checkOf = (token: { tokenId: string; sessionId: string }): RevocationCheck => {
-    const bucket = revocationBucket(token.sessionId);
+  /** The check of `token`, of bucket `bucket`. */
+  const checkIn = (bucket: number, token: { tokenId: string; sessionId: string }): RevocationCheck => {
     if (holds.has(bucket)) throw new RevocationsUnavailableError();
     const slot = BUCKET_SLOTS[bucket] ?? 0;
-    // Asked even without a ticket (its server not known since a lost connection): the command is what
-    // makes a cluster client connect to the node again, and the answer is not trusted.
     const ticket = topology.ticket(slot);
+    if (ticket === undefined && topology.identifying(slot)) {
+      return { keys: keysOf(bucket, token), verdict: refused, onceKnown: () => known(bucket, token, slot) };
+    }
+    // Asked even without a ticket (the slot followed a MOVED, or its server is not connected): the answer is
+    // not trusted, and on a cluster the command is what makes the client connect to the node again.
     return {
-      keys: [ledgerKey(bucket), tokenKeyIn(bucket, token.tokenId), sessionKeyIn(bucket, token.sessionId)],
+      keys: keysOf(bucket, token),
       verdict(found) {
         if (found < 0 || ticket === undefined || !topology.unchanged(slot, ticket) || holds.has(bucket)) throw new RevocationsUnavailableError();
         return found > 0;
       },
     };
   };
+  const known = async (bucket: number, token: { tokenId: string; sessionId: string }, slot: number): Promise<RevocationCheck> => {
+    await topology.known(slot, IDENTIFY_WAIT_MS);
+    // Not known in time, or held since: refused without asking.
+    if (topology.ticket(slot) === undefined) throw new RevocationsUnavailableError();
+    return checkIn(bucket, token);
+  };
+  const checkOf = (token: { tokenId: string; sessionId: string }): RevocationCheck => checkIn(revocationBucket(token.sessionId), token);
   const ticketOf = (bucket: number): string | undefined => (holds.has(bucket) ? undefined : topology.ticket(BUCKET_SLOTS[bucket] ?? 0));
   return {
     ticketOf,
     unchangedSince: (bucket, ticket) => ticketOf(bucket) === ticket,
     checkOf,
     async isRevoked(token) {
-      const check = checkOf(token);
+      let check = checkOf(token);
+      if (check.onceKnown !== undefined) check = await check.onceKnown();
       return check.verdict(await commands.revocationCheck(...check.keys, String(Date.now())));
     },
     async closeAll() {
