@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { LOG_HOLD_BYTES, LOG_HOLD_MS } from '../src/index.ts';
+import { LOG_HOLD_BYTES, LOG_HOLD_MS, timeFieldAt } from '../src/index.ts';
 import { captureLogger } from '../src/testing/index.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/log-turns.ts', import.meta.url));
@@ -109,5 +109,22 @@ describe('the log on stdout', function () {
     for (const [i, line] of lines().entries()) assert.match(String(line.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, `line ${i}`);
     assert.ok((times[0] as number) >= before && (times[1] as number) >= (times[0] as number) && (times[1] as number) <= middle);
     assert.ok((times[2] as number) >= middle && (times[2] as number) <= after, 'the third line carries a time of before the pause');
+  });
+});
+
+describe('the time of a line', () => {
+  it('is pino\'s isoTime to the millisecond, across seconds, years and the epoch, asked in any order', () => {
+    const base = Date.UTC(2026, 11, 1, 18, 27, 52);
+    const instants = [
+      base, base + 1, base + 9, base + 10, base + 99, base + 100, base + 999, base + 1000, base + 999, base + 1001, base,
+      Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 0, 1), 0, -1, -999, -1000, -1001, 253402300799999, 253402300800000, 1,
+    ];
+    for (const now of instants) assert.equal(timeFieldAt(now), `,"time":"${new Date(now).toISOString()}"`, `at ${now}`);
+    // Every millisecond of two seconds, and a random walk.
+    for (let now = base - 1000; now < base + 1000; now += 1) assert.equal(timeFieldAt(now), `,"time":"${new Date(now).toISOString()}"`);
+    for (let i = 0; i < 2000; i += 1) {
+      const now = base + Math.floor((Math.random() - 0.5) * 1e10);
+      assert.equal(timeFieldAt(now), `,"time":"${new Date(now).toISOString()}"`);
+    }
   });
 });
