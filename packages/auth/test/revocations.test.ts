@@ -218,10 +218,17 @@ describe('revocations when Redis loses data or its server changes', function () 
       const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
       let delayMs = 0;
       let runId: string | undefined;
+      // INFOs on their way: one cut under a connection is sent again on the next (ioredis resends what was not answered).
+      let asking = 0;
       Object.assign(own.redis, {
         info: async (...args: unknown[]) => {
-          const [answer] = await Promise.all([info(...args), sleep(delayMs)]);
-          return runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${runId}`);
+          asking += 1;
+          try {
+            const [answer] = await Promise.all([info(...args), sleep(delayMs)]);
+            return runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${runId}`);
+          } finally {
+            asking -= 1;
+          }
         },
       });
       const reader = createRevocationReader(own.redis, { logger: silent });
@@ -243,12 +250,25 @@ describe('revocations when Redis loses data or its server changes', function () 
         assert.ok(waited >= 450 && waited < 850, `refused after ${waited} ms`);
         // Once the INFO has come (the same server): answered.
         await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
+        // Lost again while it waits: refused then, not when the wait is over.
+        await cut();
+        started = Date.now();
+        const waiting = reader.isRevoked(t).then(
+          () => 'answered',
+          (err: unknown) => (err instanceof RevocationsUnavailableError ? Date.now() - started : err),
+        );
+        await sleep(50);
+        await admin.redis.client('KILL', 'ID', String(await own.redis.client('ID')));
+        const refusedAfter = await waiting;
+        assert.ok(typeof refusedAfter === 'number' && refusedAfter < 400, `a check waiting for a connection lost again: ${String(refusedAfter)} (ms when refused)`);
+        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
+        await until(async () => asking === 0, 'an INFO never came back');
         // Slow, within the wait: answered when the INFO comes.
         delayMs = 200;
         await cut();
         started = Date.now();
         assert.equal(await reader.isRevoked(t), false);
-        assert.ok(Date.now() - started >= 100, 'answered before the server was known');
+        assert.ok(Date.now() - started >= 100, `answered before the server was known: ${Date.now() - started} ms`);
         // An INFO that names another server (a restart, a replica promoted): the wait ends with the bucket held.
         runId = 'f'.repeat(40);
         await cut();

@@ -30,8 +30,9 @@ export interface RedisTopology {
   identifying(slot: number): boolean;
   /**
    * Settles once `slot`'s server is known again (INFO answered on the connection that came back, a
-   * replacement told to the subscribers first), or after `withinMs`, whichever comes first; at once when it
-   * is not being identified. On a cluster it makes the node's connection, which the client makes lazily.
+   * replacement told to the subscribers first), when its connection is lost again, or after `withinMs`,
+   * whichever comes first; at once when it is not being identified. On a cluster it makes the node's
+   * connection, which the client makes lazily.
    */
   known(slot: number, withinMs: number): Promise<void>;
   /**
@@ -173,6 +174,8 @@ export function redisTopology(redis: Redis): RedisTopology {
     const lost = (): void => {
       // Only a connection that was made: a first connection's attempts lose nothing.
       if (servers.has(key)) stateOf(key).unsure = true;
+      // Lost again before INFO answered: who waited is refused now, not when the wait is over.
+      release(key);
     };
     const ready = (): void => {
       stateOf(key);
@@ -232,6 +235,8 @@ export function redisTopology(redis: Redis): RedisTopology {
     watched.delete(node);
     const key = nodeKeyOf(node);
     if (servers.has(key)) stateOf(key).unsure = true;
+    // A master that could not be connected (down, failing over) ends its connection: who waited is refused now.
+    release(key);
   };
   // Slots moved to a master this client knew, until INFO says whether it is still that server: no ticket.
   const confirming = new Uint32Array(SLOTS);
