@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -284,7 +285,7 @@ describe('a bearer request\'s revocation check on one Redis: inside its admissio
     await withStore(false, async (store, calls) => {
       const created = Math.floor(Date.now() / 1000);
       const admit = (nonce: string, token: { tokenId: string; sessionId: string }) =>
-        store.admit({ keyId, nonce, idempotencyKey: `i-${nonce}`, method: 'GET', token, bearing: true, created, owner: 'o', rate: { limit: 100, windowS: 60 } });
+        store.admit({ keyId, nonce, idempotencyKey: `i-${nonce}`, method: 'GET', token, bearing: true, created, owner: randomUUID(), rate: { limit: 100, windowS: 60 } });
       const good = { tokenId: 'good', sessionId: 's-good' };
       assert.equal((await admit('n1', good)).outcome, 'claimed');
       const [call] = calls.get('gatewayAdmitChecked') ?? [];

@@ -9,6 +9,7 @@ import { SIGNED_AHEAD_WINDOW_MS, createAdmissionStore, idempotencyRedisKey, nonc
 import { SIGNED_NEAR_LOSS_MESSAGE } from '../src/admission/admit.step.ts';
 import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { type TestSigningKey, newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
+import { startTcpProxy } from '../../test/reliability/support/tcp-proxy.ts';
 
 // CONTRACT.md part 13 at the gateway: a Redis found without the revocation mirror (it lost its data) fails
 // every request that carries or needs a bearer token closed until identity has re-seeded the mirror, and
@@ -403,6 +404,54 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     const answer = await stationsCall();
     assert.equal(answer.status, 200, answer.body.toString('utf8'));
     assert.equal((await loginCall()).status, 200);
+  });
+
+  // The helpers' attack (blips under traffic): a connection cut after Redis ran a request's admission and before
+  // its answer came back. ioredis sends the command again on the next connection; the script found the nonce it had
+  // written itself and answered 409 "Replay attack detected" to a request never replayed, its idempotency key kept.
+  it('an admission Redis ran whose answer was lost with its connection, sent again by the client, is answered as the first time: not a replay of itself', async () => {
+    const server = await startPrivateRedis();
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+    const own = await createTestRedis('gw-resent', `redis://127.0.0.1:${proxy.port}`);
+    const local = await startGateway({ redis: own.redis });
+    const raw = await createTestRedis('gw-resent-raw', server.url);
+    try {
+      const nonceWritten = async (nonce: string): Promise<boolean> => (await raw.redis.keys(`${own.keyPrefix}*${nonceKey(local.keys.hmac.keyId, nonce)}`)).length > 0;
+      const bearer = local.issuer.sign();
+      const get = (nonce: string, idempotencyKey: string) =>
+        send(local.url, 'GET', cities, signedHeaders('GET', cities, { key: local.keys.hmac, bearer, nonce, idempotencyKey }));
+      const post = (nonce: string, idempotencyKey: string) =>
+        send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body: loginBody, nonce, idempotencyKey }), loginBody);
+      assert.equal((await get(newNonce(), newIdempotencyKey())).status, 200);
+      // A bearer request (its revocation check in the same script) and one without a token.
+      for (const [what, call] of [['a bearer GET', get], ['a POST without a token', post]] as const) {
+        const nonce = newNonce();
+        const idempotencyKey = newIdempotencyKey();
+        proxy.holdAnswers();
+        const answer = call(nonce, idempotencyKey);
+        for (let i = 0; !(await nonceWritten(nonce)); i += 1) {
+          assert.ok(i < 200, `${what}: its admission never reached Redis`);
+          await sleep(10);
+        }
+        // Run, its answer held: the connection drops, and the client connects again and sends it once more.
+        const reconnected = nextReady(own.redis);
+        await proxy.kill();
+        await proxy.restore();
+        await reconnected;
+        const res = await answer;
+        assert.equal(res.status, 200, `${what}: ${res.body.toString('utf8')}`);
+        // Its idempotency key is its own, and taken: the same key on another request is refused as reused.
+        const again = await call(newNonce(), idempotencyKey);
+        assert.equal(again.status, 409, `${what}, the key again: ${again.body.toString('utf8')}`);
+        assert.match(again.json().message as string, /X-Idempotency-Key/);
+      }
+    } finally {
+      await local.close();
+      await raw.close();
+      await own.close();
+      await proxy.close();
+      await server.stop();
+    }
   });
 
   it('after a restart of the server that kept its data (another run id: maybe a replica that lagged), holds bearer requests until the buckets are re-seeded; the birth stays', async () => {

@@ -2,12 +2,14 @@ import { type Server, type Socket, connect, createServer } from 'node:net';
 
 /**
  * A TCP proxy in front of a server the tests must not harm (the shared Postgres): `freeze` holds every
- * byte in both directions while keeping the connections open (a hung server, as under SIGSTOP), `kill`
- * drops every connection and refuses new ones (a dead server), `restore` undoes either.
+ * byte in both directions while keeping the connections open (a hung server, as under SIGSTOP),
+ * `holdAnswers` only what the server sends (it runs what it is asked; the answers wait), `kill` drops every
+ * connection and refuses new ones (a dead server: what was held is lost with them), `restore` undoes each.
  */
 export interface TcpProxy {
   port: number;
   freeze(): void;
+  holdAnswers(): void;
   kill(): Promise<void>;
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -29,10 +31,11 @@ interface Pair {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let frozen = false;
+  let answersHeld = false;
 
-  const forward = (from: Socket, lane: Lane) => {
+  const forward = (from: Socket, lane: Lane, answers: boolean) => {
     from.on('data', (chunk: Buffer) => {
-      if (frozen) lane.held.push(chunk);
+      if (frozen || (answers && answersHeld)) lane.held.push(chunk);
       else lane.to.write(chunk);
     });
   };
@@ -41,8 +44,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const upstream = connect(target.port, target.host);
     const pair: Pair = { client, upstream, lanes: [{ to: upstream, held: [] }, { to: client, held: [] }] };
     pairs.add(pair);
-    forward(client, pair.lanes[0]!);
-    forward(upstream, pair.lanes[1]!);
+    forward(client, pair.lanes[0]!, false);
+    forward(upstream, pair.lanes[1]!, true);
     const drop = () => {
       pairs.delete(pair);
       client.destroy();
@@ -77,6 +80,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     freeze() {
       frozen = true;
     },
+    holdAnswers() {
+      answersHeld = true;
+    },
     async kill() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       dropAll();
@@ -84,6 +90,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     async restore() {
       frozen = false;
+      answersHeld = false;
       for (const { lanes } of pairs) {
         for (const lane of lanes) {
           for (const chunk of lane.held.splice(0)) lane.to.write(chunk);

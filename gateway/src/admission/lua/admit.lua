@@ -20,8 +20,19 @@ if loss then return { loss, 0, 1000, 0, back, sign_again_ms or 1000 } end
 
 -- A replay is told apart before anything is counted: whoever captured a signed request must not spend its
 -- key's quota by sending it again (its 409 still carries the window's RateLimit fields).
-local replayed = nonce_seen(key.nonce)
+local holder = nonce_holder(key.nonce)
 local remaining, wait = -1, 0
+if holder == arg.owner then
+  -- This very call again: the client sent it once more on a new connection, the one it was written to having
+  -- dropped before the answer came (ioredis resends what was not answered). Answered as it was the first
+  -- time, nothing counted or claimed twice; its nonce was written then (stamp 0: none now).
+  if arg.limit > 0 then
+    local _
+    _, remaining, wait = rate_window(key.rate, arg.limit, arg.width_ms, false)
+  end
+  return { redis.call('GET', key.idempotency) == arg.owner and 'claimed' or 'key-reused', remaining, wait, 0, back }
+end
+local replayed = holder ~= false
 if arg.limit > 0 then
   local admitted
   admitted, remaining, wait = rate_window(key.rate, arg.limit, arg.width_ms, not replayed)

@@ -1,7 +1,8 @@
--- nonce_seen(key): whether a signature's nonce was seen already (CONTRACT.md part 2), read before anything
--- is counted so that a replay spends no quota.
-local function nonce_seen(key)
-  return redis.call('EXISTS', key) == 1
+-- nonce_holder(key): who burnt a signature's nonce (the owner `nonce_claim` wrote; another gateway's
+-- mark for one it re-wrote after a loss), false when it was never seen (CONTRACT.md part 2). Read before
+-- anything is counted, so that a replay spends no quota.
+local function nonce_holder(key)
+  return redis.call('GET', key)
 end
 
 -- nonce_claim(key, owner, ttl_ms): burns the nonce (SET NX PX: of N concurrent requests one wins). A nonce,
