@@ -454,6 +454,48 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     }
   });
 
+  it('an idempotency key claimed by a request whose answer was lost, Redis unreachable then for its release too, is released once Redis answers again: the client\'s retry with it runs', async () => {
+    const server = await startPrivateRedis();
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+    const own = await createTestRedis('gw-unreleased', `redis://127.0.0.1:${proxy.port}`);
+    const local = await startGateway({ redis: own.redis });
+    const raw = await createTestRedis('gw-unreleased-raw', server.url);
+    try {
+      const keyHeld = async (idempotencyKey: string): Promise<boolean> =>
+        (await raw.redis.keys(`${own.keyPrefix}*${idempotencyRedisKey(local.keys.hmac.keyId, idempotencyKey)}`)).length > 0;
+      const post = (idempotencyKey: string) => send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body: loginBody, idempotencyKey }), loginBody);
+      assert.equal((await post(newIdempotencyKey())).status, 200);
+      const idempotencyKey = newIdempotencyKey();
+      proxy.holdAnswers();
+      const first = post(idempotencyKey);
+      for (let i = 0; !(await keyHeld(idempotencyKey)); i += 1) {
+        assert.ok(i < 200, 'the admission never reached Redis');
+        await sleep(10);
+      }
+      // Claimed, its answer held; then Redis is out of reach: the admission fails (503), and so does the release.
+      await proxy.kill();
+      const res = await first;
+      assert.equal(res.status, 503, res.body.toString('utf8'));
+      assert.equal(local.identity.received.length, 1, 'the failed request was forwarded');
+      assert.equal(await keyHeld(idempotencyKey), true, 'the key was not left claimed: this case did not happen');
+      // Redis answers again: the key is released within a second, and the client's retry (signed again, same key) runs.
+      await proxy.restore();
+      for (let i = 0; await keyHeld(idempotencyKey); i += 1) {
+        assert.ok(i < 300, 'the key was never released');
+        await sleep(10);
+      }
+      const retry = await post(idempotencyKey);
+      assert.equal(retry.status, 200, retry.body.toString('utf8'));
+      assert.equal(local.identity.received.length, 2);
+    } finally {
+      await local.close();
+      await raw.close();
+      await own.close();
+      await proxy.close();
+      await server.stop();
+    }
+  });
+
   it('after a restart of the server that kept its data (another run id: maybe a replica that lagged), holds bearer requests until the buckets are re-seeded; the birth stays', async () => {
     const server = await startPrivateRedis();
     const own = await createTestRedis('gw-redis-restart', server.url);

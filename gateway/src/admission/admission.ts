@@ -166,7 +166,10 @@ export interface AdmissionRequest {
 export interface AdmissionStore {
   /** The revocation check (bearer requests) beside the client key's script, ranked by `decide`. Rejects when Redis is unreachable. */
   admit(request: AdmissionRequest): Promise<Admission>;
-  /** Frees an idempotency key after a 5xx or no answer, so the client may retry with it. */
+  /**
+   * Frees an idempotency key after a 5xx or no answer, so the client may retry with it. Rejects when Redis did
+   * not answer; the key is then released once it does.
+   */
   release(request: Pick<AdmissionRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
   /**
    * Dates the ledger of every client key in use that has none (a key never used, or a slot that lost its
@@ -422,6 +425,10 @@ const CLOCKS_APART_S = 60;
 const AHEAD_WATCH_MS = 100;
 /** How often each stamp is checked when nothing else did: it also keeps the stamps from expiring. */
 const STAMP_CHECK_MS = 60_000;
+/** The most idempotency keys a gateway keeps to release once Redis answers again (some 150 bytes each; the oldest go first). */
+const MAX_UNRELEASED = 10_000;
+/** How often the releases that failed are tried again while Redis does not answer. */
+const RELEASE_RETRY_MS = 1000;
 
 /** The admission store over the gateway's Redis client (whose keyPrefix ioredis also applies to script keys). */
 export function createAdmissionStore(redis: Redis, options: AdmissionOptions): AdmissionStore {
@@ -631,6 +638,33 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     callsOf(keyId).signedAhead.keep(nonceKey, created, now + ttlMs);
   });
 
+  // Idempotency keys whose release failed (Redis unreachable, or its answer lost), by Redis key, with their owner:
+  // released once it answers again. A key claimed by a request whose answer was lost, its release failing too,
+  // stayed held otherwise, and the client's retry with it was refused as reused until the key expired (CONTRACT.md
+  // part 3: a 5xx gives it back). release.lua deletes a key only for its owner, so a late release takes nothing
+  // from another request.
+  const unreleased = new Map<string, string>();
+  const releaseLater = (key: string, owner: string): void => {
+    unreleased.delete(key);
+    if (unreleased.size >= MAX_UNRELEASED) unreleased.delete(unreleased.keys().next().value as string);
+    unreleased.set(key, owner);
+  };
+  const releases = periodic(
+    async () => {
+      for (const [key, owner] of [...unreleased]) {
+        await commands.gatewayRelease(key, owner);
+        if (unreleased.get(key) === owner) unreleased.delete(key);
+      }
+    },
+    { intervalMs: RELEASE_RETRY_MS, onError: (err) => logger?.debug({ err }, 'could not release the idempotency keys of failed requests yet (Redis unreachable); trying again') },
+  );
+  releases.start();
+  // At once when the connection is back: after what ioredis sends again of the old one (a claim among them).
+  const releaseNow = (): void => {
+    if (unreleased.size > 0) void releases.runNow();
+  };
+  redis.on('ready', releaseNow);
+
   /** A nonce this gateway admitted signed ahead of its clock (or may have): remembered, and told to the other gateways. */
   const rememberAdmitted = (calls: ClientKeyCalls, request: AdmissionRequest, nonce: string, nowMs: number): void => {
     if (calls.signedAhead.remember(nonce, request.created, nowMs, nowMs + nonceTtlMs)) peers.tell(request.keyId, nonce, request.created, nonceTtlMs);
@@ -711,14 +745,21 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       }
     },
     async release(request) {
-      await commands.gatewayRelease(idempotencyRedisKey(request.keyId, request.idempotencyKey), request.owner);
+      const key = idempotencyRedisKey(request.keyId, request.idempotencyKey);
+      try {
+        await commands.gatewayRelease(key, request.owner);
+      } catch (err) {
+        releaseLater(key, request.owner);
+        throw err;
+      }
     },
     dateKeys,
     async stop() {
       unsubscribe();
+      redis.off('ready', releaseNow);
       peers.stop();
       topology.stop();
-      await Promise.all([stampChecks.stop(), keyWatch.stop(), aheadWatch.stop()]);
+      await Promise.all([stampChecks.stop(), keyWatch.stop(), aheadWatch.stop(), releases.stop()]);
     },
   };
 }

@@ -139,7 +139,7 @@ function chainRelease(options: ApiRouterOptions): Parameters<typeof chain>[3] {
   return (request) => {
     options.admission.release({ keyId: request.keyId, idempotencyKey: request.idempotencyKey, owner: request.owner }).catch((err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
-      requestLog(request.req, options.logger).warn({ reason, keyId: request.keyId }, 'could not release the idempotency key after a 5xx');
+      requestLog(request.req, options.logger).warn({ reason, keyId: request.keyId }, 'could not release the idempotency key after a 5xx yet; it is released once Redis answers');
     });
   };
 }
