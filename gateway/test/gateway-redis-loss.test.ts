@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REVOCATIONS_RESTORING_MESSAGE, createRevocationReader } from '@platform/auth';
-import { createLogger } from '@platform/service-kit';
+import { type Redis, closeRedis, createLogger, createRedis, waitForRedis } from '@platform/service-kit';
 import { ALL_BUCKETS, freshEnvironment, ledgerKey } from '@platform/auth/testing';
 import { startPrivateRedis } from '@platform/stack';
 import { type TestRedis, createTestRedis, nextReady } from '@platform/service-kit/testing';
 import { SIGNED_AHEAD_WINDOW_MS, createAdmissionStore, idempotencyRedisKey, nonceKey, replayBornKey } from '../src/admission/admission.ts';
 import { SIGNED_NEAR_LOSS_MESSAGE } from '../src/admission/admit.step.ts';
-import { type TestGateway, send, startGateway } from './support/gateway-harness.ts';
+import { type Answer, type TestGateway, send, startGateway } from './support/gateway-harness.ts';
 import { type TestSigningKey, newIdempotencyKey, newNonce, signedHeaders } from './support/signing-client.ts';
-import { startTcpProxy } from '../../test/reliability/support/tcp-proxy.ts';
+import { type TcpProxy, startTcpProxy } from '../../test/reliability/support/tcp-proxy.ts';
 
 // CONTRACT.md part 13 at the gateway: a Redis found without the revocation mirror (it lost its data) fails
 // every request that carries or needs a bearer token closed until identity has re-seeded the mirror, and
@@ -406,17 +406,54 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal((await loginCall()).status, 200);
   });
 
+  /**
+   * A gateway whose Redis, a private server, is reached through a TCP proxy the test can hold or cut; `stored`
+   * says whether the server holds one of the gateway's keys, read beside the proxy; `answerHeld` sends a request
+   * with the server's answers held, and gives its answer, to come, once Redis has run its admission (`key`).
+   */
+  async function behindProxy(name: string, run: (setup: {
+    proxy: TcpProxy;
+    own: Redis;
+    local: TestGateway;
+    stored: (key: string) => Promise<boolean>;
+    answerHeld: (send: () => Promise<Answer>, key: string) => Promise<{ answer: Promise<Answer> }>;
+  }) => Promise<void>): Promise<void> {
+    const server = await startPrivateRedis();
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+    // A command's timeout and a request deadline long enough for the cut, the reconnect and the resend on a busy
+    // machine (the case is an answer lost, not one late).
+    const own = createRedis({ url: `redis://127.0.0.1:${proxy.port}`, keyPrefix: `${name}:`, logger: silent, commandTimeoutMs: 5000 });
+    assert.ok(await waitForRedis(own, 5000), 'the private Redis did not answer through the proxy');
+    const local = await startGateway({ redis: own, env: { REQUEST_DEADLINE_MS: '10000' } });
+    const raw = await createTestRedis(`${name}-raw`, server.url);
+    const stored = async (key: string): Promise<boolean> => (await raw.redis.keys(`${name}:*${key}`)).length > 0;
+    const answerHeld = async (sent: () => Promise<Answer>, key: string): Promise<{ answer: Promise<Answer> }> => {
+      proxy.holdAnswers();
+      const answer = sent();
+      const deadline = Date.now() + 5000;
+      while (!(await stored(key))) {
+        assert.ok(Date.now() < deadline, 'the admission never reached Redis');
+        await sleep(10);
+      }
+      // Wrapped: an async function returning the promise itself would wait for the answer.
+      return { answer };
+    };
+    try {
+      await run({ proxy, own, local, stored, answerHeld });
+    } finally {
+      await local.close();
+      await raw.close();
+      await closeRedis(own);
+      await proxy.close();
+      await server.stop();
+    }
+  }
+
   // The helpers' attack (blips under traffic): a connection cut after Redis ran a request's admission and before
   // its answer came back. ioredis sends the command again on the next connection; the script found the nonce it had
   // written itself and answered 409 "Replay attack detected" to a request never replayed, its idempotency key kept.
   it('an admission Redis ran whose answer was lost with its connection, sent again by the client, is answered as the first time: not a replay of itself', async () => {
-    const server = await startPrivateRedis();
-    const proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
-    const own = await createTestRedis('gw-resent', `redis://127.0.0.1:${proxy.port}`);
-    const local = await startGateway({ redis: own.redis });
-    const raw = await createTestRedis('gw-resent-raw', server.url);
-    try {
-      const nonceWritten = async (nonce: string): Promise<boolean> => (await raw.redis.keys(`${own.keyPrefix}*${nonceKey(local.keys.hmac.keyId, nonce)}`)).length > 0;
+    await behindProxy('gw-resent', async ({ proxy, own, local, answerHeld }) => {
       const bearer = local.issuer.sign();
       const get = (nonce: string, idempotencyKey: string) =>
         send(local.url, 'GET', cities, signedHeaders('GET', cities, { key: local.keys.hmac, bearer, nonce, idempotencyKey }));
@@ -427,14 +464,9 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       for (const [what, call] of [['a bearer GET', get], ['a POST without a token', post]] as const) {
         const nonce = newNonce();
         const idempotencyKey = newIdempotencyKey();
-        proxy.holdAnswers();
-        const answer = call(nonce, idempotencyKey);
-        for (let i = 0; !(await nonceWritten(nonce)); i += 1) {
-          assert.ok(i < 200, `${what}: its admission never reached Redis`);
-          await sleep(10);
-        }
+        const { answer } = await answerHeld(() => call(nonce, idempotencyKey), nonceKey(local.keys.hmac.keyId, nonce));
         // Run, its answer held: the connection drops, and the client connects again and sends it once more.
-        const reconnected = nextReady(own.redis);
+        const reconnected = nextReady(own);
         await proxy.kill();
         await proxy.restore();
         await reconnected;
@@ -445,55 +477,32 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
         assert.equal(again.status, 409, `${what}, the key again: ${again.body.toString('utf8')}`);
         assert.match(again.json().message as string, /X-Idempotency-Key/);
       }
-    } finally {
-      await local.close();
-      await raw.close();
-      await own.close();
-      await proxy.close();
-      await server.stop();
-    }
+    });
   });
 
   it('an idempotency key claimed by a request whose answer was lost, Redis unreachable then for its release too, is released once Redis answers again: the client\'s retry with it runs', async () => {
-    const server = await startPrivateRedis();
-    const proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
-    const own = await createTestRedis('gw-unreleased', `redis://127.0.0.1:${proxy.port}`);
-    const local = await startGateway({ redis: own.redis });
-    const raw = await createTestRedis('gw-unreleased-raw', server.url);
-    try {
-      const keyHeld = async (idempotencyKey: string): Promise<boolean> =>
-        (await raw.redis.keys(`${own.keyPrefix}*${idempotencyRedisKey(local.keys.hmac.keyId, idempotencyKey)}`)).length > 0;
+    await behindProxy('gw-unreleased', async ({ proxy, local, stored, answerHeld }) => {
       const post = (idempotencyKey: string) => send(local.url, 'POST', login, signedHeaders('POST', login, { key: local.keys.hmac, body: loginBody, idempotencyKey }), loginBody);
       assert.equal((await post(newIdempotencyKey())).status, 200);
       const idempotencyKey = newIdempotencyKey();
-      proxy.holdAnswers();
-      const first = post(idempotencyKey);
-      for (let i = 0; !(await keyHeld(idempotencyKey)); i += 1) {
-        assert.ok(i < 200, 'the admission never reached Redis');
-        await sleep(10);
-      }
+      const key = idempotencyRedisKey(local.keys.hmac.keyId, idempotencyKey);
+      const { answer: first } = await answerHeld(() => post(idempotencyKey), key);
       // Claimed, its answer held; then Redis is out of reach: the admission fails (503), and so does the release.
       await proxy.kill();
       const res = await first;
       assert.equal(res.status, 503, res.body.toString('utf8'));
       assert.equal(local.identity.received.length, 1, 'the failed request was forwarded');
-      assert.equal(await keyHeld(idempotencyKey), true, 'the key was not left claimed: this case did not happen');
+      assert.equal(await stored(key), true, 'the key was not left claimed: this case did not happen');
       // Redis answers again: the key is released within a second, and the client's retry (signed again, same key) runs.
       await proxy.restore();
-      for (let i = 0; await keyHeld(idempotencyKey); i += 1) {
+      for (let i = 0; await stored(key); i += 1) {
         assert.ok(i < 300, 'the key was never released');
         await sleep(10);
       }
       const retry = await post(idempotencyKey);
       assert.equal(retry.status, 200, retry.body.toString('utf8'));
       assert.equal(local.identity.received.length, 2);
-    } finally {
-      await local.close();
-      await raw.close();
-      await own.close();
-      await proxy.close();
-      await server.stop();
-    }
+    });
   });
 
   it('after a restart of the server that kept its data (another run id: maybe a replica that lagged), holds bearer requests until the buckets are re-seeded; the birth stays', async () => {
