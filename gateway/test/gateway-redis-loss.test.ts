@@ -502,6 +502,12 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       const retry = await post(idempotencyKey);
       assert.equal(retry.status, 200, retry.body.toString('utf8'));
       assert.equal(local.identity.received.length, 2);
+      // Told twice for the outage: when the first key was kept, and when all were released.
+      const told = local.logs.lines().filter((l) => /idempotency keys/.test(String(l.msg)));
+      assert.deepEqual(told.map((l) => [l.level, l.msg, l.released]), [
+        ['warn', 'could not release the idempotency keys of failed requests; they are released once Redis answers', undefined],
+        ['info', 'released the idempotency keys of the requests that failed while Redis was unreachable', 1],
+      ]);
     });
   });
 

@@ -168,7 +168,8 @@ export interface AdmissionStore {
   admit(request: AdmissionRequest): Promise<Admission>;
   /**
    * Frees an idempotency key after a 5xx or no answer, so the client may retry with it. Rejects when Redis did
-   * not answer; the key is then released once it does.
+   * not answer; the key is then released once it does (one warn line when the first is kept, one info line when
+   * all are released).
    */
   release(request: Pick<AdmissionRequest, 'keyId' | 'idempotencyKey' | 'owner'>): Promise<void>;
   /**
@@ -197,7 +198,7 @@ export interface AdmissionOptions {
   keyIds?: () => readonly string[];
   /** The most nonces signed ahead remembered per client key (`SignedAhead`); MAX_SIGNED_AHEAD unless a test says. */
   maxSignedAheadPerKey?: number;
-  logger?: Pick<Logger, 'warn' | 'debug'>;
+  logger?: Pick<Logger, 'warn' | 'info' | 'debug'>;
 }
 
 /** The scripts as ioredis defines them (EVALSHA, falling back to EVAL once per connection). */
@@ -643,18 +644,28 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
   // stayed held otherwise, and the client's retry with it was refused as reused until the key expired (CONTRACT.md
   // part 3: a 5xx gives it back). release.lua deletes a key only for its owner, so a late release takes nothing
   // from another request.
+  // One warn line when the first is kept, one info line when all are released: not a line per failed request
+  // (the helpers' attack counted 73 000 in a minute of Redis down; each 503 has its own access line).
   const unreleased = new Map<string, string>();
-  const releaseLater = (key: string, owner: string): void => {
+  let releasedSinceKept = 0;
+  const releaseLater = (key: string, owner: string, err: unknown): void => {
+    if (unreleased.size === 0) {
+      releasedSinceKept = 0;
+      logger?.warn({ reason: err instanceof Error ? err.message : String(err) }, 'could not release the idempotency keys of failed requests; they are released once Redis answers');
+    }
     unreleased.delete(key);
     if (unreleased.size >= MAX_UNRELEASED) unreleased.delete(unreleased.keys().next().value as string);
     unreleased.set(key, owner);
   };
   const releases = periodic(
     async () => {
+      if (unreleased.size === 0) return;
       for (const [key, owner] of [...unreleased]) {
         await commands.gatewayRelease(key, owner);
+        releasedSinceKept += 1;
         if (unreleased.get(key) === owner) unreleased.delete(key);
       }
+      if (unreleased.size === 0) logger?.info({ released: releasedSinceKept }, 'released the idempotency keys of the requests that failed while Redis was unreachable');
     },
     { intervalMs: RELEASE_RETRY_MS, onError: (err) => logger?.debug({ err }, 'could not release the idempotency keys of failed requests yet (Redis unreachable); trying again') },
   );
@@ -749,7 +760,7 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
       try {
         await commands.gatewayRelease(key, request.owner);
       } catch (err) {
-        releaseLater(key, request.owner);
+        releaseLater(key, request.owner, err);
         throw err;
       }
     },

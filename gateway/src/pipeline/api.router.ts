@@ -132,14 +132,15 @@ export function apiRouter(options: ApiRouterOptions): ApiRoutes {
 }
 
 /**
- * Frees a request's idempotency key (chain.ts decides when); a failure to do so is logged, the answer stands.
- * With its reason and no stack: it happens with every 503 while Redis is down, whose own line has the cause's.
+ * Frees a request's idempotency key (chain.ts decides when); the answer stands whatever happens. A release that
+ * fails (Redis down: every 503 then) is the store's to send again, and to tell once per outage; the request's
+ * own line is a debug one, with its reason and no stack.
  */
 function chainRelease(options: ApiRouterOptions): Parameters<typeof chain>[3] {
   return (request) => {
     options.admission.release({ keyId: request.keyId, idempotencyKey: request.idempotencyKey, owner: request.owner }).catch((err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
-      requestLog(request.req, options.logger).warn({ reason, keyId: request.keyId }, 'could not release the idempotency key after a 5xx yet; it is released once Redis answers');
+      requestLog(request.req, options.logger).debug({ reason, keyId: request.keyId }, 'could not release the idempotency key after a 5xx yet; it is released once Redis answers');
     });
   };
 }
