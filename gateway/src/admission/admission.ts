@@ -502,13 +502,14 @@ export function createAdmissionStore(redis: Redis, options: AdmissionOptions): A
     // Neither answered.
     if (answer.status === 'rejected') return [answer, answer];
     const [found, ...admitted] = answer.value;
-    const verdict = settledNow(() => {
-      try {
-        return verdictOf(request, check.verdict(Number(found)));
-      } catch (err) {
-        return restoringOr(err);
-      }
-    });
+    let verdict: PromiseSettledResult<RevocationVerdict>;
+    try {
+      const revoked = check.verdict(Number(found));
+      // A promise only for an answer sent again on a connection that came back, before its server was identified.
+      verdict = { status: 'fulfilled', value: verdictOf(request, typeof revoked === 'boolean' ? revoked : await revoked) };
+    } catch (err) {
+      verdict = settledNow(() => restoringOr(err));
+    }
     return [verdict, { status: 'fulfilled', value: admitted }];
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Redis, type TopologyChange, closeRedis, createLogger, isCluster, redisTopology, waitForRedis } from '@platform/service-kit';
+import { type Redis, type TopologyChange, createLogger, isCluster, redisTopology, waitForRedis } from '@platform/service-kit';
 import { type TestRedis, createTestRedis, nextReady } from '@platform/service-kit/testing';
 import { startPrivateRedis } from '@platform/stack';
 import IORedis from 'ioredis';
@@ -282,17 +282,34 @@ describe('revocations when Redis loses data or its server changes', function () 
       }
     });
 
-    it('a check under way when the connection drops, sent again and answered by the same server, is trusted; one answered by a server that replaced it is not', async function () {
+    it('a check under way when the connection drops, sent again and answered before the server is identified, is trusted once INFO finds the same server; refused when the connection is lost again first, or when INFO finds another server', async function () {
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_resent', server.url);
       const admin = await createTestRedis('auth_resent_admin', server.url);
+      // The watch's INFO after a reconnect is read `infoDelayMs` after its answer, so after the check's answer
+      // (sent again before it, answered before it, but here read in one packet with it), naming `runId` when set.
+      const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
+      let infoDelayMs = 150;
+      let runId: string | undefined;
+      let answered = 0;
+      Object.assign(own.redis, {
+        info: async (...args: unknown[]) => {
+          const answer = await info(...args);
+          // The client's own ready check (INFO with a callback) is not slowed: the connection is ready at once.
+          if (typeof args.at(-1) === 'function') return answer;
+          await sleep(infoDelayMs);
+          answered += 1;
+          return runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${runId}`);
+        },
+      });
       const reader = createRevocationReader(own.redis, { logger: silent });
-      try {
-        await freshEnvironment(own.redis);
-        const t = token();
-        assert.equal(await reader.isRevoked(t), false);
-        // Redis holds the check (a script may write) while the connection is cut under it; the client
-        // reconnects and sends it again, and the same server answers it once the pause is over.
+      // Asked before a pause: behind a paused command, CLIENT ID would wait for it.
+      const cut = async (id: string): Promise<void> => void (await admin.redis.client('KILL', 'ID', id));
+      /**
+       * A check that Redis holds for 300 ms (a script may write) while its connection is cut: sent again on the
+       * next, answered once the pause is over. Resolves once cut, with the check's answer to come.
+       */
+      const cutUnder = async (t: { tokenId: string; sessionId: string }): Promise<{ answer: Promise<unknown> }> => {
         const id = String(await own.redis.client('ID'));
         await admin.redis.client('PAUSE', 300, 'WRITE');
         const answer = reader.isRevoked(t).then((revoked) => `answered ${revoked}`, (err: unknown) => err);
@@ -305,18 +322,39 @@ describe('revocations when Redis loses data or its server changes', function () 
           await sleep(5);
         }
         await sleep(30);
-        await admin.redis.client('KILL', 'ID', id);
-        assert.equal(await answer, 'answered false', 'an answer of the same server was not trusted');
-        // The server restarted with its data: another run, maybe a replica that lagged.
-        const reconnected = nextReady(own.redis);
-        await server.restart({ keepData: true });
-        await reconnected;
+        await cut(id);
+        return { answer };
+      };
+      try {
+        await freshEnvironment(own.redis);
+        const t = token();
+        assert.equal(await reader.isRevoked(t), false);
+        // The server known first: a loss before it is known is taken for a replacement.
+        await until(async () => answered > 0, 'the first INFO never answered');
+        // Before this waited, such an answer was refused: 503 "being restored" for a mere reconnect.
+        assert.equal(await (await cutUnder(t)).answer, 'answered false', 'an answer of the same server was not trusted');
+        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
+        // The connection lost again after the answer, before INFO: the next connection's INFO vouches for nothing read before it.
+        infoDelayMs = 400;
+        const paused = Date.now();
+        const back = nextReady(own.redis);
+        const { answer } = await cutUnder(t);
+        await back;
+        const id = String(await own.redis.client('ID'));
+        // The answer is read when the pause ends (300 ms from its start), the INFO 400 ms after it.
+        await sleep(paused + 450 - Date.now());
+        await cut(id);
+        assert.ok((await answer) instanceof RevocationsUnavailableError, `an answer read on a connection lost before its INFO was trusted: ${String(await answer)}`);
+        await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
+        infoDelayMs = 150;
+        // INFO names another server (a restart, a replica promoted): the answer read before it is refused.
+        runId = 'f'.repeat(40);
+        assert.ok((await (await cutUnder(t)).answer) instanceof RevocationsUnavailableError, 'an answer read before its server was found replaced was trusted');
         await until(async () => (await openBuckets(own.redis)) === 0, 'the buckets of the replaced server were not closed');
         await assert.rejects(reader.isRevoked(t), RevocationsUnavailableError, 'the replaced server\'s closed bucket let the token through');
       } finally {
         await reader.stop();
-        // Not flushed (it wrote nothing, and the server goes): it may still be reconnecting after the restart.
-        await closeRedis(admin.redis);
+        await admin.close();
         await own.close();
         await server.stop();
       }

@@ -36,6 +36,15 @@ export interface RedisTopology {
    */
   known(slot: number, withinMs: number): Promise<void>;
   /**
+   * For an answer read under `ticket` that `unchanged` refuses only because `slot`'s server is being
+   * identified: the command was on its way when the connection dropped, the client sent it again on the
+   * connection that came back, and the server answered it before INFO (ioredis writes what it sends again
+   * before the connection's `ready`, so before the watch's INFO). Settles true once that connection's INFO
+   * finds the server of `ticket`; false when it finds another, when the connection is lost again first, or
+   * after `withinMs`. Undefined when the slot's server is not being identified: nothing to wait for.
+   */
+  confirmed(slot: number, ticket: string, withinMs: number): Promise<boolean> | undefined;
+  /**
    * Hears every change: the connection to a server came back (`replaced` false: the same server) or a
    * server was replaced (`replaced` true), with the slots it holds (`'all'` on one Redis).
    */
@@ -111,12 +120,20 @@ export function redisTopology(redis: Redis): RedisTopology {
     });
   // Set by `stop`: a retry of INFO that comes after it asks nothing.
   let stopped = false;
-  /** The watch over one Redis or a cluster, from how it dates a slot's server, finds one being identified, and stops watching. */
-  const topology = (ticket: RedisTopology['ticket'], identifying: RedisTopology['identifying'], known: RedisTopology['known'], unwatch: () => void): RedisTopology => ({
+  /**
+   * The watch over one Redis or a cluster, from how it dates a slot's server and finds the server at which
+   * a slot is being identified, and how it stops watching.
+   */
+  const topology = (ticket: RedisTopology['ticket'], identifyingAt: (slot: number) => string | undefined, known: RedisTopology['known'], unwatch: () => void): RedisTopology => ({
     ticket,
     unchanged: (slot, seen) => ticket(slot) === seen,
-    identifying,
+    identifying: (slot) => identifyingAt(slot) !== undefined,
     known,
+    confirmed: (slot, seen, withinMs) => {
+      const key = identifyingAt(slot);
+      // The wait ends when INFO answers on the connection that came back, or when it is lost (no ticket then).
+      return key === undefined ? undefined : waitFor(key, withinMs).then(() => ticket(slot) === seen);
+    },
     subscribe: (listener) => {
       listeners.add(listener);
       return () => void listeners.delete(listener);
@@ -192,7 +209,7 @@ export function redisTopology(redis: Redis): RedisTopology {
         if (state?.unsure === true) return undefined;
         return String(state?.generation ?? 0);
       },
-      identifying,
+      () => (identifying() ? key : undefined),
       (_slot, withinMs) => (identifying() ? waitFor(key, withinMs) : Promise.resolve()),
       () => {
         redis.off('close', lost);
@@ -312,7 +329,7 @@ export function redisTopology(redis: Redis): RedisTopology {
       if (state?.unsure === true) return undefined;
       return `${route}#${state?.generation ?? 0}#${moves[slot] ?? 0}`;
     },
-    (slot) => identifyingAt(slot) !== undefined,
+    identifyingAt,
     knownAt,
     () => {
       cluster.off('+node', watchNode);

@@ -37,8 +37,13 @@ export interface RevocationReader {
 export interface RevocationCheck {
   /** KEYS of `is_revoked`: the bucket's ledger, the token's key, the session's key (below the client's prefix). */
   keys: readonly [ledger: string, token: string, session: string];
-  /** True when revoked; throws `RevocationsUnavailableError` when the bucket is closed (`found` -1) or its server changed meanwhile. */
-  verdict(found: number): boolean;
+  /**
+   * True when revoked; throws `RevocationsUnavailableError` when the bucket is closed (`found` -1) or its
+   * server changed meanwhile. A promise when the answer came on a connection that came back while the check
+   * was on its way (sent again), before its server was identified: settled once it is (at most
+   * IDENTIFY_WAIT_MS later), rejecting as the throw does when it was another server, or not known in time.
+   */
+  verdict(found: number): boolean | Promise<boolean>;
   /**
    * Set while the bucket's server is being identified (its connection came back, or on a cluster is made
    * again, and INFO has not answered yet): `verdict` would refuse whatever is found. The check taken again
@@ -160,8 +165,15 @@ export function startReader(redis: Redis, options: ReaderOptions, hooks: ReaderH
     return {
       keys: keysOf(bucket, token),
       verdict(found) {
-        if (found < 0 || ticket === undefined || !topology.unchanged(slot, ticket) || holds.has(bucket)) throw new RevocationsUnavailableError();
-        return found > 0;
+        if (found < 0 || ticket === undefined || holds.has(bucket)) throw new RevocationsUnavailableError();
+        if (topology.unchanged(slot, ticket)) return found > 0;
+        // Sent again on a connection that came back, and answered before its server was identified: trusted once it is found the same.
+        const confirmed = topology.confirmed(slot, ticket, IDENTIFY_WAIT_MS);
+        if (confirmed === undefined) throw new RevocationsUnavailableError();
+        return confirmed.then((same) => {
+          if (!same || holds.has(bucket)) throw new RevocationsUnavailableError();
+          return found > 0;
+        });
       },
     };
   };
