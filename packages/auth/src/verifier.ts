@@ -104,7 +104,9 @@ async function isRevoked(revocations: Pick<RevocationReader, 'isRevoked'>, princ
   try {
     return await revocations.isRevoked(principal);
   } catch (err) {
-    throw new ServiceUnavailableError(err instanceof RevocationsUnavailableError ? REVOCATIONS_RESTORING_MESSAGE : undefined, { cause: err });
+    // Restoring is a refusal, its message the whole reason (no cause: a warn line, not a fault's).
+    if (err instanceof RevocationsUnavailableError) throw new ServiceUnavailableError(REVOCATIONS_RESTORING_MESSAGE);
+    throw new ServiceUnavailableError(undefined, { cause: err });
   }
 }
 

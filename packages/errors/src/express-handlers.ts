@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import { isDependencyUnavailable } from './dependency-unavailable.ts';
 import { errorBody } from './error-body.ts';
 import { MethodNotAllowedError, NotFoundError } from './http-errors.ts';
 import { oauthErrorBody } from './oauth-error.ts';
@@ -51,8 +52,9 @@ export function sendJson(req: IncomingMessage, res: ServerResponse, status: numb
  * The 4-argument Express error middleware every process mounts last (and the gateway's API front calls
  * itself). Renders SPEC.md's error body with the error's headers, and hands 5xx causes to the request log
  * line (the request envelope reads `res.err`), so the log carries the stack and the request id while the
- * client gets fixed text; a 503 thrown without a cause (a refusal the process chose) hands on its message
- * instead (`res.refusal`), which the line carries at warn; a fault after the client left, whose line is
+ * client gets fixed text; a 503 thrown without a cause (a refusal the process chose), or with one that says
+ * a dependency is down (`isDependencyUnavailable`), hands on its message and the cause's instead
+ * (`res.refusal`), which the line carries at warn; a fault after the client left, whose line is
  * written already, goes to `res.lateFault`. Plain `node:http` (`sendJson`) but for `originalUrl`, which
  * Express sets (and the front sets as Express would).
  */
@@ -73,8 +75,12 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
     }
     const httpError = toHttpError(err, { method: req.method, path: req.path ?? req.originalUrl.split('?', 1)[0] ?? '' });
     // A 503 thrown without a cause is a refusal the process chose (busy, starting, draining, a Redis loss's
-    // recovery), not a fault: its line says why, at warn, with no stack.
-    const refused = httpError.status === 503 && httpError.cause === undefined;
+    // recovery), and one whose cause says a dependency is down or too slow is the outage's (the client's own
+    // line tells the outage once): not faults. Its line says why, at warn, with no stack: one per request
+    // while Redis is down was an error line with the same stack each (17 441 in a minute of an outside attack).
+    // A 503 wrapping anything else is a fault, logged as one.
+    const { cause } = httpError;
+    const refused = httpError.status === 503 && (cause === undefined || isDependencyUnavailable(cause));
     const lateFault = (res as { lateFault?: (fault: unknown) => void }).lateFault;
     if (lateFault !== undefined) {
       // The client left before any answer and the request's line is written (the request envelope): nobody
@@ -83,7 +89,7 @@ export function errorHandler(options: ErrorHandlerOptions = {}): ErrorRequestHan
       return;
     }
     if (refused) {
-      (res as { refusal?: string }).refusal = httpError.message;
+      (res as { refusal?: string }).refusal = cause === undefined ? httpError.message : `${httpError.message}: ${(cause as Error).message}`;
     } else if (httpError.status >= 500) {
       (res as { err?: unknown }).err = httpError.cause ?? httpError;
     }

@@ -140,8 +140,8 @@ export interface RequestEnvelopeOptions {
  *   allow-listed ones: `loggedTarget`), so credentials and signatures cannot reach the log by accident. Its
  *   level: `error` for a fault (a 5xx with a cause, which the line carries, or any 5xx but 503 without one: a
  *   500, 502 or 504 relayed from upstream); `warn` for a 503 without a cause, a refusal the process chose or
- *   relayed (busy, starting, draining, a deadline, a Redis loss's recovery) with its `reason` when it was
- *   thrown here, and for a 4xx; `info` otherwise, and for a request whose client left before any answer was
+ *   relayed (busy, starting, draining, a deadline, a Redis loss's recovery, a dependency down: the error
+ *   handler hands no cause on for it) with its `reason` when it was thrown here, and for a 4xx; `info` otherwise, and for a request whose client left before any answer was
  *   written (`GET aborted before an answer`, no status; a fault the request ends in afterwards gets a line of its
  *   own at error, `GET failed after its client left`). A line never carries a stack that names no cause.
  *

@@ -22,7 +22,11 @@ function buildApp() {
     throw new ServiceUnavailableError('Hashing is busy');
   });
   app.get('/down', () => {
-    throw new ServiceUnavailableError(undefined, { cause: new Error('connect ECONNREFUSED 127.0.0.1:6379') });
+    throw new ServiceUnavailableError(undefined, { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }) });
+  });
+  // As the gateway's admission wraps whatever its store throws.
+  app.get('/wrapped', () => {
+    throw new ServiceUnavailableError(undefined, { cause: new Error('unexpected admission script result x') });
   });
   app.get('/logs', (req, res) => {
     requestLog(req, log.logger).warn({ reason: 'something' }, 'a line of the request');
@@ -86,13 +90,19 @@ describe('request log line (the request envelope)', () => {
     assert.ok(!log.text().includes('"stack"'), log.text());
   });
 
-  it('when a 503 has a cause (a dependency down), logs it at error with the cause', async () => {
+  it('when a 503\'s cause says a dependency is down, logs it at warn with the cause\'s message as its reason and no stack; a 503 wrapping any other error at error with it', async () => {
     const { app, log } = buildApp();
     assert.equal((await request(app).get('/down')).status, 503);
     const line = log.lines().find((l) => l.msg === 'GET 503');
     assert.ok(line, log.text());
-    assert.equal(line.level, 'error');
-    assert.match(String((line.err as { stack?: string }).stack), /ECONNREFUSED 127\.0\.0\.1:6379/);
+    assert.equal(line.level, 'warn');
+    assert.equal(line.reason, 'Service temporarily unavailable: connect ECONNREFUSED 127.0.0.1:6379');
+    assert.equal(line.err, undefined);
+    assert.ok(!log.text().includes('"stack"'), log.text());
+    assert.equal((await request(app).get('/wrapped')).status, 503);
+    const fault = log.lines().find((l) => l.msg === 'GET 503' && l.level === 'error');
+    assert.ok(fault, log.text());
+    assert.match(String((fault.err as { stack?: string }).stack), /unexpected admission script result/);
   });
 
   it('when a 5xx is relayed (nothing thrown), makes up no stack: a 503 at warn, another 5xx at error', async () => {
