@@ -406,6 +406,18 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
     assert.equal((await loginCall()).status, 200);
   });
 
+  /** The INFO that identifies `redis`'s server read `delayMs` after its answer; the client's own ready check (INFO with a callback) is not slowed. */
+  function slowInfo(redis: Redis, delayMs: number): void {
+    const info = redis.info.bind(redis) as (...args: unknown[]) => Promise<string>;
+    Object.assign(redis, {
+      info: async (...args: unknown[]) => {
+        const found = await info(...args);
+        if (typeof args.at(-1) !== 'function') await sleep(delayMs);
+        return found;
+      },
+    });
+  }
+
   /**
    * A gateway whose Redis, a private server, is reached through a TCP proxy the test can hold or cut; `stored`
    * says whether the server holds one of the gateway's keys, read beside the proxy; `answerHeld` sends a request
@@ -462,15 +474,8 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
       assert.equal((await get(newNonce(), newIdempotencyKey())).status, 200);
       // The server's INFO after the reconnect read 150 ms after its answer, so after the answer sent again (read
       // in one packet with it here, apart under traffic): the revocation check's verdict waits for it (a 503
-      // "being restored" before it did). The client's own ready check (with a callback) is not slowed.
-      const info = own.info.bind(own) as (...args: unknown[]) => Promise<string>;
-      Object.assign(own, {
-        info: async (...args: unknown[]) => {
-          const found = await info(...args);
-          if (typeof args.at(-1) !== 'function') await sleep(150);
-          return found;
-        },
-      });
+      // "being restored" before it did).
+      slowInfo(own, 150);
       // A bearer request (its revocation check in the same script) and one without a token.
       for (const [what, call] of [['a bearer GET', get], ['a POST without a token', post]] as const) {
         const nonce = newNonce();
@@ -488,6 +493,32 @@ describe('gateway when Redis lost its data (CONTRACT.md part 13)', () => {
         assert.equal(again.status, 409, `${what}, the key again: ${again.body.toString('utf8')}`);
         assert.match(again.json().message as string, /X-Idempotency-Key/);
       }
+    });
+  });
+
+  it('a bearer request sent while its Redis server is being identified, INFO later than a command may take: 503 as when Redis cannot be reached, not "being restored"; its idempotency key given back', async () => {
+    await behindProxy('gw-unknown', async ({ proxy, own, local }) => {
+      const bearer = local.issuer.sign();
+      const get = (idempotencyKey: string) => send(local.url, 'GET', cities, signedHeaders('GET', cities, { key: local.keys.hmac, bearer, idempotencyKey }));
+      assert.equal((await get(newIdempotencyKey())).status, 200);
+      slowInfo(own, 900);
+      const reconnected = nextReady(own);
+      await proxy.kill();
+      await proxy.restore();
+      await reconnected;
+      const idempotencyKey = newIdempotencyKey();
+      const started = Date.now();
+      const refused = await get(idempotencyKey);
+      assert.equal(refused.status, 503, refused.body.toString('utf8'));
+      assert.equal(refused.json().message, 'Service temporarily unavailable');
+      assert.equal(refused.headers['retry-after'], '1');
+      // After the wait (a command's timeout, 0.5 s), not before, and not the whole INFO's delay.
+      const waited = Date.now() - started;
+      assert.ok(waited >= 400 && waited < 850, `refused after ${waited} ms`);
+      // Once the server is known (the same one): served, with the same idempotency key.
+      await sleep(600);
+      const served = await get(idempotencyKey);
+      assert.equal(served.status, 200, served.body.toString('utf8'));
     });
   });
 

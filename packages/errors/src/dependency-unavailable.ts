@@ -42,6 +42,7 @@ export function isDependencyUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, name, message } = err as { code?: unknown; name?: unknown; message?: unknown };
   if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code)))) return true;
-  if (name === 'KnexTimeoutError' || name === 'MaxRetriesPerRequestError') return true;
+  // RedisServerUnknownError: service-kit's, a connection back whose server was not identified in time.
+  if (name === 'KnexTimeoutError' || name === 'MaxRetriesPerRequestError' || name === 'RedisServerUnknownError') return true;
   return typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message));
 }

@@ -22,6 +22,7 @@ describe('toHttpError: faults of dependencies and of the router', () => {
     ['a serializable transaction lost a race', libraryError('could not serialize access due to concurrent update', { code: '40001' })],
     ['Redis is frozen (ioredis)', libraryError('Command timed out')],
     ['Redis is down (ioredis, no offline queue)', libraryError("Stream isn't writeable and enableOfflineQueue options is false")],
+    ['a Redis connection came back and its server was not identified in time (service-kit)', libraryError('the Redis server of a connection that came back was not identified in time', { name: 'RedisServerUnknownError' })],
     ['Redis retries exhausted', libraryError('Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.', { name: 'MaxRetriesPerRequestError' })],
   ];
   for (const [name, err] of unavailable) {

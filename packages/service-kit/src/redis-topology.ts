@@ -52,6 +52,19 @@ export interface RedisTopology {
   stop(): void;
 }
 
+/**
+ * A connection to Redis came back and its server could not be identified in time: INFO did not answer within
+ * the wait, or the connection was lost again first. Nothing was lost that anyone knows of, but an answer on
+ * that connection cannot be trusted yet: refused as when Redis cannot be reached (a 503 a retry cures,
+ * `isDependencyUnavailable` knows it by its name), not as a loss being restored.
+ */
+export class RedisServerUnknownError extends Error {
+  constructor() {
+    super('the Redis server of a connection that came back was not identified in time (INFO did not answer, or the connection was lost again)');
+    this.name = 'RedisServerUnknownError';
+  }
+}
+
 export interface TopologyChange {
   slots: readonly number[] | 'all';
   /** Another server than before holds them: writes made before may be gone. */

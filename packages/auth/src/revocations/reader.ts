@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Logger, REDIS_COMMAND_TIMEOUT_MS, type Redis, type TopologyChange, redisTopology } from '@platform/service-kit';
+import { type Logger, REDIS_COMMAND_TIMEOUT_MS, type Redis, RedisServerUnknownError, type TopologyChange, redisTopology } from '@platform/service-kit';
 import { ALL_BUCKETS, BUCKET_SCRIPTS, BUCKET_SLOTS, type BucketCommands, bucketsOn, ledgerKey, revocationBucket, sessionKeyIn, tokenKeyIn } from './buckets.ts';
 
 /** Thrown by a check while the token's bucket is not known whole: a 503, never a token accepted on a partial blacklist. */
@@ -16,7 +16,9 @@ export interface RevocationReader {
    * True when the token or its session was revoked. Rejects with `RevocationsUnavailableError` while the
    * token's bucket is closed (a loss not re-seeded yet), while this process holds it (its server was
    * replaced and the close has not landed yet), or when the answer may come from another server than the
-   * one asked; with Redis's own error when Redis does not answer. Either way the caller fails closed.
+   * one asked; with Redis's own error when Redis does not answer, and with service-kit's
+   * `RedisServerUnknownError` when a connection came back and its server was not identified in time. Either
+   * way the caller fails closed.
    */
   isRevoked(token: { tokenId: string; sessionId: string }): Promise<boolean>;
   /**
@@ -41,14 +43,16 @@ export interface RevocationCheck {
    * True when revoked; throws `RevocationsUnavailableError` when the bucket is closed (`found` -1) or its
    * server changed meanwhile. A promise when the answer came on a connection that came back while the check
    * was on its way (sent again), before its server was identified: settled once it is (at most
-   * IDENTIFY_WAIT_MS later), rejecting as the throw does when it was another server, or not known in time.
+   * IDENTIFY_WAIT_MS later), rejecting as the throw does when it was another server, and with
+   * `RedisServerUnknownError` when it was not known in time or the connection was lost again.
    */
   verdict(found: number): boolean | Promise<boolean>;
   /**
    * Set while the bucket's server is being identified (its connection came back, or on a cluster is made
    * again, and INFO has not answered yet): `verdict` would refuse whatever is found. The check taken again
-   * once the server is known, at most IDENTIFY_WAIT_MS later; rejects with `RevocationsUnavailableError`
-   * when it is not known by then, or when it was replaced (the bucket held).
+   * once the server is known, at most IDENTIFY_WAIT_MS later; rejects with service-kit's
+   * `RedisServerUnknownError` when it is not known by then or the connection was lost again (a 503 as for an
+   * unreachable Redis), with `RevocationsUnavailableError` when it was replaced (the bucket held).
    */
   onceKnown?: () => Promise<RevocationCheck>;
 }
@@ -171,16 +175,19 @@ export function startReader(redis: Redis, options: ReaderOptions, hooks: ReaderH
         const confirmed = topology.confirmed(slot, ticket, IDENTIFY_WAIT_MS);
         if (confirmed === undefined) throw new RevocationsUnavailableError();
         return confirmed.then((same) => {
-          if (!same || holds.has(bucket)) throw new RevocationsUnavailableError();
-          return found > 0;
+          if (same && !holds.has(bucket)) return found > 0;
+          // Not identified in time, or lost again: Redis could not be asked, nothing known lost.
+          if (!holds.has(bucket) && topology.ticket(slot) === undefined) throw new RedisServerUnknownError();
+          throw new RevocationsUnavailableError();
         });
       },
     };
   };
   const known = async (bucket: number, token: { tokenId: string; sessionId: string }, slot: number): Promise<RevocationCheck> => {
     await topology.known(slot, IDENTIFY_WAIT_MS);
-    // Not known in time, or held since: refused without asking.
-    if (topology.ticket(slot) === undefined) throw new RevocationsUnavailableError();
+    // Not known in time, or the connection lost again: refused without asking, as when Redis cannot be
+    // reached. Known as another server: its bucket is held (checkIn refuses it as being restored).
+    if (topology.ticket(slot) === undefined) throw new RedisServerUnknownError();
     return checkIn(bucket, token);
   };
   const checkOf = (token: { tokenId: string; sessionId: string }): RevocationCheck => checkIn(revocationBucket(token.sessionId), token);
