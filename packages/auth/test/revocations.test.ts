@@ -361,6 +361,63 @@ describe('revocations when Redis loses data or its server changes', function () 
       }
     });
 
+    it('a check asked while the client connects again, sent by the auto-pipeline once it is ready and answered before the server is identified, is trusted once INFO finds the same server', async () => {
+      const server = await startPrivateRedis();
+      const own = await createTestRedis('auth_pipelined', server.url);
+      const admin = await createTestRedis('auth_pipelined_admin', server.url);
+      const t = token();
+      // The check is asked when the client's own ready check (INFO with a callback) has its answer, the client
+      // not ready yet: its auto-pipeline sends it at the loop's next turn, on the connection ready by then (under
+      // traffic: a request read in the same turn as that answer). The watch's INFO is read 150 ms after its
+      // answer, so after the check's.
+      const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
+      let armed = false;
+      let askedWhile: string | undefined;
+      let asked: Promise<unknown> | undefined;
+      let answered = 0;
+      let ask = (): Promise<boolean> => Promise.reject(new Error('no reader yet'));
+      Object.assign(own.redis, {
+        info: async (...args: unknown[]) => {
+          const callback = args.at(-1);
+          if (typeof callback === 'function') {
+            return info(...args.slice(0, -1), (err: unknown, found: unknown) => {
+              if (armed) {
+                armed = false;
+                askedWhile = own.redis.status;
+                asked = ask().then((revoked) => `answered ${revoked}`, (failure: unknown) => failure);
+              }
+              (callback as (err: unknown, found: unknown) => void)(err, found);
+            });
+          }
+          const answer = await info(...args);
+          await sleep(150);
+          answered += 1;
+          return answer;
+        },
+      });
+      // After the wrapper: the watch's first INFO goes through it.
+      const reader = createRevocationReader(own.redis, { logger: silent });
+      ask = () => reader.isRevoked(t);
+      try {
+        await freshEnvironment(own.redis);
+        assert.equal(await reader.isRevoked(t), false);
+        await until(async () => answered > 0, 'the first INFO never answered');
+        armed = true;
+        const reconnected = nextReady(own.redis);
+        await admin.redis.client('KILL', 'ID', String(await own.redis.client('ID')));
+        await reconnected;
+        await until(async () => asked !== undefined, 'no check was asked while connecting');
+        assert.equal(askedWhile, 'connect');
+        // Refused as "being restored" before: it had no ticket, and its answer came before INFO.
+        assert.equal(await asked, 'answered false', 'an answer of the same server was not trusted');
+      } finally {
+        await reader.stop();
+        await admin.close();
+        await own.close();
+        await server.stop();
+      }
+    });
+
     it('a server replaced (a restart that kept its data: another run id): every bucket held at once, closed in Redis, and kept closed for every process until re-seeded; the writer re-seeds and opens', async () => {
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_replaced', server.url);

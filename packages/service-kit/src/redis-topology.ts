@@ -21,6 +21,14 @@ export interface RedisTopology {
    * to hold the answer against (`unchanged`).
    */
   ticket(slot: number): string | undefined;
+  /**
+   * The ticket `slot` has, or, while its connection was lost, the one it will have if its server comes back
+   * the same: what the answer to a command asked now is held against. Without a connection a command is
+   * not sent at once, but one an auto-pipeline takes (sent at the loop's next turn) may go out on the
+   * connection that came back meanwhile. Undefined where `ticket` is for any other reason (a MOVED followed,
+   * a move being judged).
+   */
+  expected(slot: number): string | undefined;
   /** Whether `slot` still stands where `ticket` said: the answer came from the server that was asked. */
   unchanged(slot: number, ticket: string): boolean;
   /**
@@ -137,27 +145,36 @@ export function redisTopology(redis: Redis): RedisTopology {
    * The watch over one Redis or a cluster, from how it dates a slot's server and finds the server at which
    * a slot is being identified, and how it stops watching.
    */
-  const topology = (ticket: RedisTopology['ticket'], identifyingAt: (slot: number) => string | undefined, known: RedisTopology['known'], unwatch: () => void): RedisTopology => ({
-    ticket,
-    unchanged: (slot, seen) => ticket(slot) === seen,
-    identifying: (slot) => identifyingAt(slot) !== undefined,
-    known,
-    confirmed: (slot, seen, withinMs) => {
-      const key = identifyingAt(slot);
-      // The wait ends when INFO answers on the connection that came back, or when it is lost (no ticket then).
-      return key === undefined ? undefined : waitFor(key, withinMs).then(() => ticket(slot) === seen);
-    },
-    subscribe: (listener) => {
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
-    },
-    stop: () => {
-      stopped = true;
-      unwatch();
-      listeners.clear();
-      for (const key of [...waiting.keys()]) release(key);
-    },
-  });
+  const topology = (
+    ticketAt: (slot: number, evenUnsure: boolean) => string | undefined,
+    identifyingAt: (slot: number) => string | undefined,
+    known: RedisTopology['known'],
+    unwatch: () => void,
+  ): RedisTopology => {
+    const ticket = (slot: number): string | undefined => ticketAt(slot, false);
+    return {
+      ticket,
+      expected: (slot) => ticketAt(slot, true),
+      unchanged: (slot, seen) => ticket(slot) === seen,
+      identifying: (slot) => identifyingAt(slot) !== undefined,
+      known,
+      confirmed: (slot, seen, withinMs) => {
+        const key = identifyingAt(slot);
+        // The wait ends when INFO answers on the connection that came back, or when it is lost (no ticket then).
+        return key === undefined ? undefined : waitFor(key, withinMs).then(() => ticket(slot) === seen);
+      },
+      subscribe: (listener) => {
+        listeners.add(listener);
+        return () => void listeners.delete(listener);
+      },
+      stop: () => {
+        stopped = true;
+        unwatch();
+        listeners.clear();
+        for (const key of [...waiting.keys()]) release(key);
+      },
+    };
+  };
   const stateOf = (key: string): ServerState => {
     let state = servers.get(key);
     if (state === undefined) {
@@ -217,9 +234,9 @@ export function redisTopology(redis: Redis): RedisTopology {
     // Connected again, INFO not answered yet. While disconnected a command fails at once (no offline queue), so nothing waits.
     const identifying = (): boolean => servers.get(key)?.unsure === true && redis.status === 'ready';
     return topology(
-      () => {
+      (_slot, evenUnsure) => {
         const state = servers.get(key);
-        if (state?.unsure === true) return undefined;
+        if (state?.unsure === true && !evenUnsure) return undefined;
         return String(state?.generation ?? 0);
       },
       () => (identifying() ? key : undefined),
@@ -334,12 +351,12 @@ export function redisTopology(redis: Redis): RedisTopology {
   cluster.on('refresh', refreshed);
   cluster.on(MOVED_EVENT, followedMoved);
   return topology(
-    (slot) => {
+    (slot, evenUnsure) => {
       const route = routeOf(slot);
       // Followed a MOVED the last slot map does not know: the refresh it started will say whether it moved.
       if (route === '' || route !== (masters[slot] ?? route) || confirming[slot] !== 0) return undefined;
       const state = servers.get(route);
-      if (state?.unsure === true) return undefined;
+      if (state?.unsure === true && !evenUnsure) return undefined;
       return `${route}#${state?.generation ?? 0}#${moves[slot] ?? 0}`;
     },
     identifyingAt,
