@@ -70,7 +70,7 @@ describe('station cache: least recently used out first, within GATEWAY_CACHE_MB 
 describe('station cache: what it logs of the generation it cannot read', () => {
   it('says nothing above debug while the process starts (its first poll runs before Redis is connected); warns once when it cannot read after having read, and says when it can again', async () => {
     const testRedis = await createTestRedis('gw-station-cache-log');
-    const lines: Array<{ level: string; msg: string }> = [];
+    const lines: Array<{ level: string; msg: string; reason?: string; err?: unknown }> = [];
     const logger = createLogger({ service: 'gateway', level: 'debug', destination: { write: (line: string) => void lines.push(JSON.parse(line) as { level: string; msg: string }) } });
     const said = (level: string) => lines.filter((l) => l.level === level && l.msg.startsWith('station cache')).map((l) => l.msg);
     // As the gateway's start makes it: a client not connected yet, and the cache started at once.
@@ -92,6 +92,10 @@ describe('station cache: what it logs of the generation it cannot read', () => {
       await until(() => said('warn').length > 0 && !cache.usable(), 'no warning when the generation could no longer be read');
       await sleep(3 * POLL_MS);
       assert.deepEqual(said('warn'), ['station cache: cannot read the station generation; answers go upstream until it can']);
+      // Redis's reason, not the client's stack.
+      const warning = lines.find((l) => l.level === 'warn' && l.msg.startsWith('station cache'));
+      assert.match(String(warning?.reason), /Stream isn't writeable|Connection is closed/);
+      assert.equal(warning?.err, undefined);
       await redis.connect();
       await until(() => said('info').length > 0 && cache.usable(), 'not read again after the reconnect');
       assert.deepEqual(said('info'), ['station cache: the generation can be read again']);

@@ -5,6 +5,7 @@
 // `X-Station-Generation`), and is served only while that generation is the current one as read from Redis
 // within the last STALE_AFTER_MS: when risk loads a new generation it writes it there before serving it, so
 // no gateway serves an old answer more than POLL_MS + STALE_AFTER_MS (< 2 s) later.
+import { isDependencyUnavailable } from '@platform/errors';
 import { Counter, Gauge } from 'prom-client';
 import type { Logger, Metrics, Redis } from '@platform/service-kit';
 import { newestStationGeneration } from '@platform/service-kit';
@@ -130,7 +131,11 @@ export function createStationCache(options: StationCacheOptions): StationCache {
       // Before its first read the process is starting and Redis's own readiness check speaks for it (the
       // first poll runs before the connection is up): not a warning at every start.
       if (!everRead) options.logger.debug({ err }, 'station cache: the station generation cannot be read yet');
-      else if (!failing) options.logger.warn({ err }, 'station cache: cannot read the station generation; answers go upstream until it can');
+      else if (!failing) {
+        // Redis down or slow (a blip): its reason, not the client's stack, which says nothing more.
+        const fields = isDependencyUnavailable(err) ? { reason: (err as Error).message } : { err };
+        options.logger.warn(fields, 'station cache: cannot read the station generation; answers go upstream until it can');
+      }
       failing = everRead;
     }
   };

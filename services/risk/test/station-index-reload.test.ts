@@ -111,6 +111,34 @@ describe('the in-memory station index', () => {
     await eventually(async () => ctx.stations.current()!.version > version);
   });
 
+  it('when the generation cannot be published (Redis down), logs the failed reload once at warn with Redis\'s reason, no stack; another failure at error with it', async () => {
+    const log = captureLogger('risk');
+    let failure: Error | undefined;
+    const publish = async () => {
+      if (failure !== undefined) throw failure;
+    };
+    const loader = createStationIndexLoader({ db: ctx.database.db, logger: log.logger, pollIntervalMs: 60_000, publish });
+    try {
+      await loader.start();
+      failure = new Error("Stream isn't writeable and enableOfflineQueue options is false");
+      assert.equal(await loader.refresh(), false);
+      assert.equal(await loader.refresh(), false);
+      const said = log.lines().filter((l) => String(l.msg).startsWith('station index reload failed'));
+      assert.deepEqual(said.map((l) => l.level), ['warn', 'debug']);
+      assert.equal(said[0]?.reason, failure.message);
+      assert.equal(said[0]?.err, undefined);
+      failure = undefined;
+      await loader.refresh();
+      failure = new Error('the generation key holds a list');
+      await loader.refresh();
+      const fault = log.lines().filter((l) => String(l.msg).startsWith('station index reload failed')).at(-1);
+      assert.equal(fault?.level, 'error');
+      assert.match(String((fault?.err as { stack?: string } | undefined)?.stack), /holds a list/);
+    } finally {
+      await loader.stop();
+    }
+  });
+
   it('a replica follows the newest generation another one published within about a second, long before its own next poll', async () => {
     // Redis's generation key, as the replicas share it (publishStationGeneration raises it, never lowers it).
     let stored: number | undefined;

@@ -1,4 +1,4 @@
-import { ServiceUnavailableError } from '@platform/errors';
+import { ServiceUnavailableError, isDependencyUnavailable } from '@platform/errors';
 import { type Logger, type ReadinessCheck, periodic } from '@platform/service-kit';
 import type { Knex } from '@platform/service-kit/database';
 import { type StationIndex, buildStationIndex } from './station-index.ts';
@@ -122,9 +122,12 @@ export function createStationIndexLoader(options: StationIndexLoaderOptions): St
   const reloads = periodic(reload, {
     intervalMs: options.pollIntervalMs,
     onError: (err) => {
-      // Once per outage at error level: a poll every few seconds must not flood the log.
+      // Once per outage: a poll every few seconds must not flood the log. At error with the stack but when
+      // Postgres or Redis (the generation's publication) is down or too slow: then at warn with its reason, as
+      // the client's own line tells the outage (a Redis blip was an error line with a stack).
       const message = index === undefined ? 'station index could not be loaded; not ready' : 'station index reload failed; serving the previous index';
       if (failing) logger.debug({ err }, message);
+      else if (isDependencyUnavailable(err)) logger.warn({ reason: (err as Error).message, version: index?.version }, message);
       else logger.error({ err, version: index?.version }, message);
       failing = true;
     },
