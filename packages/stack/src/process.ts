@@ -3,6 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { getCompileCacheDir } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { killedOnExit } from './exit-kill.ts';
 
 /** The repository root: entries are named relative to it. */
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -75,6 +76,7 @@ export function startProcess(options: ProcessOptions): StartedProcess {
     stdio: io.stdio,
     detached: options.detached === true,
   });
+  killedOnExit(child);
   if (io.fd !== undefined) closeSync(io.fd);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));

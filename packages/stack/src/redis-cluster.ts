@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { killedOnExit } from './exit-kill.ts';
 import { freePorts } from './ports.ts';
 
 const run = promisify(execFile);
@@ -76,6 +77,7 @@ export async function startLocalRedisCluster(options: { masters?: number } = {})
         ],
         { stdio: 'ignore' },
       );
+      killedOnExit(child);
       children.set(port, child);
       nodes.push({ port, address: `127.0.0.1:${port}`, pid: () => children.get(port)?.pid });
     }

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { killedOnExit } from './exit-kill.ts';
 import { freePort } from './ports.ts';
 
 /** A redis-server of one test file or benchmark, on its own port, that its owner may kill or freeze. */
@@ -53,6 +54,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const start = async () => {
     const files = ['--dir', dir, '--dbfilename', 'dump.rdb'];
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...files], { stdio: 'ignore' });
+    killedOnExit(child);
     const deadline = Date.now() + 5000;
     while (!(await answersPing(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
