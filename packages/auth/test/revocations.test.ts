@@ -32,6 +32,30 @@ function clientState(redis: Redis): string {
 function described(changes: ReadonlyArray<TopologyChange | { closed: number }>): string {
   return JSON.stringify(changes.map((change) => ('closed' in change ? change : { replaced: change.replaced, slots: change.slots === 'all' ? 'all' : change.slots.length })));
 }
+/**
+ * `redis`'s INFO as the watch asks it, who answers read `delayMs` after its answer and naming `runId` when
+ * set; the client's own ready check (INFO with a callback) is not held, so the connection is ready at once.
+ * `asking`: INFOs on their way (one cut under a connection is sent again on the next); `answered` so far.
+ */
+function heldInfo(redis: Redis): { delayMs: number; runId: string | undefined; asking: number; answered: number } {
+  const info = redis.info.bind(redis) as (...args: unknown[]) => Promise<string>;
+  const held = { delayMs: 0, runId: undefined as string | undefined, asking: 0, answered: 0 };
+  Object.assign(redis, {
+    info: async (...args: unknown[]) => {
+      if (typeof args.at(-1) === 'function') return info(...args);
+      held.asking += 1;
+      try {
+        const answer = await info(...args);
+        await sleep(held.delayMs);
+        held.answered += 1;
+        return held.runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${held.runId}`);
+      } finally {
+        held.asking -= 1;
+      }
+    },
+  });
+  return held;
+}
 /** A writer whose record (Postgres, in identity) holds `ended`. */
 function writerWith(redis: Redis, ended: Array<{ sessionId: string; endedAt: Date }> = []): RevocationWriter {
   return createRevocationWriter(redis, {
@@ -214,23 +238,8 @@ describe('revocations when Redis loses data or its server changes', function () 
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_slow_info', server.url);
       const admin = await createTestRedis('auth_slow_info_admin', server.url);
-      // The INFO the watch sends after a reconnect: slowed by `delayMs`, its run id replaced by `runId`.
-      const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
-      let delayMs = 0;
-      let runId: string | undefined;
-      // INFOs on their way: one cut under a connection is sent again on the next (ioredis resends what was not answered).
-      let asking = 0;
-      Object.assign(own.redis, {
-        info: async (...args: unknown[]) => {
-          asking += 1;
-          try {
-            const [answer] = await Promise.all([info(...args), sleep(delayMs)]);
-            return runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${runId}`);
-          } finally {
-            asking -= 1;
-          }
-        },
-      });
+      // The INFO the watch sends after a reconnect: slowed, naming another run id when told.
+      const held = heldInfo(own.redis);
       const reader = createRevocationReader(own.redis, { logger: silent });
       const cut = async (): Promise<void> => {
         const reconnected = nextReady(own.redis);
@@ -243,7 +252,7 @@ describe('revocations when Redis loses data or its server changes', function () 
         assert.equal(await reader.isRevoked(t), false);
         // Slower than the wait (500 ms): refused after it, without waiting longer, as when Redis cannot be
         // reached (nothing known lost: not "being restored").
-        delayMs = 900;
+        held.delayMs = 900;
         await cut();
         let started = Date.now();
         await assert.rejects(reader.isRevoked(t), RedisServerUnknownError);
@@ -263,15 +272,15 @@ describe('revocations when Redis loses data or its server changes', function () 
         const refusedAfter = await waiting;
         assert.ok(typeof refusedAfter === 'number' && refusedAfter < 400, `a check waiting for a connection lost again: ${String(refusedAfter)} (ms when refused)`);
         await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
-        await until(async () => asking === 0, 'an INFO never came back');
+        await until(async () => held.asking === 0, 'an INFO never came back');
         // Slow, within the wait: answered when the INFO comes.
-        delayMs = 200;
+        held.delayMs = 200;
         await cut();
         started = Date.now();
         assert.equal(await reader.isRevoked(t), false);
         assert.ok(Date.now() - started >= 100, `answered before the server was known: ${Date.now() - started} ms`);
         // An INFO that names another server (a restart, a replica promoted): the wait ends with the bucket held.
-        runId = 'f'.repeat(40);
+        held.runId = 'f'.repeat(40);
         await cut();
         await assert.rejects(reader.isRevoked(t), RevocationsUnavailableError);
         await until(async () => (await openBuckets(own.redis)) === 0, 'the buckets of the replaced server were not closed');
@@ -287,22 +296,10 @@ describe('revocations when Redis loses data or its server changes', function () 
       const server = await startPrivateRedis();
       const own = await createTestRedis('auth_resent', server.url);
       const admin = await createTestRedis('auth_resent_admin', server.url);
-      // The watch's INFO after a reconnect is read `infoDelayMs` after its answer, so after the check's answer
-      // (sent again before it, answered before it, but here read in one packet with it), naming `runId` when set.
-      const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
-      let infoDelayMs = 150;
-      let runId: string | undefined;
-      let answered = 0;
-      Object.assign(own.redis, {
-        info: async (...args: unknown[]) => {
-          const answer = await info(...args);
-          // The client's own ready check (INFO with a callback) is not slowed: the connection is ready at once.
-          if (typeof args.at(-1) === 'function') return answer;
-          await sleep(infoDelayMs);
-          answered += 1;
-          return runId === undefined ? answer : answer.replace(/^run_id:\S+/m, `run_id:${runId}`);
-        },
-      });
+      // The watch's INFO after a reconnect is read 150 ms after its answer, so after the check's answer (sent
+      // again before it, answered before it, but here read in one packet with it).
+      const held = heldInfo(own.redis);
+      held.delayMs = 150;
       const reader = createRevocationReader(own.redis, { logger: silent });
       // Asked before a pause: behind a paused command, CLIENT ID would wait for it.
       const cut = async (id: string): Promise<void> => void (await admin.redis.client('KILL', 'ID', id));
@@ -331,12 +328,12 @@ describe('revocations when Redis loses data or its server changes', function () 
         const t = token();
         assert.equal(await reader.isRevoked(t), false);
         // The server known first: a loss before it is known is taken for a replacement.
-        await until(async () => answered > 0, 'the first INFO never answered');
+        await until(async () => held.answered > 0, 'the first INFO never answered');
         // Before this waited, such an answer was refused: 503 "being restored" for a mere reconnect.
         assert.equal(await (await cutUnder(t)).answer, 'answered false', 'an answer of the same server was not trusted');
         await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
         // The connection lost again after the answer, before INFO: the next connection's INFO vouches for nothing read before it.
-        infoDelayMs = 400;
+        held.delayMs = 400;
         const paused = Date.now();
         const back = nextReady(own.redis);
         const { answer } = await cutUnder(t);
@@ -347,9 +344,9 @@ describe('revocations when Redis loses data or its server changes', function () 
         await cut(id);
         assert.ok((await answer) instanceof RedisServerUnknownError, `an answer read on a connection lost before its INFO was trusted, or refused as a loss: ${String(await answer)}`);
         await until(async () => (await reader.isRevoked(t).catch(() => undefined)) === false, 'never answered once the server was known');
-        infoDelayMs = 150;
+        held.delayMs = 150;
         // INFO names another server (a restart, a replica promoted): the answer read before it is refused.
-        runId = 'f'.repeat(40);
+        held.runId = 'f'.repeat(40);
         assert.ok((await (await cutUnder(t)).answer) instanceof RevocationsUnavailableError, 'an answer read before its server was found replaced was trusted');
         await until(async () => (await openBuckets(own.redis)) === 0, 'the buckets of the replaced server were not closed');
         await assert.rejects(reader.isRevoked(t), RevocationsUnavailableError, 'the replaced server\'s closed bucket let the token through');
@@ -370,29 +367,25 @@ describe('revocations when Redis loses data or its server changes', function () 
       // not ready yet: its auto-pipeline sends it at the loop's next turn, on the connection ready by then (under
       // traffic: a request read in the same turn as that answer). The watch's INFO is read 150 ms after its
       // answer, so after the check's.
+      const held = heldInfo(own.redis);
+      held.delayMs = 150;
       const info = own.redis.info.bind(own.redis) as (...args: unknown[]) => Promise<string>;
       let armed = false;
       let askedWhile: string | undefined;
       let asked: Promise<unknown> | undefined;
-      let answered = 0;
       let ask = (): Promise<boolean> => Promise.reject(new Error('no reader yet'));
       Object.assign(own.redis, {
         info: async (...args: unknown[]) => {
           const callback = args.at(-1);
-          if (typeof callback === 'function') {
-            return info(...args.slice(0, -1), (err: unknown, found: unknown) => {
-              if (armed) {
-                armed = false;
-                askedWhile = own.redis.status;
-                asked = ask().then((revoked) => `answered ${revoked}`, (failure: unknown) => failure);
-              }
-              (callback as (err: unknown, found: unknown) => void)(err, found);
-            });
-          }
-          const answer = await info(...args);
-          await sleep(150);
-          answered += 1;
-          return answer;
+          if (typeof callback !== 'function') return info(...args);
+          return info(...args.slice(0, -1), (err: unknown, found: unknown) => {
+            if (armed) {
+              armed = false;
+              askedWhile = own.redis.status;
+              asked = ask().then((revoked) => `answered ${revoked}`, (failure: unknown) => failure);
+            }
+            (callback as (err: unknown, found: unknown) => void)(err, found);
+          });
         },
       });
       // After the wrapper: the watch's first INFO goes through it.
@@ -401,7 +394,7 @@ describe('revocations when Redis loses data or its server changes', function () 
       try {
         await freshEnvironment(own.redis);
         assert.equal(await reader.isRevoked(t), false);
-        await until(async () => answered > 0, 'the first INFO never answered');
+        await until(async () => held.answered > 0, 'the first INFO never answered');
         armed = true;
         const reconnected = nextReady(own.redis);
         await admin.redis.client('KILL', 'ID', String(await own.redis.client('ID')));
