@@ -25,8 +25,8 @@ export interface RedisTopology {
    * The ticket `slot` has, or, while its connection was lost, the one it will have if its server comes back
    * the same: what the answer to a command asked now is held against. Without a connection a command is
    * not sent at once, but one an auto-pipeline takes (sent at the loop's next turn) may go out on the
-   * connection that came back meanwhile. Undefined where `ticket` is for any other reason (a MOVED followed,
-   * a move being judged).
+   * connection that came back meanwhile. Undefined where `ticket` is undefined for any other reason (a MOVED
+   * followed, a move being judged).
    */
   expected(slot: number): string | undefined;
   /** Whether `slot` still stands where `ticket` said: the answer came from the server that was asked. */
