@@ -314,6 +314,14 @@ describe('the limit servers (bench/limits/<name>.ts), each with its named option
   });
 });
 
+describe('the bench\'s settings (bench/harness/config.ts)', () => {
+  it('BENCH_GATEWAY_SCENARIOS names the processes whose scenarios the gateway group measures; a name it does not know is refused, naming it', () => {
+    assert.equal(loadBenchConfig({}).gatewayScenarios, undefined);
+    assert.deepEqual([...(loadBenchConfig({ BENCH_GATEWAY_SCENARIOS: 'limit-c, limit-g-lean,gateway-cached' }).gatewayScenarios ?? [])], ['limit-c', 'limit-g-lean', 'gateway-cached']);
+    assert.throws(() => loadBenchConfig({ BENCH_GATEWAY_SCENARIOS: 'limit-c,limit-q' }), /BENCH_GATEWAY_SCENARIOS: unknown process "limit-q" \(known: limit-c, limit-c-lean,/);
+  });
+});
+
 describe('the bench\'s targets and ratios (bench/harness/report.ts evaluate)', () => {
   const target = (results: ScenarioResult[], name: string, facts = {}) => evaluate(results, facts, 2).targets.find((t) => t.name === name);
   const gatewayById = [

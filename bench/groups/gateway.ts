@@ -64,14 +64,17 @@ export async function gatewayScenarios(ctx: RunContext): Promise<void> {
       }
       return list;
     };
+    // BENCH_GATEWAY_SCENARIOS: only the named processes' scenarios are measured (every process is primed all the same).
+    const { gatewayScenarios: only } = ctx.config;
+    const measured = (list: Awaited<ReturnType<typeof scenarios>>) => (only === undefined ? list : list.filter((scenario) => Object.keys(scenario.servers).some((name) => only.has(name))));
     const closed = await scenarios('');
     // Every process has served both lookups before any is measured (bench/README.md, "The same requests").
     for (const scenario of closed) {
       ctx.progress(`${scenario.label}: served for ${PRIME_S} s before any round`);
       await closedLoop(scenario.target, ctx.config.connections, PRIME_S);
     }
-    await measureClosedInTurns(ctx, closed);
-    await measureClosedInTurns(ctx, await scenarios('-pace'), ctx.config.equalRate);
+    await measureClosedInTurns(ctx, measured(closed));
+    await measureClosedInTurns(ctx, measured(await scenarios('-pace')), ctx.config.equalRate);
   } finally {
     await stopAll([...started, cached]);
   }

@@ -45,6 +45,12 @@ export interface BenchConfig {
   /** How many users the user search scenario loads into its scratch database. */
   users: number;
   groups: ReadonlySet<Group>;
+  /**
+   * The processes whose scenarios the `gateway` group measures (BENCH_GATEWAY_SCENARIOS), by their CPU names;
+   * undefined: every one. Every process is still started and primed with both lookups, so a figure is the one
+   * a whole run gives, with fewer scenarios between two turns of it.
+   */
+  gatewayScenarios: ReadonlySet<string> | undefined;
   resultsDir: string;
   /** Keep the started processes' logs after a successful run (they are kept after a failure anyway). */
   keepLogs: boolean;
@@ -93,6 +99,20 @@ function groupsOf(raw: string | undefined): Set<Group> {
   return new Set(picked as Group[]);
 }
 
+/** The processes the `gateway` group serves its scenarios through, by their CPU names (as the figures name them). */
+export const GATEWAY_SCENARIO_PROCESSES = ['limit-c', 'limit-c-lean', 'limit-e-lean', 'limit-e-lean-enveloped', 'gateway', 'limit-g', 'limit-g-bare', 'limit-g-lean', 'gateway-cached'] as const;
+
+function gatewayScenariosOf(raw: string | undefined): Set<string> | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const picked = raw.split(',').map((s) => s.trim());
+  for (const name of picked) {
+    if (!(GATEWAY_SCENARIO_PROCESSES as readonly string[]).includes(name)) {
+      throw new Error(`BENCH_GATEWAY_SCENARIOS: unknown process "${name}" (known: ${GATEWAY_SCENARIO_PROCESSES.join(', ')})`);
+    }
+  }
+  return new Set(picked);
+}
+
 function externalOf(env: NodeJS.ProcessEnv): ExternalStack | undefined {
   const { BENCH_GATEWAY_URL: gatewayUrl, BENCH_IDENTITY_URL: identityUrl, BENCH_RISK_URL: riskUrl } = env;
   if (gatewayUrl === undefined && identityUrl === undefined && riskUrl === undefined) return undefined;
@@ -117,6 +137,7 @@ export function loadBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     scale: number(env, 'BENCH_SCALE', 100, 2),
     users: number(env, 'BENCH_USERS', 1_000_000, 1000),
     groups: groupsOf(env.BENCH_ONLY),
+    gatewayScenarios: gatewayScenariosOf(env.BENCH_GATEWAY_SCENARIOS),
     resultsDir: env.BENCH_RESULTS_DIR ?? `${ROOT}bench/results`,
     keepLogs: env.BENCH_KEEP_LOGS === '1',
     external: externalOf(env),
