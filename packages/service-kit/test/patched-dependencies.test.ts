@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { type AddressInfo, type Socket, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Command, Redis } from 'ioredis';
+import { startPrivateRedis } from '@platform/stack';
 import { TEST_REDIS_URL } from '../src/testing/index.ts';
 
 // patches/ (package.json pnpm.patchedDependencies) carries measured hot-path fixes of dependencies
@@ -94,8 +95,11 @@ describe('patched dependencies', () => {
     });
 
     it('a Redis held by a script: what was answered before stays answered, what waits past the timeout is rejected, and the client goes on', async () => {
-      const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 150, lazyConnect: true });
-      const holder = new Redis(TEST_REDIS_URL, { lazyConnect: true });
+      // A server of this test's own: the script holds every client of its server, and the test files running
+      // beside this one (mocha's parallel jobs) share the test Redis (a login of theirs answered 503 in CI).
+      const server = await startPrivateRedis();
+      const redis = new Redis(server.url, { commandTimeout: 150, lazyConnect: true });
+      const holder = new Redis(server.url, { lazyConnect: true });
       try {
         await Promise.all([redis.connect(), holder.connect()]);
         const answered = redis.echo('before');
@@ -113,6 +117,7 @@ describe('patched dependencies', () => {
       } finally {
         redis.disconnect();
         holder.disconnect();
+        await server.stop();
       }
     });
   });
