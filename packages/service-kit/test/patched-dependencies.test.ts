@@ -94,6 +94,40 @@ describe('patched dependencies', () => {
       }
     });
 
+    it('a client whose event loop was held past the timeout (a GC pause, the CPU taken away): what Redis answered meanwhile is answered, what got no answer is rejected', async () => {
+      /** Holds this process's event loop, as a long GC pause or a starved CPU does, for `ms`. */
+      const holdLoop = (ms: number) => {
+        const until = performance.now() + ms;
+        while (performance.now() < until);
+      };
+      const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 200, lazyConnect: true });
+      const silent = createServer((socket) => socket.resume());
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const unanswering = new Redis({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port, commandTimeout: 200, enableReadyCheck: false, maxRetriesPerRequest: 0, lazyConnect: true });
+      unanswering.on('error', () => undefined);
+      try {
+        await Promise.all([redis.connect(), unanswering.connect()]);
+        // Written at once (no auto-pipelining here); Redis answers within the hold, the answers wait unread.
+        const answered = Array.from({ length: 5 }, (_, i) => redis.echo(`held ${i}`));
+        const never = failure(unanswering.get('a'));
+        // Held after an immediate, so the loop's timers come next and its sockets after them, as after a pause in
+        // any I/O callback (a hold in a timer's callback would have the sockets read first, in that same turn).
+        await new Promise((resolve) => setImmediate(resolve));
+        holdLoop(600);
+        const resumed = performance.now();
+        // The deadlines passed during the hold and their timer runs before the sockets are read: unpatched,
+        // every one of these was "Command timed out".
+        assert.deepEqual(await Promise.all(answered), ['held 0', 'held 1', 'held 2', 'held 3', 'held 4']);
+        const { message, at } = await never;
+        assert.equal(message, 'Command timed out');
+        assert.ok(at - resumed < 100, `rejected ${at - resumed} ms after the loop went on`);
+      } finally {
+        redis.disconnect();
+        unanswering.disconnect();
+        await new Promise((resolve) => silent.close(resolve));
+      }
+    });
+
     it('a Redis held by a script: what was answered before stays answered, what waits past the timeout is rejected, and the client goes on', async () => {
       // A server of this test's own: the script holds every client of its server, and the test files running
       // beside this one (mocha's parallel jobs) share the test Redis (a login of theirs answered 503 in CI).
