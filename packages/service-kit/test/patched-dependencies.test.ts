@@ -44,6 +44,24 @@ describe('patched dependencies', () => {
         () => assert.fail('answered'),
         (err: Error) => ({ message: err.message, at: performance.now() }),
       );
+    /** A Redis that takes the connection and the commands and answers nothing, and a client of it with `commandTimeout`. */
+    const silentRedis = async (commandTimeout: number) => {
+      const sockets = new Set<Socket>();
+      const silent = createServer((socket) => {
+        sockets.add(socket);
+        socket.resume();
+      });
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as AddressInfo;
+      const redis = new Redis({ host: '127.0.0.1', port, commandTimeout, enableReadyCheck: false, maxRetriesPerRequest: 0, lazyConnect: true });
+      redis.on('error', () => undefined);
+      const close = async () => {
+        redis.disconnect();
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
+      };
+      return { redis, close };
+    };
 
     it('500 commands in flight add no timer each, and are answered', async () => {
       const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 5000, lazyConnect: true });
@@ -60,16 +78,7 @@ describe('patched dependencies', () => {
     });
 
     it('a server that never answers: each command is rejected at its own deadline, in the order sent, and not before it', async () => {
-      // A Redis that takes the connection and the commands, and answers nothing.
-      const sockets = new Set<Socket>();
-      const silent = createServer((socket) => {
-        sockets.add(socket);
-        socket.resume();
-      });
-      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-      const { port } = silent.address() as AddressInfo;
-      const redis = new Redis({ host: '127.0.0.1', port, commandTimeout: 200, enableReadyCheck: false, maxRetriesPerRequest: 0, lazyConnect: true });
-      redis.on('error', () => undefined);
+      const { redis, close } = await silentRedis(200);
       try {
         await redis.connect();
         const firstSent = performance.now();
@@ -88,9 +97,7 @@ describe('patched dependencies', () => {
         assert.ok(c.at - laterSent < 1000, `rejected ${c.at - laterSent} ms after it was sent`);
         assert.ok(c.at > b.at, 'the later command was rejected first');
       } finally {
-        redis.disconnect();
-        for (const socket of sockets) socket.destroy();
-        await new Promise((resolve) => silent.close(resolve));
+        await close();
       }
     });
 
@@ -101,10 +108,7 @@ describe('patched dependencies', () => {
         while (performance.now() < until);
       };
       const redis = new Redis(TEST_REDIS_URL, { commandTimeout: 200, lazyConnect: true });
-      const silent = createServer((socket) => socket.resume());
-      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-      const unanswering = new Redis({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port, commandTimeout: 200, enableReadyCheck: false, maxRetriesPerRequest: 0, lazyConnect: true });
-      unanswering.on('error', () => undefined);
+      const { redis: unanswering, close } = await silentRedis(200);
       try {
         await Promise.all([redis.connect(), unanswering.connect()]);
         // Written at once (no auto-pipelining here); Redis answers within the hold, the answers wait unread.
@@ -123,8 +127,7 @@ describe('patched dependencies', () => {
         assert.ok(at - resumed < 100, `rejected ${at - resumed} ms after the loop went on`);
       } finally {
         redis.disconnect();
-        unanswering.disconnect();
-        await new Promise((resolve) => silent.close(resolve));
+        await close();
       }
     });
 
